@@ -1,0 +1,40 @@
+#include "base/aligned_buffer.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace qvl::base {
+
+AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
+    if (this != &other) {
+        std::free(data_);
+        data_ = std::exchange(other.data_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+}
+
+Result<AlignedBuffer> AlignedBuffer::allocate(std::size_t bytes, const char* what) {
+    AlignedBuffer buf;
+    if (bytes == 0) return buf;
+    const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    if (rounded < bytes) {
+        return error(ErrorCode::kResourceExhausted, "{}: {} bytes is too large", what, bytes);
+    }
+    void* p = std::aligned_alloc(kAlignment, rounded);
+    if (p == nullptr) {
+        return error(ErrorCode::kResourceExhausted, "{}: could not allocate {} bytes", what, bytes);
+    }
+    std::memset(p, 0, rounded);
+    buf.data_ = static_cast<std::byte*>(p);
+    buf.size_ = bytes;
+    return buf;
+}
+
+}  // namespace qvl::base

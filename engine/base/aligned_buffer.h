@@ -1,0 +1,45 @@
+// AlignedBuffer: an owning, 64-byte aligned, zero-initialised byte buffer; move-only.
+// Allocation failure is a Status, never an exception or an abort.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/status.h"
+
+namespace qvl::base {
+
+class AlignedBuffer {
+  public:
+    static constexpr std::size_t kAlignment = 64;
+
+    AlignedBuffer() = default;
+    ~AlignedBuffer();
+    AlignedBuffer(AlignedBuffer&& other) noexcept;
+    AlignedBuffer& operator=(AlignedBuffer&& other) noexcept;
+    AlignedBuffer(const AlignedBuffer&) = delete;
+    AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+
+    // bytes == 0 gives an empty buffer. `what` names the buffer in the error message.
+    static Result<AlignedBuffer> allocate(std::size_t bytes, const char* what);
+
+    std::byte* data() { return data_; }
+    const std::byte* data() const { return data_; }
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+
+    template <class T>
+    T* as() {
+        return reinterpret_cast<T*>(data_);
+    }
+    template <class T>
+    const T* as() const {
+        return reinterpret_cast<const T*>(data_);
+    }
+
+  private:
+    std::byte* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+}  // namespace qvl::base

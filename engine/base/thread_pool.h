@@ -1,0 +1,60 @@
+// A fixed pool of worker threads for data-parallel loops. The calling thread takes part, so a
+// pool of size 1 runs everything inline. Workers spin briefly for the next job, then sleep on a
+// futex (the machine is shared: a spinning pool loses badly when another process wants a core).
+//
+// parallel_for hands out task indices dynamically; callers make each task's result depend only
+// on its index (never on the thread that ran it), so results are identical for any pool size.
+// No allocation per call.
+#pragma once
+
+#include <atomic>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace qvl::base {
+
+class ThreadPool {
+  public:
+    // n_threads >= 1 counts the caller. pin: bind thread i to logical CPU i.
+    explicit ThreadPool(int n_threads, bool pin = false);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return int(workers_.size()) + 1; }
+
+    // Runs fn(task) for task in [0, n_tasks), spread over the pool; returns when all are done.
+    // fn must not throw. Not re-entrant: do not call parallel_for from inside fn.
+    template <class Fn>
+    void parallel_for(int n_tasks, Fn&& fn) {
+        if (n_tasks <= 0) return;
+        if (n_tasks == 1 || workers_.empty()) {
+            for (int t = 0; t < n_tasks; ++t) fn(t);
+            return;
+        }
+        run(n_tasks, &trampoline<std::remove_reference_t<Fn>>, &fn);
+    }
+
+  private:
+    using TaskFn = void (*)(void* ctx, int task);
+    template <class Fn>
+    static void trampoline(void* ctx, int task) {
+        (*static_cast<Fn*>(ctx))(task);
+    }
+
+    void run(int n_tasks, TaskFn fn, void* ctx);
+    void worker_loop(int index);
+    void drain_tasks();
+
+    std::vector<std::thread> workers_;
+    TaskFn job_fn_ = nullptr;
+    void* job_ctx_ = nullptr;
+    int job_tasks_ = 0;
+    std::atomic<int> next_task_{0};
+    std::atomic<unsigned> generation_{0};
+    std::atomic<int> workers_done_{0};
+    std::atomic<bool> stop_{false};
+};
+
+}  // namespace qvl::base

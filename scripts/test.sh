@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds qvl (Release) and runs the whole test suite, then builds and runs the tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then checks formatting. Exit 0 = all green.
+# Usage: scripts/test.sh [--quick]   (--quick: Release tests only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+echo "== Release build"
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/release -j "$jobs"
+echo "== Release tests"
+(cd build/release && ctest -j "$jobs" --output-on-failure --timeout 900)
+
+if [ "${1:-}" = "--quick" ]; then exit 0; fi
+
+echo "== ASan+UBSan build (tests only)"
+cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQVL_SANITIZE=ON \
+      -DQVL_BUILD_BENCH=OFF >/dev/null
+cmake --build build/sanitize -j "$jobs"
+echo "== ASan+UBSan tests"
+(cd build/sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest -j "$jobs" --output-on-failure --timeout 1800 -LE slow)
+
+echo "== Format"
+bash scripts/format.sh --check
+echo "== all green"

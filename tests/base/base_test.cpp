@@ -1,0 +1,118 @@
+// Tests for engine/base: Status/Result, checked math, aligned buffers, bf16, thread pool.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/bf16.h"
+#include "base/checked_math.h"
+#include "base/cpu_features.h"
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "kernels/isa.h"
+
+namespace qvl::base {
+namespace {
+
+Result<int> parse_positive(int v) {
+    if (v <= 0) return error(ErrorCode::kInvalidArgument, "value {} is not positive", v);
+    return v;
+}
+
+Result<int> doubled(int v) {
+    QVL_ASSIGN_OR_RETURN(int x, parse_positive(v));
+    return 2 * x;
+}
+
+Status check_both(int a, int b) {
+    QVL_TRY(parse_positive(a));
+    QVL_TRY(parse_positive(b));
+    return Status();
+}
+
+TEST(Status, PropagatesErrorsAndValues) {
+    EXPECT_EQ(doubled(4).value(), 8);
+    const Result<int> bad = doubled(-3);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(bad.status().message(), "value -3 is not positive");
+    EXPECT_TRUE(check_both(1, 2).ok());
+    EXPECT_EQ(check_both(1, 0).message(), "value 0 is not positive");
+    EXPECT_EQ(check_both(1, 0).with_context("x.json: ").message(),
+              "x.json: value 0 is not positive");
+}
+
+TEST(CheckedMath, DetectsOverflow) {
+    std::uint64_t out = 0;
+    EXPECT_TRUE(checked_mul(1u << 20, 1u << 20, &out));
+    EXPECT_EQ(out, std::uint64_t(1) << 40);
+    EXPECT_FALSE(checked_mul(std::uint64_t(1) << 33, std::uint64_t(1) << 31, &out));
+    EXPECT_FALSE(checked_add(std::numeric_limits<std::uint64_t>::max(), 1, &out));
+    EXPECT_TRUE(checked_product({151936, 2048, 2}, &out));
+    EXPECT_EQ(out, 622329856u);
+    EXPECT_FALSE(checked_product({1u << 30, 1u << 30, 1u << 30}, &out));
+}
+
+TEST(AlignedBuffer, IsAlignedZeroedAndMovable) {
+    Result<AlignedBuffer> r = AlignedBuffer::allocate(1000, "test");
+    ASSERT_TRUE(r.ok());
+    AlignedBuffer buf = std::move(r).value();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buf.data()) % 64, 0u);
+    EXPECT_EQ(buf.size(), 1000u);
+    for (std::size_t i = 0; i < buf.size(); ++i) ASSERT_EQ(buf.data()[i], std::byte{0});
+    AlignedBuffer moved = std::move(buf);
+    EXPECT_EQ(moved.size(), 1000u);
+    EXPECT_TRUE(AlignedBuffer::allocate(0, "empty")->empty());
+    const Result<AlignedBuffer> huge = AlignedBuffer::allocate(std::size_t(1) << 62, "huge");
+    ASSERT_FALSE(huge.ok());
+    EXPECT_EQ(huge.status().code(), ErrorCode::kResourceExhausted);
+}
+
+TEST(Bf16, RoundsToNearestEven) {
+    EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f)), 1.0f);
+    // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0).
+    EXPECT_EQ(round_to_bf16(1.0f + std::ldexp(1.0f, -8)), 1.0f);
+    // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties to even (1 + 2^-6).
+    EXPECT_EQ(round_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 1.0f + std::ldexp(1.0f, -6));
+    EXPECT_EQ(round_to_bf16(-2.5f), -2.5f);
+    EXPECT_TRUE(std::isnan(round_to_bf16(std::nanf(""))));
+    EXPECT_TRUE(std::isinf(round_to_bf16(std::numeric_limits<float>::infinity())));
+    EXPECT_EQ(f16_to_f32(0x3c00), 1.0f);
+    EXPECT_EQ(f16_to_f32(0xc000), -2.0f);
+    EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));
+}
+
+TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
+    for (int threads : {1, 2, 3, 8}) {
+        ThreadPool pool(threads);
+        EXPECT_EQ(pool.size(), threads);
+        for (int n_tasks : {0, 1, 2, 7, 1000}) {
+            std::vector<std::atomic<int>> hits(n_tasks);
+            for (int rep = 0; rep < 3; ++rep) {
+                pool.parallel_for(n_tasks, [&](int t) { hits[t].fetch_add(1); });
+            }
+            for (int t = 0; t < n_tasks; ++t) ASSERT_EQ(hits[t].load(), 3) << "task " << t;
+        }
+    }
+}
+
+TEST(CpuFeatures, AreConsistent) {
+    const CpuFeatures& f = cpu_features();
+    EXPECT_GE(f.physical_cores, 1);
+    if (f.avx512f) {
+        EXPECT_TRUE(f.avx2);
+    }
+    EXPECT_TRUE(kernels::isa_supported(kernels::Isa::kScalar));
+    EXPECT_TRUE(kernels::isa_supported(kernels::best_isa()));
+    kernels::Isa isa;
+    EXPECT_TRUE(kernels::parse_isa("avx512bf16", &isa));
+    EXPECT_EQ(isa, kernels::Isa::kAvx512Bf16);
+    EXPECT_FALSE(kernels::parse_isa("sse9", &isa));
+}
+
+}  // namespace
+}  // namespace qvl::base
