@@ -1,0 +1,10 @@
+// Element types shared by kernel contracts.
+#pragma once
+
+namespace qvl::kernels {
+
+// How a weight matrix is stored. Checkpoint matrices are bf16 and used in place (mmap);
+// f32 is for small or converted weights (f16 checkpoints are widened at load) and tests.
+enum class WeightType { kF32, kBF16 };
+
+}  // namespace qvl::kernels
