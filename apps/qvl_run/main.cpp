@@ -1,9 +1,231 @@
-// qvl-run: answers a prompt about images with a Qwen3-VL model (skeleton; see the CLI contract).
-#include <cstdio>
+// qvl-run: answers a prompt about images with a Qwen3-VL model folder. The command-line
+// contract (flags, output, exit codes) is stable: scripts depend on it (README, cli.md).
+#include <sys/resource.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "base/timer.h"
 #include "base/version.h"
+#include "exit_codes.h"
+#include "io/json.h"
+#include "json_out.h"
+#include "kernels/isa.h"
+#include "model/generate.h"
+#include "model/model.h"
+#include "model/session.h"
+#include "npy.h"
+
+namespace qvl::app {
+namespace {
+
+using base::ErrorCode;
+
+int fail(int code, const std::string& message, const char* hint = nullptr) {
+    std::fprintf(stderr, "qvl-run: error: %s\n", message.c_str());
+    if (hint != nullptr) std::fprintf(stderr, "hint: %s\n", hint);
+    return code;
+}
+
+int fail(int code, const base::Status& st, const char* hint = nullptr) {
+    return fail(code, st.message(), hint);
+}
+
+// Input errors are exit 4, except a budget the user can change (exit 5).
+int input_exit(const base::Status& st) {
+    return st.code() == ErrorCode::kOutOfRange || st.code() == ErrorCode::kResourceExhausted
+               ? kExitResource
+               : kExitInput;
+}
+
+double peak_rss_mb() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_maxrss) / 1024.0;
+}
+
+// The conversation the flags describe: --messages, or a system turn plus one user turn with
+// the images first and then the text.
+base::Result<std::vector<model::ChatMessage>> build_messages(const RunOptions& o,
+                                                             const std::string& text) {
+    if (!o.messages_file.empty()) return model::load_messages_file(o.messages_file);
+    std::vector<model::ChatMessage> messages;
+    if (!o.system.empty()) {
+        messages.push_back({.role = "system",
+                            .parts = {{.kind = model::ChatPart::Kind::kText, .text = o.system}}});
+    }
+    model::ChatMessage user{.role = "user"};
+    for (const std::string& path : o.images) {
+        user.parts.push_back({.kind = model::ChatPart::Kind::kImage, .image_path = path});
+    }
+    user.parts.push_back({.kind = model::ChatPart::Kind::kText, .text = text});
+    messages.push_back(std::move(user));
+    return messages;
+}
+
+model::SamplingParams sampling_from(const RunOptions& o, const model::GenerationConfig& gen) {
+    model::SamplingParams s;
+    if (gen.do_sample) {
+        s.temperature = gen.temperature;
+        s.top_k = gen.top_k;
+        s.top_p = gen.top_p;
+    }
+    if (o.temperature) s.temperature = *o.temperature;
+    if (o.top_k) s.top_k = *o.top_k;
+    if (o.top_p) s.top_p = *o.top_p;
+    s.seed = o.seed ? *o.seed : std::random_device{}();
+    return s;
+}
+
+int run(const RunOptions& o) {
+    if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
+    if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
+    const base::Timer total;
+
+    // The user's text first: a missing prompt file is an input error before any loading.
+    std::string text = o.prompt;
+    if (!o.prompt_file.empty()) {
+        base::Result<std::string> file = io::read_text_file(o.prompt_file, 64u << 20);
+        if (!file.ok()) return fail(kExitInput, file.status());
+        text = std::move(file).value();
+    }
+
+    base::Timer t;
+    base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(o.model_dir);
+    if (!loaded.ok()) {
+        return fail(kExitModel, loaded.status(),
+                    "-m takes a Hugging Face Qwen3-VL folder (config.json, model.safetensors, "
+                    "tokenizer.json)");
+    }
+    const model::Model& m = *loaded.value();
+    const double load_ms = t.elapsed_ms();
+
+    const model::PreprocessConfig pp = model::effective_preprocess(
+        m, o.image_min_tokens.value_or(0), o.image_max_tokens.value_or(0));
+    base::Result<model::PreparedPrompt> prepared = base::Status();
+    if (o.raw) {
+        prepared = model::prepare_raw_prompt(m, text);
+    } else {
+        base::Result<std::vector<model::ChatMessage>> messages = build_messages(o, text);
+        if (!messages.ok()) return fail(kExitInput, messages.status());
+        prepared = model::prepare_chat_prompt(m, messages.value(), pp, io::ImageLimits{});
+    }
+    if (!prepared.ok()) return fail(input_exit(prepared.status()), prepared.status());
+    const model::PreparedPrompt& prompt = prepared.value();
+
+    if (o.tokenize) {
+        if (o.json) {
+            std::printf("{\"prompt_tokens\": %s}\n", json_int_array(prompt.ids).c_str());
+        } else {
+            for (std::size_t i = 0; i < prompt.ids.size(); ++i) {
+                std::printf(i ? " %d" : "%d", prompt.ids[i]);
+            }
+            std::printf("\n");
+        }
+        return kExitOk;
+    }
+    if (!o.dump_pixels.empty()) {
+        if (prompt.images.empty()) return fail(kExitUsage, "--dump-pixels needs an image");
+        const model::PreprocessedImage& im = prompt.images[0];
+        const std::int64_t rows = std::int64_t(im.grid_t) * im.grid_h * im.grid_w;
+        const std::string err = write_npy_f32(
+            o.dump_pixels, im.pixel_values,
+            {rows, std::int64_t(im.pixel_values.size()) / std::max<std::int64_t>(rows, 1)});
+        if (!err.empty()) return fail(kExitOther, err);
+    }
+    if (std::int64_t(prompt.ids.size()) + o.n_predict > o.ctx_size) {
+        return fail(kExitResource,
+                    fmt::format("prompt of {} tokens plus -n {} does not fit the context of {} "
+                                "tokens",
+                                prompt.ids.size(), o.n_predict, o.ctx_size),
+                    "raise -c/--ctx-size, lower -n, or lower --image-max-tokens");
+    }
+
+    model::SessionOptions so;
+    so.threads = o.threads;
+    so.ctx_size = o.ctx_size;
+    so.max_image_tokens = o.image_max_tokens.value_or(0);
+    if (const char* p = std::getenv("QVL_PRECISION"); p != nullptr && std::string(p) == "bf16") {
+        so.precision = kernels::GemmPrecision::kBF16;
+    }
+    const char* profile_env = std::getenv("QVL_PROFILE");
+    so.profile = profile_env != nullptr && std::string(profile_env) == "1";
+    base::Result<std::unique_ptr<model::Session>> session = model::Session::create(m, so);
+    if (!session.ok()) {
+        return fail(session.status().code() == ErrorCode::kResourceExhausted ? kExitResource
+                                                                              : kExitOther,
+                    session.status(), "lower -c/--ctx-size or --image-max-tokens");
+    }
+    model::Session& s = *session.value();
+
+    model::GenerateParams gp;
+    gp.n_predict = o.n_predict;
+    gp.ignore_eos = o.ignore_eos;
+    gp.sampling = sampling_from(o, m.generation());
+    gp.stop_ids = model::default_stop_ids(m);
+    model::GenerateHooks hooks;
+    std::string dump_error;
+    if (!o.json) {
+        hooks.on_text = [](std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+        };
+    }
+    if (!o.dump_vision.empty()) {
+        hooks.after_vision = [&](const model::Session& sess) {
+            const std::span<const float> f = sess.image_features(0);
+            const std::int64_t hidden = m.config().text.hidden_size;
+            dump_error = f.empty() ? "--dump-vision needs an image"
+                                   : write_npy_f32(o.dump_vision, f,
+                                                   {std::int64_t(f.size()) / hidden, hidden});
+        };
+    }
+    if (!o.dump_logits.empty()) {
+        hooks.after_prefill = [&](std::span<const float> logits) {
+            const std::string err =
+                write_npy_f32(o.dump_logits, logits, {std::int64_t(logits.size())});
+            if (dump_error.empty()) dump_error = err;
+        };
+    }
+    base::Result<model::GenerateResult> result = model::generate(s, prompt, gp, hooks);
+    if (!result.ok()) {
+        return fail(result.status().code() == ErrorCode::kOutOfRange ? kExitResource : kExitOther,
+                    result.status());
+    }
+    if (!dump_error.empty()) return fail(kExitOther, dump_error);
+    const model::GenerateResult& r = result.value();
+
+    RunReport report{.prompt = &prompt, .result = &r, .sampling = gp.sampling,
+                     .threads = s.threads(), .load_ms = load_ms,
+                     .total_ms = total.elapsed_ms(), .peak_rss_mb = peak_rss_mb()};
+    if (o.json) {
+        std::printf("%s\n", format_json_report(report).c_str());
+    } else {
+        std::printf("\n");
+    }
+    if (o.verbosity >= 0) std::fprintf(stderr, "%s", format_timing_block(report).c_str());
+    if (so.profile) std::fprintf(stderr, "%s", s.profile().format().c_str());
+    return kExitOk;
+}
+
+}  // namespace
+}  // namespace qvl::app
 
 int main(int argc, char** argv) {
-    std::printf("qvl-run %s\n", qvl::base::version());
-    return 0;
+    qvl::app::RunOptions options;
+    const qvl::app::ParseOutcome outcome =
+        qvl::app::parse_args(argc, argv, &options, stdout, stderr);
+    if (outcome.exit_code >= 0) return outcome.exit_code;
+    if (options.version) {
+        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(),
+                    qvl::kernels::isa_name(qvl::kernels::best_isa()));
+        return 0;
+    }
+    return qvl::app::run(options);
 }

@@ -20,7 +20,7 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
     return *this;
 }
 
-Result<AlignedBuffer> AlignedBuffer::allocate(std::size_t bytes, const char* what) {
+Result<AlignedBuffer> AlignedBuffer::allocate(std::size_t bytes, const char* what, bool zero) {
     AlignedBuffer buf;
     if (bytes == 0) return buf;
     const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -31,7 +31,7 @@ Result<AlignedBuffer> AlignedBuffer::allocate(std::size_t bytes, const char* wha
     if (p == nullptr) {
         return error(ErrorCode::kResourceExhausted, "{}: could not allocate {} bytes", what, bytes);
     }
-    std::memset(p, 0, rounded);
+    if (zero) std::memset(p, 0, rounded);
     buf.data_ = static_cast<std::byte*>(p);
     buf.size_ = bytes;
     return buf;

@@ -1,4 +1,4 @@
-// AlignedBuffer: an owning, 64-byte aligned, zero-initialised byte buffer; move-only.
+// AlignedBuffer: an owning, 64-byte aligned byte buffer (zero-initialised by default); move-only.
 // Allocation failure is a Status, never an exception or an abort.
 #pragma once
 
@@ -21,7 +21,9 @@ class AlignedBuffer {
     AlignedBuffer& operator=(const AlignedBuffer&) = delete;
 
     // bytes == 0 gives an empty buffer. `what` names the buffer in the error message.
-    static Result<AlignedBuffer> allocate(std::size_t bytes, const char* what);
+    // zero = false leaves the memory untouched, so a large arena costs resident memory only for
+    // the pages actually used (the kernel hands out zero pages lazily).
+    static Result<AlignedBuffer> allocate(std::size_t bytes, const char* what, bool zero = true);
 
     std::byte* data() { return data_; }
     const std::byte* data() const { return data_; }

@@ -1,0 +1,26 @@
+// The --json report and the stderr timing block of qvl-run (cli.md "Output").
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "model/generate.h"
+
+namespace qvl::app {
+
+struct RunReport {
+    const model::PreparedPrompt* prompt = nullptr;
+    const model::GenerateResult* result = nullptr;
+    model::SamplingParams sampling;
+    int threads = 0;
+    double load_ms = 0, total_ms = 0, peak_rss_mb = 0;
+};
+
+std::string json_escape(std::string_view s);
+std::string json_int_array(std::span<const std::int32_t> ids);
+std::string format_json_report(const RunReport& r);
+std::string format_timing_block(const RunReport& r);
+
+}  // namespace qvl::app

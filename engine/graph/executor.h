@@ -1,0 +1,61 @@
+// Runs a planned graph: resolves tensor addresses (arena, external, views), then walks the
+// nodes in order, splitting each op's work over the thread pool. Kernels see only pointers
+// and shapes. Optional: per-op-kind and per-layer timing (QVL_PROFILE), and an observer that
+// sees every node's output by name (traces and golden tests).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "base/thread_pool.h"
+#include "graph/graph.h"
+#include "kernels/isa.h"
+
+namespace qvl::graph {
+
+struct Profile {
+    std::array<double, std::size_t(OpKind::kCount)> ms_by_op{};
+    std::array<long, std::size_t(OpKind::kCount)> calls_by_op{};
+    std::map<std::string, double> ms_by_layer;  // "text.layers.3"
+    void clear() { *this = Profile(); }
+    // Human-readable table, slowest first.
+    std::string format() const;
+};
+
+// Sees a node output: full name ("vision.blocks.3.out"), data and shape.
+using Observer = std::function<void(const std::string& name, const float* data, int rows, int cols,
+                                    std::ptrdiff_t stride)>;
+
+class Executor {
+public:
+    Executor(base::ThreadPool* pool, kernels::Isa isa) : pool_(pool), isa_(isa) {}
+
+    void enable_profile(bool on) { profile_on_ = on; }
+    const Profile& profile() const { return profile_; }
+    Profile& profile() { return profile_; }
+    void set_observer(Observer observer) { observer_ = std::move(observer); }
+
+    // Runs g with activations placed in arena (>= plan_arena(g) bytes, 64-byte aligned).
+    void run(const Graph& g, std::byte* arena);
+
+    // Address of tensor t of the last graph run (valid while the arena is untouched).
+    float* data(const Graph& g, Tensor t, std::byte* arena) const;
+
+    static std::string full_name(const Node& n);
+
+private:
+    void run_node(const Graph& g, const Node& n, std::byte* arena);
+    template <class Fn>
+    void parallel_rows(int rows, Fn&& fn);
+
+    base::ThreadPool* pool_;
+    kernels::Isa isa_;
+    bool profile_on_ = false;
+    Profile profile_;
+    Observer observer_;
+};
+
+}  // namespace qvl::graph

@@ -1,0 +1,94 @@
+// The graph: typed nodes over 2-D f32 tensors, built by GraphBuilder (builder.h), placed by
+// the planner (planner.h), run by the Executor (executor.h). Nodes are plain data; the only
+// switch over OpKind is in executor.cpp. Weights are not tensors: a node holds pointers into
+// the mapped checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/tensor.h"
+#include "kernels/gemm.h"
+#include "kernels/types.h"
+
+namespace qvl::graph {
+
+enum class OpKind {
+    kEmbed,        // out[i] = table row ids[i] (bf16 or f32 table)
+    kMatmul,       // out = act(in0 · Wᵀ + bias) + in1 (in1 optional residual)
+    kMatmulGated,  // out = silu(in0 · Wgᵀ) ⊙ (in0 · Wuᵀ)
+    kLayerNorm,    // out = LayerNorm(in0) over cols
+    kRmsNorm,      // out = RMSNorm(in0) over groups of `group` columns (per head when < cols)
+    kRope,         // in place on in0 (out is in0): rotate_half RoPE with cos=in1, sin=in2
+    kAttention,    // out = softmax(q kᵀ · scale) v; q=in0, k/v = in1/in2 or the KV cache
+    kStoreKv,      // copies k=in0, v=in1 rows into the KV cache at position pos0
+    kAdd,          // out = in0 + in1
+    kAddRows,      // in place on in0: in0[rows[i]] += in1[i]
+    kScatterRows,  // in place on in0: in0[rows[i]] = in1[i]
+    kCount,
+};
+
+const char* op_name(OpKind op);
+
+struct WeightRef {
+    const void* data = nullptr;
+    kernels::WeightType type = kernels::WeightType::kBF16;
+    std::ptrdiff_t ld = 0;
+    int rows = 0, cols = 0;
+};
+
+// Where a layer's keys and values live: [kv_head][pos][head_dim] for one layer.
+struct KvLayerView {
+    float* k = nullptr;
+    float* v = nullptr;
+    std::ptrdiff_t head_stride = 0;  // elements between heads (max_ctx * head_dim)
+};
+
+struct NodeParams {
+    // kMatmul / kMatmulGated / kEmbed
+    WeightRef w, w2;
+    const float* bias = nullptr;
+    kernels::GemmActivation act = kernels::GemmActivation::kNone;
+    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
+    // kEmbed / kAddRows / kScatterRows
+    const std::int32_t* ids = nullptr;
+    // norms
+    const float* norm_w = nullptr;
+    const float* norm_b = nullptr;
+    float eps = 0.f;
+    int group = 0;
+    // kRope / kAttention / kStoreKv
+    int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+    float scale = 0.f;
+    bool causal = false;
+    int pos0 = 0;   // absolute position of the first query row / first stored row
+    int n_kv = 0;   // keys visible in the cache (kAttention with cache)
+    const std::int32_t* segments = nullptr;
+    int n_segments = 0;
+    KvLayerView kv;  // kAttention over the cache, kStoreKv
+    bool use_cache = false;
+};
+
+struct Node {
+    OpKind op = OpKind::kCount;
+    const char* scope = "";  // e.g. "vision.blocks"
+    int layer = -1;          // -1: no layer index
+    const char* name = "";   // e.g. "out"
+    Tensor out;
+    Tensor in[3];
+    NodeParams p;
+};
+
+struct Graph {
+    std::vector<TensorDesc> tensors;
+    std::vector<Node> nodes;
+
+    void clear() {
+        tensors.clear();
+        nodes.clear();
+    }
+    // The tensor's root (following views) and the element offset from the root's start.
+    int root_of(int id, std::ptrdiff_t* offset) const;
+};
+
+}  // namespace qvl::graph
