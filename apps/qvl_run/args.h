@@ -1,0 +1,58 @@
+// Command-line parsing for qvl-run: every flag of the CLI contract (shared docs/cli.md) parsed
+// and checked for syntax, ranges and conflicts. Files are NOT opened here: the caller reports a
+// missing model folder (exit 3) or a missing image / prompt / messages file (exit 4) itself.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qvl::app {
+
+struct RunOptions {
+    std::string model_dir;            // -m, --model (required unless --help / --version)
+    std::vector<std::string> images;  // -i, --image, in the order given
+    std::string prompt;               // -p, --prompt
+    bool prompt_given = false;        // -p was present (an empty prompt is still a prompt)
+    std::string prompt_file;          // -f, --file
+    std::string system;               // -s, --system
+    std::string messages_file;        // --messages
+    bool raw = false;                 // --raw
+    int n_predict = 128;              // -n, --n-predict, in [0, 1 << 20]
+    bool ignore_eos = false;          // --ignore-eos
+    // Sampling overrides; unset = the model's generation_config.json value.
+    std::optional<float> temperature;   // --temp, >= 0 (0 = greedy)
+    std::optional<int> top_k;           // --top-k, >= 0 (0 = off)
+    std::optional<float> top_p;         // --top-p, in (0, 1]
+    std::optional<std::uint64_t> seed;  // --seed
+    int ctx_size = 4096;                // -c, --ctx-size, in [16, 1 << 20]
+    int threads = 0;                    // -t, --threads, in [0, 1024]; 0 = physical cores
+    std::optional<int> image_min_tokens, image_max_tokens;  // >= 1, min <= max
+    bool json = false;                                      // --json
+    bool tokenize = false;                                  // --tokenize
+    std::string dump_pixels, dump_vision, dump_logits;      // --dump-*: output .npy paths
+    int verbosity = 0;                                      // -1 quiet, 0 normal, 1 verbose
+    bool version = false;                                   // --version (the caller prints it)
+    bool help = false;                                      // --help (already printed)
+};
+
+struct ParseOutcome {
+    // -1: continue running; 0: done (help printed, nothing else to do); 2: usage error;
+    // 1: the parser itself failed (out of memory).
+    int exit_code = -1;
+};
+
+// Parses argv (argv[0] is the program name) into *options, which starts from the defaults above.
+// A usage error prints exactly one line "qvl-run: error: <what>" to err, optionally followed by
+// one "hint: ..." line, and returns exit_code 2. --help prints the usage to out and returns 0
+// with options->help set. --version only sets options->version and returns -1: the caller prints
+// the version and the ISA in use, then exits 0. Never throws.
+ParseOutcome parse_args(int argc, const char* const* argv, RunOptions* options, std::FILE* out,
+                        std::FILE* err);
+
+// The usage text --help prints.
+std::string usage_text();
+
+}  // namespace qvl::app

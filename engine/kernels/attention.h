@@ -1,0 +1,65 @@
+// Scaled dot-product attention, flash style: tiled over keys with a running max and sum
+// (online softmax), f32 accumulation, never an n_q x n_kv matrix in memory.
+//
+// For query row i < n_q and head h < n_heads, with kv head g = h / (n_heads / n_kv_heads):
+//   out[i, h, :] = sum_j p_j v[j, g, :],  p = softmax_j(scale * q[i, h, :] . k[j, g, :])
+// over the keys j < n_kv that row i may see:
+//   - causal: j <= q_pos0 + i (q_pos0 = absolute position of query row 0; keys are positions);
+//   - segments (optional cu_seqlens, int32 [n_segments + 1], segments[0] = 0, increasing): row i
+//     and key j must lie in the same segment [segments[s], segments[s + 1]); used by the vision
+//     tower where q and k rows coincide (then n_q == n_kv == segments[n_segments]).
+// A row that sees no key gets zeros. Element (row, head) of q lives at
+// q + row * q_row_stride + head * q_head_stride (head_dim contiguous floats); k, v, out alike.
+// Examples: vision qkv GEMM output [N, 3072]: q row stride 3072, head stride 64, k = q + 1024,
+// v = q + 2048; text KV arena [kv_head][pos][head_dim]: row stride head_dim, head stride
+// max_ctx * head_dim. out must not overlap q, k or v. n_heads % n_kv_heads == 0; n_kv_heads == 0
+// means n_heads. No alignment required.
+//
+// Work splits into independent tasks (query blocks x kv-head groups); the split depends only
+// on the arguments and num_tasks, never on the thread that runs a task, so results are
+// identical for any thread count. Kernels do not thread: callers run the tasks, e.g.
+//   const int n = attention_num_tasks(a, pool.size());
+//   pool.parallel_for(n, [&](int t) { attention_run_task(a, t, n, isa); });
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/isa.h"
+
+namespace qvl::kernels {
+
+struct AttentionArgs {
+    int n_q = 0;
+    int n_kv = 0;
+    int n_heads = 0;
+    int n_kv_heads = 0;
+    int head_dim = 0;
+    const float* q = nullptr;
+    std::ptrdiff_t q_row_stride = 0, q_head_stride = 0;
+    const float* k = nullptr;
+    std::ptrdiff_t k_row_stride = 0, k_head_stride = 0;
+    const float* v = nullptr;
+    std::ptrdiff_t v_row_stride = 0, v_head_stride = 0;
+    float* out = nullptr;
+    std::ptrdiff_t out_row_stride = 0, out_head_stride = 0;
+    float scale = 0.f;
+    bool causal = false;
+    int q_pos0 = 0;
+    const std::int32_t* segments = nullptr;
+    int n_segments = 0;
+};
+
+// A good task count for n_threads workers (>= 1 whenever there is work).
+int attention_num_tasks(const AttentionArgs& args, int n_threads);
+// Runs task `task` of `num_tasks` (num_tasks from attention_num_tasks, any n_threads).
+void attention_run_task(const AttentionArgs& args, int task, int num_tasks, Isa isa);
+// Runs every task on the calling thread.
+void attention(const AttentionArgs& args, Isa isa);
+
+namespace ref {
+void attention_run_task(const AttentionArgs& args, int task, int num_tasks);
+void attention(const AttentionArgs& args);
+}  // namespace ref
+
+}  // namespace qvl::kernels

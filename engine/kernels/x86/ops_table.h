@@ -1,0 +1,38 @@
+// Internal to kernels/: one table of entry points per Isa for the non-GEMM kernel families
+// (norm.h, activation.h, softmax.h, rope.h, pos_embed.h, attention.h). The public functions
+// dispatch through ops_table(isa); each ISA translation unit (x86/ops_<isa>.cpp) defines its
+// table from the simd/ templates. A tier may reuse a lower tier's entry.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention.h"
+#include "kernels/isa.h"
+#include "kernels/norm.h"
+#include "kernels/pos_embed.h"
+#include "kernels/rope.h"
+
+namespace qvl::kernels {
+
+struct OpsTable {
+    void (*layer_norm_f32)(const LayerNormArgs&);
+    void (*rms_norm_f32)(const RmsNormArgs&);
+    void (*gelu_tanh_f32)(const float*, float*, std::int64_t);
+    void (*gelu_erf_f32)(const float*, float*, std::int64_t);
+    void (*silu_mul_f32)(const float*, const float*, float*, std::int64_t);
+    void (*add_f32)(const float*, const float*, float*, std::int64_t);
+    void (*softmax_f32)(float*, int, int, std::ptrdiff_t);
+    void (*rope_f32)(const RopeArgs&);
+    void (*pos_embed_interpolate)(const PosEmbedArgs&);
+    void (*attention_run_task)(const AttentionArgs&, int, int);
+};
+
+extern const OpsTable kOpsScalar;  // ops_dispatch.cpp: the references
+extern const OpsTable kOpsAvx2;    // x86/ops_avx2.cpp
+extern const OpsTable kOpsAvx512;  // x86/ops_avx512.cpp (also used by kAvx512Bf16)
+
+// The table for isa; the caller has checked isa_supported(isa).
+const OpsTable& ops_table(Isa isa);
+
+}  // namespace qvl::kernels

@@ -1,0 +1,200 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernel_test_util.h"
+
+namespace qvl::kernels {
+namespace {
+
+using testing::all_close;
+using testing::FloatBuf;
+
+// A problem with its own buffers, laid out like the model does: q/k/v either inside one fused
+// qkv row (vision) or q dense and k/v in a [kv_head][max_ctx][head_dim] arena (text).
+struct Problem {
+    int n_q, n_kv, n_heads, n_kv_heads, head_dim;
+    bool causal = false;
+    std::vector<std::int32_t> segments;
+    bool fused_qkv = false;
+    FloatBuf q{0}, kv{0}, out{0};
+    AttentionArgs args;
+
+    Problem(int nq, int nkv, int nh, int nkvh, int hd, bool causal_, std::vector<std::int32_t> seg,
+            bool fused, std::uint32_t seed)
+        : n_q(nq),
+          n_kv(nkv),
+          n_heads(nh),
+          n_kv_heads(nkvh),
+          head_dim(hd),
+          causal(causal_),
+          segments(std::move(seg)),
+          fused_qkv(fused) {
+        AttentionArgs& a = args;
+        a = {.n_q = nq, .n_kv = nkv, .n_heads = nh, .n_kv_heads = nkvh, .head_dim = hd};
+        a.scale = 1.0f / std::sqrt(float(hd));
+        a.causal = causal;
+        a.q_pos0 = causal ? nkv - nq : 0;
+        if (!segments.empty()) {
+            a.segments = segments.data();
+            a.n_segments = int(segments.size()) - 1;
+        }
+        if (fused) {  // [n, (nh + 2 nkvh) * hd] + 3 spare columns
+            const std::ptrdiff_t row = (nh + 2 * nkvh) * hd + 3;
+            q = FloatBuf(nq * row);
+            testing::fill_uniform(q.data(), q.size(), -2.0f, 2.0f, seed);
+            a.q = q.data();
+            a.k = q.data() + nh * hd;
+            a.v = q.data() + (nh + nkvh) * hd;
+            a.q_row_stride = a.k_row_stride = a.v_row_stride = row;
+            a.q_head_stride = a.k_head_stride = a.v_head_stride = hd;
+        } else {  // arena with max_ctx = nkv + 5, k then v
+            const int max_ctx = nkv + 5;
+            q = FloatBuf(nq * nh * hd);
+            kv = FloatBuf(2 * std::ptrdiff_t(nkvh) * max_ctx * hd);
+            testing::fill_uniform(q.data(), q.size(), -2.0f, 2.0f, seed);
+            testing::fill_uniform(kv.data(), kv.size(), -2.0f, 2.0f, seed + 1);
+            a.q = q.data();
+            a.q_row_stride = nh * hd;
+            a.q_head_stride = hd;
+            a.k = kv.data();
+            a.v = kv.data() + std::ptrdiff_t(nkvh) * max_ctx * hd;
+            a.k_row_stride = a.v_row_stride = hd;
+            a.k_head_stride = a.v_head_stride = std::ptrdiff_t(max_ctx) * hd;
+        }
+        out = FloatBuf(nq * (nh * hd + 1), NAN);  // row stride nh * hd + 1 breaks alignment
+        a.out = out.data();
+        a.out_row_stride = nh * hd + 1;
+        a.out_head_stride = hd;
+    }
+
+    // softmax(scale Q K^T + mask) V with the whole score matrix, in double.
+    std::vector<float> naive() const {
+        const AttentionArgs& a = args;
+        std::vector<float> o(out.size(), NAN);
+        const int group = n_heads / n_kv_heads;
+        std::vector<double> s(n_kv);
+        for (int h = 0; h < n_heads; ++h) {
+            const int g = h / group;
+            for (int i = 0; i < n_q; ++i) {
+                double max = -INFINITY;
+                for (int j = 0; j < n_kv; ++j) {
+                    bool visible = !causal || j <= a.q_pos0 + i;
+                    for (std::size_t sg = 0; sg + 1 < segments.size(); ++sg) {
+                        const bool qi = i >= segments[sg] && i < segments[sg + 1];
+                        const bool kj = j >= segments[sg] && j < segments[sg + 1];
+                        if (qi != kj) visible = false;
+                    }
+                    double dot = 0;
+                    for (int d = 0; d < head_dim; ++d) {
+                        dot += double(a.q[i * a.q_row_stride + h * a.q_head_stride + d]) *
+                               a.k[j * a.k_row_stride + g * a.k_head_stride + d];
+                    }
+                    s[j] = visible ? dot * a.scale : -INFINITY;
+                    max = std::max(max, s[j]);
+                }
+                double sum = 0;
+                for (int j = 0; j < n_kv; ++j) sum += (s[j] = std::exp(s[j] - max));
+                for (int d = 0; d < head_dim; ++d) {
+                    double acc = 0;
+                    for (int j = 0; j < n_kv; ++j) {
+                        acc += s[j] * a.v[j * a.v_row_stride + g * a.v_head_stride + d];
+                    }
+                    o[i * a.out_row_stride + h * a.out_head_stride + d] = float(acc / sum);
+                }
+            }
+        }
+        return o;
+    }
+
+    void run(Isa isa, int n_threads) {
+        const int n = attention_num_tasks(args, n_threads);
+        ASSERT_GE(n, 1);
+        // Tasks in reverse order: the result must not depend on the order either.
+        for (int t = n - 1; t >= 0; --t) attention_run_task(args, t, n, isa);
+    }
+
+    // Compares the written rows and checks the gaps between them were never touched.
+    void expect_matches(const std::vector<float>& want, const char* what) {
+        for (int i = 0; i < n_q; ++i) {
+            const std::ptrdiff_t r = i * args.out_row_stride;
+            EXPECT_TRUE(all_close(out.data() + r, want.data() + r, n_heads * head_dim, 2e-5, 1e-3))
+                << what << " row " << i;
+            EXPECT_TRUE(std::isnan(out[r + n_heads * head_dim])) << what << " wrote past row " << i;
+        }
+    }
+};
+
+class AttentionTest : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(AttentionTest, VisionSegmentsMatchNaive) {
+    QVL_SKIP_IF_UNSUPPORTED(GetParam());
+    for (int hd : {8, 64, 72}) {
+        Problem p(100, 100, 3, 3, hd, false, {0, 37, 38, 100}, true, hd);
+        const std::vector<float> want = p.naive();
+        p.run(GetParam(), 1);
+        p.expect_matches(want, "vision");
+        const std::vector<float> one_thread = p.out.vec();
+        p.run(GetParam(), 3);
+        EXPECT_TRUE(all_close(p.out.data(), one_thread.data(), one_thread.size(), 0, 0))
+            << "results depend on the task split";
+    }
+}
+
+TEST_P(AttentionTest, NoMaskSingleSegment) {
+    QVL_SKIP_IF_UNSUPPORTED(GetParam());
+    for (int n : {1, 3, 17, 33, 200}) {
+        Problem p(n, n, 2, 2, 64, false, {}, true, n);
+        const std::vector<float> want = p.naive();
+        p.run(GetParam(), 2);
+        p.expect_matches(want, "full");
+    }
+}
+
+TEST_P(AttentionTest, CausalGqaPrefillMatchesNaive) {
+    QVL_SKIP_IF_UNSUPPORTED(GetParam());
+    for (auto [n_q, n_kv] : {std::pair{1, 1}, {7, 7}, {17, 17}, {31, 40}, {100, 100}, {45, 130}}) {
+        Problem p(n_q, n_kv, 4, 2, 128, true, {}, false, n_q * 7 + n_kv);
+        const std::vector<float> want = p.naive();
+        p.run(GetParam(), 2);
+        p.expect_matches(want, "prefill");
+        const std::vector<float> two = p.out.vec();
+        p.run(GetParam(), 5);
+        EXPECT_TRUE(all_close(p.out.data(), two.data(), two.size(), 0, 0))
+            << "results depend on the task split";
+    }
+}
+
+TEST_P(AttentionTest, DecodeOverLongContextMatchesNaive) {
+    QVL_SKIP_IF_UNSUPPORTED(GetParam());
+    for (int ctx : {1, 16, 17, 1000}) {
+        for (int hd : {64, 128}) {
+            Problem p(1, ctx, 4, 2, hd, true, {}, false, ctx + hd);
+            const std::vector<float> want = p.naive();
+            p.run(GetParam(), 2);
+            p.expect_matches(want, "decode");
+        }
+    }
+}
+
+TEST_P(AttentionTest, SharpScoresPickOneValue) {
+    QVL_SKIP_IF_UNSUPPORTED(GetParam());
+    // Keys orthogonal-ish with one huge match: the output is that key's value row.
+    Problem p(1, 50, 1, 1, 16, false, {}, false, 9);
+    for (int j = 0; j < 50; ++j) {
+        for (int d = 0; d < 16; ++d) p.kv[j * 16 + d] = j == 23 ? 10.0f : 0.0f;
+    }
+    for (int d = 0; d < 16; ++d) p.q[d] = 10.0f;
+    p.run(GetParam(), 1);
+    const float* v = p.args.v + 23 * 16;
+    EXPECT_TRUE(all_close(p.out.data(), v, 16, 1e-6, 1e-6));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionTest, ::testing::ValuesIn(all_isas()),
+                         testing::isa_param_name);
+
+}  // namespace
+}  // namespace qvl::kernels
