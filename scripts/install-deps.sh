@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-    build-essential cmake ninja-build pkg-config git
+    build-essential cmake ninja-build pkg-config git curl ca-certificates
     libxsimd-dev libspng-dev libjpeg62-turbo-dev
     libgtest-dev libgmock-dev libbenchmark-dev
     libsimdjson-dev libfmt-dev libpcre2-dev libutf8proc-dev libcli11-dev
