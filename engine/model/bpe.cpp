@@ -91,6 +91,18 @@ bool byte_level_decode(std::string_view token, std::string& out) {
     return true;
 }
 
+void byte_level_encode(std::string_view bytes, std::string& out) {
+    for (const char c : bytes) {
+        const char32_t cp = tables().to_cp[std::uint8_t(c)];
+        if (cp < 0x80) {
+            out.push_back(char(cp));
+        } else {
+            out.push_back(char(0xC0 | (cp >> 6)));
+            out.push_back(char(0x80 | (cp & 0x3F)));
+        }
+    }
+}
+
 void TokenTable::reserve(std::size_t n_ids, std::size_t n_bytes) {
     entries_.reserve(n_ids);
     arena_.reserve(n_bytes);
@@ -112,30 +124,44 @@ bool TokenTable::add(std::int32_t id, std::string_view bytes, bool indexed) {
 void TokenTable::build_index() {
     std::size_t n_indexed = 0;
     for (const Entry& e : entries_) n_indexed += e.indexed ? 1 : 0;
-    slots_.assign(next_pow2(2 * n_indexed), Slot{});
+    slots_.assign(next_pow2(n_indexed + n_indexed / 2 + 1), Slot{});  // load <= 2/3
     mask_ = slots_.size() - 1;
-    for (std::size_t id = 0; id < entries_.size(); ++id) {
-        if (!entries_[id].indexed) continue;
-        const std::uint64_t h = hash_bytes(bytes(std::int32_t(id)));
-        std::uint64_t i = h & mask_;
+    // Hashes run kAhead entries in front of the inserts so the slot misses overlap.
+    constexpr std::size_t kAhead = 16;
+    std::vector<std::uint64_t> hashes(entries_.size());
+    for (std::size_t id = 0; id < entries_.size() + kAhead; ++id) {
+        if (id < entries_.size() && entries_[id].indexed) {
+            hashes[id] = hash_bytes(bytes(std::int32_t(id)));
+            __builtin_prefetch(&slots_[hashes[id] & mask_], 1);
+        }
+        if (id < kAhead || !entries_[id - kAhead].indexed) continue;
+        const std::size_t k = id - kAhead;
+        const std::string_view b = bytes(std::int32_t(k));
+        std::uint64_t i = hashes[k] & mask_;
         while (slots_[i].id >= 0) i = (i + 1) & mask_;
-        slots_[i] = Slot{std::uint32_t(h >> 32), std::int32_t(id)};
+        Slot& s = slots_[i];
+        s.id = std::int32_t(k);
+        s.length = std::uint8_t(std::min<std::size_t>(b.size(), 255));
+        std::memcpy(s.head, b.data(), std::min(b.size(), kInline));
     }
 }
 
-std::int32_t TokenTable::find(std::string_view b) const {
+std::int32_t TokenTable::find(std::string_view b, std::uint64_t hash) const {
     if (slots_.empty()) return -1;
-    const std::uint64_t h = hash_bytes(b);
-    const auto tag = std::uint32_t(h >> 32);
-    for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+    const auto length = std::uint8_t(std::min<std::size_t>(b.size(), 255));
+    const std::size_t head = std::min(b.size(), kInline);
+    for (std::uint64_t i = hash & mask_;; i = (i + 1) & mask_) {
         const Slot& s = slots_[i];
         if (s.id < 0) return -1;
-        if (s.tag == tag && bytes(s.id) == b) return s.id;
+        if (s.length == length && std::memcmp(s.head, b.data(), head) == 0 &&
+            (b.size() <= kInline || bytes(s.id) == b)) {
+            return s.id;
+        }
     }
 }
 
 void MergeTable::reserve(std::size_t n) {
-    slots_.assign(next_pow2(2 * n), Slot{});
+    slots_.assign(next_pow2(n + n / 2 + 1), Slot{});
     mask_ = slots_.size() - 1;
     count_ = 0;
 }
@@ -154,7 +180,7 @@ void MergeTable::grow() {
 
 bool MergeTable::insert(std::int32_t left, std::int32_t right, std::int32_t rank,
                         std::int32_t merged) {
-    if (2 * (count_ + 1) > slots_.size()) grow();
+    if (10 * (count_ + 1) > 7 * slots_.size()) grow();  // keep the load under 0.7
     const std::uint64_t key = pack(left, right);
     std::uint64_t i = mix(key) & mask_;
     for (; slots_[i].key != kEmpty; i = (i + 1) & mask_) {

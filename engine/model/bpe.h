@@ -23,6 +23,8 @@ int byte_level_byte(char32_t cp);
 // Converts a token as written in tokenizer.json (UTF-8 of alphabet characters) to raw bytes.
 // Returns false (out unspecified) if it holds a character outside the alphabet or bad UTF-8.
 bool byte_level_decode(std::string_view token, std::string& out);
+// The inverse: raw bytes to their byte-level spelling (appended to out).
+void byte_level_encode(std::string_view bytes, std::string& out);
 
 // Ids to byte strings (all ids, including added tokens) plus a hash index bytes -> id that only
 // covers the entries added with `indexed` (the BPE vocab; added tokens are matched elsewhere).
@@ -33,7 +35,13 @@ class TokenTable {
     // Builds the hash index; call once after the last add().
     void build_index();
     // Id of an indexed byte string, or -1.
-    std::int32_t find(std::string_view bytes) const;
+    std::int32_t find(std::string_view bytes) const { return find(bytes, hash_bytes(bytes)); }
+    // The same with hash_bytes(bytes) precomputed, and a prefetch of its slot (bulk lookups
+    // overlap their cache misses this way).
+    std::int32_t find(std::string_view bytes, std::uint64_t hash) const;
+    void prefetch(std::uint64_t hash) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
+    }
     // Bytes of `id`, empty for undefined ids (check defined()).
     std::string_view bytes(std::int32_t id) const {
         const Entry& e = entries_[std::size_t(id)];
@@ -53,9 +61,12 @@ class TokenTable {
         bool defined = false;
         bool indexed = false;
     };
+    // 16 bytes: short tokens (most of a BPE vocab) compare without leaving the slot.
+    static constexpr std::size_t kInline = 11;
     struct Slot {
-        std::uint32_t tag = 0;  // high hash bits, to skip most byte compares
         std::int32_t id = -1;
+        std::uint8_t length = 0;  // min(length, 255)
+        char head[kInline] = {};
     };
     std::string arena_;
     std::vector<Entry> entries_;
@@ -74,6 +85,9 @@ class MergeTable {
     // Inserts or overwrites; false if the pair was already present (HF collects merges into a
     // map, so a repeated pair keeps its last rank).
     bool insert(std::int32_t left, std::int32_t right, std::int32_t rank, std::int32_t merged);
+    void prefetch(std::int32_t left, std::int32_t right) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[mix(pack(left, right)) & mask_]);
+    }
     // The merge of (left, right), or nullptr.
     const Merge* find(std::int32_t left, std::int32_t right) const {
         const std::uint64_t key = pack(left, right);

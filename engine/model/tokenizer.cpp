@@ -131,16 +131,26 @@ base::Status load_vocab(const Ctx& ctx, dom::object model, TokenizerImpl& t) {
     return base::Status();
 }
 
+// Three passes so that the random lookups of each pass can be prefetched ahead: decode every
+// merge to bytes, resolve the ids, fill the merge table.
 base::Status load_merges(const Ctx& ctx, dom::object model, TokenizerImpl& t) {
     dom::array merges;
     const auto m = member(model, "merges");
     if (!m || m->get_array().get(merges) != simdjson::SUCCESS) {
         return ctx.corrupt("model.merges: missing or not an array");
     }
-    t.merges.reserve(merges.size());
-    std::string left, right;
-    std::int32_t rank = 0;
+    struct Pending {
+        std::uint32_t offset;  // into `parts`: left bytes then right bytes
+        std::uint32_t left_len, right_len;
+        std::uint64_t left_hash, right_hash;
+        std::int32_t left_id, right_id, merged_id;
+    };
+    std::vector<Pending> pending;
+    pending.reserve(merges.size());
+    std::string parts, bytes;
+    parts.reserve(16 * merges.size());
     for (dom::element e : merges) {
+        const std::size_t rank = pending.size();
         std::string_view a, b, s;
         dom::array pair;
         if (e.get_string().get(s) == simdjson::SUCCESS) {
@@ -150,28 +160,67 @@ base::Status load_merges(const Ctx& ctx, dom::object model, TokenizerImpl& t) {
             }
             a = s.substr(0, sp);
             b = s.substr(sp + 1);
-        } else if (e.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2 &&
-                   pair.at(0).get_string().get(a) == simdjson::SUCCESS &&
-                   pair.at(1).get_string().get(b) == simdjson::SUCCESS) {
-        } else {
+        } else if (e.get_array().get(pair) != simdjson::SUCCESS || pair.size() != 2 ||
+                   pair.at(0).get_string().get(a) != simdjson::SUCCESS ||
+                   pair.at(1).get_string().get(b) != simdjson::SUCCESS) {
             return ctx.corrupt("model.merges[{}]: not a string or a pair of strings", rank);
         }
-        if (!detail::byte_level_decode(a, left) || !detail::byte_level_decode(b, right)) {
-            return ctx.corrupt("model.merges[{}]: '{} {}' is not in the byte-level alphabet", rank,
-                               a, b);
+        Pending p{};
+        p.offset = std::uint32_t(parts.size());
+        if (!detail::byte_level_decode(a, bytes)) {
+            return ctx.corrupt("model.merges[{}]: '{}' is not in the byte-level alphabet", rank, a);
         }
-        const std::int32_t left_id = t.tokens.find(left);
-        const std::int32_t right_id = t.tokens.find(right);
-        left += right;
-        const std::int32_t merged_id = t.tokens.find(left);
-        if (left_id < 0 || right_id < 0 || merged_id < 0) {
-            return ctx.corrupt("model.merges[{}]: '{} {}': '{}' is not in the vocab", rank, a, b,
-                               left_id < 0    ? a
-                               : right_id < 0 ? b
-                                              : std::string_view("(merged)"));
+        p.left_len = std::uint32_t(bytes.size());
+        p.left_hash = detail::hash_bytes(bytes);
+        parts += bytes;
+        if (!detail::byte_level_decode(b, bytes)) {
+            return ctx.corrupt("model.merges[{}]: '{}' is not in the byte-level alphabet", rank, b);
         }
-        t.merges.insert(left_id, right_id, rank, merged_id);
-        ++rank;
+        p.right_len = std::uint32_t(bytes.size());
+        p.right_hash = detail::hash_bytes(bytes);
+        parts += bytes;
+        pending.push_back(p);
+    }
+    constexpr std::size_t kAhead = 16;
+    const std::size_t n = pending.size();
+    std::int32_t guess = 0;
+    for (std::size_t i = 0; i < n + kAhead; ++i) {
+        if (i < n) {
+            t.tokens.prefetch(pending[i].left_hash);
+            t.tokens.prefetch(pending[i].right_hash);
+        }
+        if (i < kAhead) continue;
+        Pending& p = pending[i - kAhead];
+        const std::string_view both(parts.data() + p.offset, p.left_len + p.right_len);
+        const std::string_view left = both.substr(0, p.left_len);
+        const std::string_view right = both.substr(p.left_len);
+        p.left_id = t.tokens.find(left, p.left_hash);
+        p.right_id = t.tokens.find(right, p.right_hash);
+        // Vocabularies usually number merged tokens in merge order: check that guess first.
+        p.merged_id = guess;
+        if (!t.tokens.defined(guess) || t.tokens.bytes(guess) != both) {
+            p.merged_id = t.tokens.find(both);
+        }
+        guess = p.merged_id + 1;
+        if (p.left_id < 0 || p.right_id < 0 || p.merged_id < 0) {
+            dom::element e = merges.at(i - kAhead).value_unsafe();
+            std::string_view text;
+            if (e.get_string().get(text) != simdjson::SUCCESS) text = "(pair)";
+            std::string missing;
+            detail::byte_level_encode(p.left_id < 0    ? left
+                                      : p.right_id < 0 ? right
+                                                       : both,
+                                      missing);
+            return ctx.corrupt("model.merges[{}]: '{}': '{}' is not in the vocab", i - kAhead, text,
+                               missing);
+        }
+    }
+    t.merges.reserve(n);
+    for (std::size_t i = 0; i < n + kAhead; ++i) {
+        if (i < n) t.merges.prefetch(pending[i].left_id, pending[i].right_id);
+        if (i < kAhead) continue;
+        const Pending& p = pending[i - kAhead];
+        t.merges.insert(p.left_id, p.right_id, std::int32_t(i - kAhead), p.merged_id);
     }
     return base::Status();
 }
