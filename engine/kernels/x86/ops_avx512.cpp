@@ -27,7 +27,7 @@ const OpsTable kOpsAvx512 = {
     .softmax_f32 = &simd::softmax_f32<avx512::Arch>,
     .rope_f32 = &simd::rope_f32<avx512::Arch>,
     .pos_embed_interpolate = &simd::pos_embed_interpolate<avx512::Arch>,
-    .attention_run_task = &ref::attention_run_task,
+    .attention_run_task = &avx512::attention_run_task,
 };
 
 }  // namespace qvl::kernels
