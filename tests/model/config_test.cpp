@@ -273,5 +273,60 @@ TEST(GenerationConfig, ScalarEosNullsAndErrors) {
     }
 }
 
+TEST(PreprocessorConfig, LoadsTinyCheckpointFile) {
+    const ModelConfig model = load_model_config(std::string(kTinyDir) + "/config.json").value();
+    const auto p =
+        load_preprocessor_config(std::string(kTinyDir) + "/preprocessor_config.json", &model);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_EQ(p->patch_size, 16);
+    EXPECT_EQ(p->temporal_patch_size, 2);
+    EXPECT_EQ(p->merge_size, 2);
+    EXPECT_EQ(p->min_pixels, 4096);  // the tiny file lowers shortest_edge
+    EXPECT_EQ(p->max_pixels, 16777216);
+    EXPECT_FLOAT_EQ(p->rescale_factor, 1.0f / 255.0f);
+    EXPECT_EQ(p->image_mean[2], 0.5f);
+    EXPECT_EQ(p->image_std[0], 0.5f);
+}
+
+TEST(PreprocessorConfig, OlderKeysAndErrors) {
+    ScratchDir dir;
+    const auto old = load_preprocessor_config(dir.write(
+        "a.json",
+        R"({"min_pixels": 3136, "max_pixels": 12845056, "image_mean": [0.1, 0.2, 0.3]})"));
+    ASSERT_TRUE(old.ok()) << old.status().message();
+    EXPECT_EQ(old->min_pixels, 3136);
+    EXPECT_EQ(old->max_pixels, 12845056);
+    EXPECT_FLOAT_EQ(old->image_mean[1], 0.2f);
+
+    const auto missing = load_preprocessor_config(dir.path() / "none.json");
+    EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+
+    ModelConfig model = load_model_config(std::string(kTinyDir) + "/config.json").value();
+    model.vision.patch_size = 14;
+    const struct {
+        const char* json;
+        ErrorCode code;
+        const char* fragment;
+    } cases[] = {
+        {R"({"size": {"shortest_edge": 100, "longest_edge": 50}})", ErrorCode::kInvalidArgument,
+         "pixel bounds 100..50 are invalid"},
+        {R"({"patch_size": 0})", ErrorCode::kInvalidArgument, "'patch_size' is 0"},
+        {R"({"image_std": [0.5, 0, 0.5]})", ErrorCode::kInvalidArgument,
+         "channel 1 has mean 0.5 and std 0"},
+        {R"({"image_mean": [0.5, 0.5]})", ErrorCode::kCorruptFile,
+         "'image_mean' is an array, expected a list of 3 numbers"},
+        {R"({"size": 5})", ErrorCode::kCorruptFile, "'size' is a number"},
+        {R"({})", ErrorCode::kInvalidArgument,
+         "patch_size 16 / temporal_patch_size 2 / merge_size 2 differ from the model's "
+         "vision_config (14 / 2 / 2)"},
+    };
+    for (const auto& c : cases) {
+        const auto p = load_preprocessor_config(dir.write("bad.json", c.json), &model);
+        ASSERT_FALSE(p.ok()) << c.json;
+        EXPECT_EQ(p.status().code(), c.code) << p.status().message();
+        EXPECT_NE(p.status().message().find(c.fragment), std::string::npos) << p.status().message();
+    }
+}
+
 }  // namespace
 }  // namespace qvl::model
