@@ -166,9 +166,9 @@ int run(const RunOptions& o) {
     so.profile = profile_env != nullptr && std::string(profile_env) == "1";
     base::Result<std::unique_ptr<model::Session>> session = model::Session::create(m, so);
     if (!session.ok()) {
-        return fail(session.status().code() == ErrorCode::kResourceExhausted ? kExitResource
-                                                                              : kExitOther,
-                    session.status(), "lower -c/--ctx-size or --image-max-tokens");
+        return fail(
+            session.status().code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther,
+            session.status(), "lower -c/--ctx-size or --image-max-tokens");
     }
     model::Session& s = *session.value();
 
@@ -219,9 +219,13 @@ int run(const RunOptions& o) {
         return kExitInterrupted;
     }
 
-    RunReport report{.prompt = &prompt, .result = &r, .sampling = gp.sampling,
-                     .threads = s.threads(), .load_ms = load_ms,
-                     .total_ms = total.elapsed_ms(), .peak_rss_mb = peak_rss_mb()};
+    RunReport report{.prompt = &prompt,
+                     .result = &r,
+                     .sampling = gp.sampling,
+                     .threads = s.threads(),
+                     .load_ms = load_ms,
+                     .total_ms = total.elapsed_ms(),
+                     .peak_rss_mb = peak_rss_mb()};
     if (o.json) {
         std::printf("%s\n", format_json_report(report).c_str());
     } else {

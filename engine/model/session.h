@@ -26,11 +26,12 @@
 namespace qvl::model {
 
 struct SessionOptions {
-    int threads = 0;             // 0: one per physical core
-    int ctx_size = 4096;         // KV arena, in tokens
-    int max_image_tokens = 0;    // per-image budget the arena is sized for; 0: default_max_image_tokens
+    int threads = 0;      // 0: one per physical core
+    int ctx_size = 4096;  // KV arena, in tokens
+    int max_image_tokens =
+        0;  // per-image budget the arena is sized for; 0: default_max_image_tokens
     kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
-    bool profile = false;        // per-op timing (Session::profile)
+    bool profile = false;  // per-op timing (Session::profile)
     bool pin_threads = false;
 };
 
@@ -39,7 +40,7 @@ struct SessionOptions {
 int default_max_image_tokens(const Model& model);
 
 class Session {
-public:
+  public:
     static base::Result<std::unique_ptr<Session>> create(const Model& model,
                                                          const SessionOptions& options);
 
@@ -68,7 +69,7 @@ public:
     // Sees every node output by name (traces, tests). Empty function: off.
     void set_observer(graph::Observer observer) { executor_.set_observer(std::move(observer)); }
 
-private:
+  private:
     Session(const Model& model, const SessionOptions& options);
     base::Status reserve();
     base::Status run_prefill_chunk(std::span<const std::int32_t> ids, int offset, int n,
