@@ -18,7 +18,6 @@
 #include "exit_codes.h"
 #include "io/json.h"
 #include "json_out.h"
-#include "kernels/isa.h"
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/session.h"
@@ -245,8 +244,7 @@ int main(int argc, char** argv) {
         qvl::app::parse_args(argc, argv, &options, stdout, stderr);
     if (outcome.exit_code >= 0) return outcome.exit_code;
     if (options.version) {
-        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(),
-                    qvl::kernels::isa_name(qvl::kernels::best_isa()));
+        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(), qvl::model::kernel_isa_name());
         return 0;
     }
     return qvl::app::run(options);

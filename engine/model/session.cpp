@@ -37,6 +37,8 @@ base::Status guarded(const char* what, Fn&& fn) {
 
 }  // namespace
 
+const char* kernel_isa_name() { return kernels::isa_name(kernels::best_isa()); }
+
 int default_max_image_tokens(const Model& model) {
     const PreprocessConfig& pp = model.preprocess();
     const std::int64_t unit = std::int64_t(pp.patch_size) * pp.merge_size;

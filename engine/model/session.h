@@ -35,6 +35,9 @@ struct SessionOptions {
     bool pin_threads = false;
 };
 
+// The kernel tier sessions use on this machine ("avx512bf16", ...; QVL_ISA may lower it).
+const char* kernel_isa_name();
+
 // The per-image visual-token budget used when none is given: the preprocessor's maximum,
 // capped at 4096 tokens (16384 patches; larger images are downscaled to fit, as llama.cpp does).
 int default_max_image_tokens(const Model& model);
