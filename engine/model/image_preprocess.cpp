@@ -5,7 +5,10 @@
 #include <limits>
 #include <string>
 
+#include "base/huge_pages.h"
 #include "io/json.h"
+#include "kernels/image_patch.h"
+#include "kernels/isa.h"
 
 namespace qvl::model {
 
@@ -183,33 +186,47 @@ void normalization_lut(const PreprocessConfig& config, float lut[3][256]) {
 namespace {
 
 // pixel_values row r = patch (bh*M+mh, bw*M+mw) in window order; each row is (c, t, y, x),
-// every temporal copy identical (a still image is one frame repeated).
-void patchify(const io::Image& img, const PreprocessConfig& config, const float lut[3][256],
-              int grid_h, int grid_w, std::vector<float>* out) {
+// every temporal copy identical (a still image is one frame repeated). Rows are built in a
+// small buffer and appended, so the large output is written once (no zero-fill pass).
+void patchify(const io::Image& img, const PreprocessConfig& config, int grid_h, int grid_w,
+              std::vector<float>* out) {
     const int P = config.patch_size, T = config.temporal_patch_size, M = config.merge_size;
-    const std::size_t plane = std::size_t(P) * P;
-    const std::size_t row_len = 3 * T * plane;
+    const std::size_t row_len = std::size_t(3) * T * P * P;
+    // Mean and std in 0..255 units exactly as normalization_lut computes them.
+    float mean[3], std_dev[3];
+    for (int c = 0; c < 3; ++c) {
+        mean[c] = static_cast<float>(double(config.image_mean[c]) * 255.0);
+        std_dev[c] = static_cast<float>(double(config.image_std[c]) * 255.0);
+    }
+    const kernels::Isa isa = kernels::best_isa();
     std::vector<float> row(row_len);
     out->clear();
-    out->reserve(std::size_t(grid_h) * grid_w * row_len);
+    base::reserve_huge(*out, std::size_t(grid_h) * grid_w * row_len);
     const std::size_t stride = std::size_t(img.width) * 3;
     for (int bh = 0; bh < grid_h / M; ++bh) {
         for (int bw = 0; bw < grid_w / M; ++bw) {
+            // The gather walks down 16-row columns of a window, which hardware prefetchers do
+            // not follow; fetch the window two ahead (same rows) while this one is built.
+            if (bw + 2 < grid_w / M) {
+                const std::uint8_t* next = img.rgb.data() + std::size_t(bh) * M * P * stride +
+                                           std::size_t(bw + 2) * M * P * 3;
+                for (int y = 0; y < M * P; ++y) {
+                    for (int b = 0; b < M * P * 3; b += 64)
+                        __builtin_prefetch(next + std::size_t(y) * stride + b);
+                }
+            }
             for (int mh = 0; mh < M; ++mh) {
                 for (int mw = 0; mw < M; ++mw) {
                     const std::size_t y0 = std::size_t(bh * M + mh) * P;
                     const std::size_t x0 = std::size_t(bw * M + mw) * P;
-                    for (int c = 0; c < 3; ++c) {
-                        float* dst = row.data() + c * T * plane;
-                        for (int iy = 0; iy < P; ++iy) {
-                            const std::uint8_t* src =
-                                img.rgb.data() + (y0 + iy) * stride + x0 * 3 + c;
-                            float* d = dst + std::size_t(iy) * P;
-                            for (int ix = 0; ix < P; ++ix) d[ix] = lut[c][src[3 * ix]];
-                        }
-                        for (int t = 1; t < T; ++t)
-                            std::memcpy(dst + t * plane, dst, plane * sizeof(float));
-                    }
+                    kernels::patch_normalize_u8({.src = img.rgb.data() + y0 * stride + x0 * 3,
+                                                 .src_stride = std::ptrdiff_t(stride),
+                                                 .patch = P,
+                                                 .temporal = T,
+                                                 .mean = mean,
+                                                 .std_dev = std_dev,
+                                                 .dst = row.data()},
+                                                isa);
                     out->insert(out->end(), row.begin(), row.end());
                 }
             }
@@ -238,9 +255,7 @@ base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
     out.grid_w = size.second / config.patch_size;
     out.merge_size = config.merge_size;
     out.resized = resize_bicubic_aa(image, size.first, size.second);
-    float lut[3][256];
-    normalization_lut(config, lut);
-    patchify(out.resized, config, lut, out.grid_h, out.grid_w, &out.pixel_values);
+    patchify(out.resized, config, out.grid_h, out.grid_w, &out.pixel_values);
     return out;
 }
 
