@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 
 #include "base/check.h"
 #include "base/huge_pages.h"
@@ -101,52 +102,73 @@ io::Image allocate_image(int width, int height) {
 
 }  // namespace
 
-io::Image resize_bicubic_aa(const io::Image& src, int out_height, int out_width) {
-    QVL_CHECK(out_height > 0 && out_width > 0, "resize_bicubic_aa: output size must be positive");
+namespace detail {
+
+void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_width, int band_rows,
+                              io::Image* out, const std::function<void(int, int)>& on_band) {
+    QVL_CHECK(out_height > 0 && out_width > 0 && band_rows > 0,
+              "resize_bicubic_aa: output size must be positive");
     QVL_CHECK(src.width > 0 && src.height > 0 &&
                   src.rgb.size() == std::size_t(src.width) * src.height * 3,
               "resize_bicubic_aa: malformed source image");
-    if (out_height == src.height && out_width == src.width) {
-        io::Image copy;
-        copy.width = src.width;
-        copy.height = src.height;
-        base::reserve_huge(copy.rgb, src.rgb.size());
-        copy.rgb.assign(src.rgb.begin(), src.rgb.end());
-        return copy;
-    }
-    io::Image horizontal;
-    const io::Image* stage = &src;
-    if (out_width != src.width) {
-        const detail::AxisWeights wx = detail::bicubic_aa_weights(src.width, out_width);
-        horizontal = allocate_image(out_width, src.height);
-        kernels::resize_horizontal_rgb_u8({.src = src.rgb.data(),
+    const kernels::Isa isa = kernels::best_isa();
+    const bool horizontal = out_width != src.width;
+    const bool vertical = out_height != src.height;
+    AxisWeights wx, wy;
+    if (horizontal) wx = bicubic_aa_weights(src.width, out_width);
+    if (vertical) wy = bicubic_aa_weights(src.height, out_height);
+    auto horizontal_pass = [&](int y0, int rows, std::uint8_t* dst) {
+        kernels::resize_horizontal_rgb_u8({.src = src.rgb.data() + std::size_t(y0) * src.width * 3,
                                            .src_stride = std::ptrdiff_t(src.width) * 3,
-                                           .dst = horizontal.rgb.data(),
+                                           .dst = dst,
                                            .dst_stride = std::ptrdiff_t(out_width) * 3,
-                                           .rows = src.height,
+                                           .rows = rows,
                                            .in_width = src.width,
                                            .out_width = out_width,
                                            .start = wx.start.data(),
                                            .weights = wx.w.data(),
                                            .taps = wx.taps,
                                            .precision = wx.precision},
-                                          kernels::best_isa());
-        stage = &horizontal;
+                                          isa);
+    };
+    // Width first over the whole input when both axes change: the vertical pass reads it.
+    io::Image stage;
+    if (horizontal && vertical) {
+        stage = allocate_image(out_width, src.height);
+        horizontal_pass(0, src.height, stage.rgb.data());
     }
-    if (out_height == src.height) return horizontal;
-    const detail::AxisWeights wy = detail::bicubic_aa_weights(src.height, out_height);
-    io::Image out = allocate_image(out_width, out_height);
-    kernels::resize_vertical_u8({.src = stage->rgb.data(),
-                                 .src_stride = std::ptrdiff_t(out_width) * 3,
-                                 .dst = out.rgb.data(),
-                                 .dst_stride = std::ptrdiff_t(out_width) * 3,
-                                 .row_bytes = std::size_t(out_width) * 3,
-                                 .out_rows = out_height,
-                                 .start = wy.start.data(),
-                                 .weights = wy.w.data(),
-                                 .taps = wy.taps,
-                                 .precision = wy.precision},
-                                kernels::best_isa());
+    const io::Image& vertical_src = horizontal ? stage : src;
+    *out = allocate_image(out_width, out_height);
+    const std::size_t row_bytes = std::size_t(out_width) * 3;
+    for (int y0 = 0; y0 < out_height; y0 += band_rows) {
+        const int rows = std::min(band_rows, out_height - y0);
+        std::uint8_t* dst = out->rgb.data() + std::size_t(y0) * row_bytes;
+        if (vertical) {
+            kernels::resize_vertical_u8({.src = vertical_src.rgb.data(),
+                                         .src_stride = std::ptrdiff_t(row_bytes),
+                                         .dst = dst,
+                                         .dst_stride = std::ptrdiff_t(row_bytes),
+                                         .row_bytes = row_bytes,
+                                         .out_rows = rows,
+                                         .start = wy.start.data() + y0,
+                                         .weights = wy.w.data() + std::size_t(y0) * wy.taps,
+                                         .taps = wy.taps,
+                                         .precision = wy.precision},
+                                        isa);
+        } else if (horizontal) {
+            horizontal_pass(y0, rows, dst);
+        } else {
+            std::memcpy(dst, src.rgb.data() + std::size_t(y0) * row_bytes, rows * row_bytes);
+        }
+        if (on_band) on_band(y0, rows);
+    }
+}
+
+}  // namespace detail
+
+io::Image resize_bicubic_aa(const io::Image& src, int out_height, int out_width) {
+    io::Image out;
+    detail::resize_bicubic_aa_banded(src, out_height, out_width, out_height, &out, {});
     return out;
 }
 
