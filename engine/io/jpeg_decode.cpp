@@ -3,6 +3,7 @@
 // longjmps back into run_decoder / run_encoder, the two functions here that call setjmp. They
 // hold only plain data (no C++ object with a destructor is created between setjmp and a
 // longjmp); every C++ object lives in their callers.
+#include <algorithm>
 #include <csetjmp>
 #include <cstddef>
 #include <cstdio>
@@ -111,10 +112,17 @@ Outcome run_decoder(jpeg_decompress_struct* cinfo, ErrorState* state,
     base::reserve_huge(image->rgb, width * cinfo->output_height * 3);
     image->rgb.resize(width * cinfo->output_height * 3);
     if (cmyk) cmyk_row->resize(width * 4);
+    // Several rows per call: libjpeg-turbo then color-converts straight into the image.
+    constexpr unsigned kRowsPerCall = 16;
+    JSAMPROW rows[kRowsPerCall];
     while (cinfo->output_scanline < cinfo->output_height) {
         const std::size_t y = cinfo->output_scanline;
-        JSAMPROW row = cmyk ? cmyk_row->data() : image->rgb.data() + y * width * 3;
-        if (jpeg_read_scanlines(cinfo, &row, 1) != 1) return Outcome::kTruncated;
+        const unsigned n =
+            cmyk ? 1
+                 : std::min<unsigned>(kRowsPerCall, cinfo->output_height - cinfo->output_scanline);
+        for (unsigned i = 0; i < n; ++i)
+            rows[i] = cmyk ? cmyk_row->data() : image->rgb.data() + (y + i) * width * 3;
+        if (jpeg_read_scanlines(cinfo, rows, n) == 0) return Outcome::kTruncated;
         if (cmyk) cmyk_row_to_rgb(cmyk_row->data(), image->rgb.data() + y * width * 3, width);
     }
     // jpeg_finish_decompress is skipped: the pixels are complete and what follows the image
