@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/resize.h"
@@ -74,65 +75,91 @@ void resize_vertical_u8(const ResizeVerticalArgs& a) {
     }
 }
 
-// One output pixel per step: taps in groups of four pixels (12 bytes of a 16-byte load); the
-// low 128-bit lane takes taps (0, 1) as int16 pairs per channel, the high lane taps (2, 3).
+namespace {
+
+// The scalar formula for one output pixel (row edges, where vector loads would leave the row).
+inline void horizontal_pixel(const ResizeHorizontalArgs& a, const std::uint8_t* in,
+                             std::uint8_t* out, int x) {
+    const std::uint8_t* p = in + std::size_t(a.start[x]) * 3;
+    const std::int16_t* w = a.weights + std::size_t(x) * a.taps;
+    for (int c = 0; c < 3; ++c) {
+        std::int32_t acc = std::int32_t(1) << (a.precision - 1);
+        for (int k = 0; k < a.taps; ++k) acc += p[3 * k + c] * w[k];
+        out[3 * x + c] = clamp_shift(acc, a.precision);
+    }
+}
+
+}  // namespace
+
+// Two output pixels per step, pixel x in the low 128-bit lane and x + 1 in the high lane. Per
+// pair of taps an 8-byte load per pixel (two RGB pixels) becomes int16 (r0,r1,g0,g1,b0,b1,0,0)
+// and one vpmaddwd adds both taps to the (r, g, b, 0) int32 sums of both pixels.
 void resize_horizontal_rgb_u8(const ResizeHorizontalArgs& a) {
-    const int groups = (a.taps + 3) / 4;
-    const std::int32_t half_scalar = std::int32_t(1) << (a.precision - 1);
+    const int pairs = (a.taps + 1) / 2;
+    const int out_pairs = a.out_width / 2;
+    const __m256i half = _mm256_set1_epi32(std::int32_t(1) << (a.precision - 1));
     const __m128i shift = _mm_cvtsi32_si128(a.precision);
-    // Per output pixel and group: the int16 weight pairs, (w0,w1) x4 | (w2,w3) x4.
-    std::vector<std::uint32_t> w(std::size_t(a.out_width) * groups * 8);
-    for (int x = 0; x < a.out_width; ++x) {
-        const std::int16_t* wx = a.weights + std::size_t(x) * a.taps;
-        auto tap = [&](int k) { return k < a.taps ? wx[k] : std::int16_t(0); };
-        for (int g = 0; g < groups; ++g) {
-            std::uint32_t* dst = &w[(std::size_t(x) * groups + g) * 8];
-            for (int i = 0; i < 4; ++i) {
-                dst[i] = weight_pair(tap(4 * g), tap(4 * g + 1));
-                dst[4 + i] = weight_pair(tap(4 * g + 2), tap(4 * g + 3));
+    // Per output pair p and tap pair j: (w[2j], w[2j+1]) as int16 x4 for pixel 2p, then x4 for
+    // pixel 2p + 1.
+    std::vector<std::uint32_t> w(std::size_t(out_pairs) * pairs * 8);
+    for (int p = 0; p < out_pairs; ++p) {
+        for (int half_lane = 0; half_lane < 2; ++half_lane) {
+            const int x = 2 * p + half_lane;
+            const std::int16_t* wx = a.weights + std::size_t(x) * a.taps;
+            for (int j = 0; j < pairs; ++j) {
+                const std::int16_t w_hi = 2 * j + 1 < a.taps ? wx[2 * j + 1] : 0;
+                std::uint32_t* dst = &w[(std::size_t(p) * pairs + j) * 8 + 4 * half_lane];
+                for (int i = 0; i < 4; ++i) dst[i] = weight_pair(wx[2 * j], w_hi);
             }
         }
     }
-    // Bytes r0 g0 b0 r1 g1 b1 r2 g2 b2 r3 g3 b3 -> int16 (r0,r1,g0,g1,b0,b1,0,0) in the low
-    // lane and (r2,r3,g2,g3,b2,b3,0,0) in the high lane (-1: a zero byte).
     const __m256i gather =
-        _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
-                         6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
-    // The vector path reads 16 bytes per group: up to 4 + 12 * (groups * 4 - taps) bytes past
-    // the window, so pixels whose reads would leave the row take the scalar path.
+        _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 0, -1, 3, -1, 1,
+                         -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+    // The loads of pixel x end at byte 3 * start[x] + 6 * pairs + 1 (an odd tap count reads
+    // one pixel past the window, under a zero weight); pixels whose loads would leave the row
+    // take the scalar path.
     const std::size_t row_bytes = std::size_t(a.in_width) * 3;
+    auto fits = [&](int x) { return std::size_t(a.start[x]) * 3 + 6 * pairs + 2 <= row_bytes; };
     for (int r = 0; r < a.rows; ++r) {
         const std::uint8_t* in = a.src + std::ptrdiff_t(r) * a.src_stride;
         std::uint8_t* out = a.dst + std::ptrdiff_t(r) * a.dst_stride;
-        for (int x = 0; x < a.out_width; ++x) {
-            const std::size_t first = std::size_t(a.start[x]) * 3;
-            if (first + std::size_t(groups) * 12 + 4 > row_bytes) {
-                const std::int16_t* wx = a.weights + std::size_t(x) * a.taps;
-                for (int c = 0; c < 3; ++c) {
-                    std::int32_t acc = half_scalar;
-                    for (int k = 0; k < a.taps; ++k) acc += in[first + 3 * k + c] * wx[k];
-                    out[3 * x + c] = clamp_shift(acc, a.precision);
-                }
+        for (int p = 0; p < out_pairs; ++p) {
+            const int x = 2 * p;
+            if (!fits(x) || !fits(x + 1)) {
+                horizontal_pixel(a, in, out, x);
+                horizontal_pixel(a, in, out, x + 1);
                 continue;
             }
-            const std::uint32_t* wx = &w[std::size_t(x) * groups * 8];
-            __m256i acc = _mm256_setzero_si256();
-            for (int g = 0; g < groups; ++g) {
-                const __m128i v =
-                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + first + 12 * g));
-                const __m256i pairs = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(v), gather);
-                const __m256i wg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wx + 8 * g));
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, wg));
+            const std::uint8_t* p0 = in + std::size_t(a.start[x]) * 3;
+            const std::uint8_t* p1 = in + std::size_t(a.start[x + 1]) * 3;
+            const std::uint32_t* wp = &w[std::size_t(p) * pairs * 8];
+            __m256i acc = half;
+            for (int j = 0; j < pairs; ++j) {
+                const __m256i v = _mm256_inserti128_si256(
+                    _mm256_castsi128_si256(
+                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0 + 6 * j))),
+                    _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1 + 6 * j)), 1);
+                const __m256i wj = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 8 * j));
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, gather), wj));
             }
-            __m128i sum =
-                _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-            sum = _mm_sra_epi32(_mm_add_epi32(sum, _mm_set1_epi32(half_scalar)), shift);
-            sum = _mm_packus_epi16(_mm_packs_epi32(sum, sum), sum);
-            const std::uint32_t rgb = std::uint32_t(_mm_cvtsi128_si32(sum));
-            out[3 * x + 0] = std::uint8_t(rgb);
-            out[3 * x + 1] = std::uint8_t(rgb >> 8);
-            out[3 * x + 2] = std::uint8_t(rgb >> 16);
+            acc = _mm256_sra_epi32(acc, shift);
+            acc = _mm256_packus_epi16(_mm256_packs_epi32(acc, acc), acc);  // bytes r g b 0 per lane
+            const auto rgb0 = std::uint32_t(_mm256_cvtsi256_si32(acc));
+            const auto rgb1 = std::uint32_t(_mm256_extract_epi32(acc, 4));
+            std::uint8_t* o = out + 3 * std::size_t(x);
+            if (x + 2 < a.out_width) {
+                // 4-byte stores; the spare byte lands on pixel x + 2, written after this one.
+                std::memcpy(o, &rgb0, 4);
+                std::memcpy(o + 3, &rgb1, 4);
+            } else {
+                const std::uint8_t bytes[6] = {std::uint8_t(rgb0),       std::uint8_t(rgb0 >> 8),
+                                               std::uint8_t(rgb0 >> 16), std::uint8_t(rgb1),
+                                               std::uint8_t(rgb1 >> 8),  std::uint8_t(rgb1 >> 16)};
+                std::memcpy(o, bytes, 6);
+            }
         }
+        if (a.out_width % 2 != 0) horizontal_pixel(a, in, out, a.out_width - 1);
     }
 }
 
