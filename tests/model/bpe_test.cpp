@@ -84,7 +84,8 @@ TEST(Bpe, BothStrategiesMatchTheReference) {
         BpeScratch scratch;
         for (int trial = 0; trial < 200; ++trial) {
             const std::size_t len = std::size_t(
-                trial < 50 ? trial + 1 : std::vector<int>{1, 3, 7, 16, 17, 31, 100, 300}[trial % 8]);
+                trial < 50 ? trial + 1
+                           : std::vector<int>{1, 3, 7, 16, 17, 31, 100, 300}[trial % 8]);
             std::string word;
             for (std::size_t i = 0; i < len; ++i) word += "abcdx"[rng() % (trial % 3 ? 4 : 5)];
             std::vector<std::string> expect_str = reference_bpe(b, word);
@@ -108,7 +109,7 @@ TEST(Bpe, ByteLevelAlphabetIsABijection) {
         EXPECT_TRUE(seen.insert(cp).second);
         EXPECT_EQ(byte_level_byte(cp), b);
     }
-    EXPECT_EQ(byte_level_codepoint(' '), U'\u0120');  // "Ġ"
+    EXPECT_EQ(byte_level_codepoint(' '), U'\u0120');   // "Ġ"
     EXPECT_EQ(byte_level_codepoint('\n'), U'\u010A');  // "Ċ"
     EXPECT_EQ(byte_level_codepoint('a'), U'a');
     EXPECT_EQ(byte_level_byte(U'\u4E2D'), -1);
@@ -122,8 +123,8 @@ TEST(Bpe, ByteLevelAlphabetIsABijection) {
 
 TEST(Bpe, TablesFindWhatWasAdded) {
     TokenTable t;
-    const std::vector<std::string> words = {"a", "", "abcdefghijk", "abcdefghijkl",
-                                            std::string(300, 'z'), std::string(300, 'y')};
+    const std::vector<std::string> words = {
+        "a", "", "abcdefghijk", "abcdefghijkl", std::string(300, 'z'), std::string(300, 'y')};
     for (std::size_t i = 0; i < words.size(); ++i) {
         EXPECT_TRUE(t.add(std::int32_t(2 * i), words[i], true));
     }
@@ -141,7 +142,7 @@ TEST(Bpe, TablesFindWhatWasAdded) {
 
     MergeTable m;
     for (int i = 0; i < 1000; ++i) m.insert(i, i + 1, i, 5000 + i);  // grows from empty
-    EXPECT_FALSE(m.insert(3, 4, 77, 88));                              // the last rank wins
+    EXPECT_FALSE(m.insert(3, 4, 77, 88));                            // the last rank wins
     EXPECT_EQ(m.size(), 1000u);
     EXPECT_EQ(m.find(3, 4)->rank, 77);
     EXPECT_EQ(m.find(999, 1000)->merged, 5999);
