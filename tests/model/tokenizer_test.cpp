@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/json.h"
@@ -243,6 +244,57 @@ TEST(Tokenizer, LongInputsEncodeInLinearTime) {
         ASSERT_TRUE(ids.ok()) << ids.status().message();
         EXPECT_EQ(tok().decode(*ids), run);
     }
+}
+
+TEST(Tokenizer, RandomUnicodeRoundTripsThroughNfc) {
+    // Code points from ranges that exercise NFC (combining marks, Hangul jamo), the regex
+    // classes (letters, digits, spaces of several kinds) and 4-byte sequences.
+    const std::pair<char32_t, char32_t> ranges[] = {
+        {0x20, 0x7E},       {0x09, 0x0D},       {0xA0, 0x24F},    {0x300, 0x36F},
+        {0x391, 0x3C9},     {0x400, 0x45F},     {0x5D0, 0x5EA},   {0x660, 0x669},
+        {0x900, 0x97F},     {0x1100, 0x1175},   {0x2000, 0x200F}, {0x2028, 0x2029},
+        {0x3000, 0x3003},   {0x4E00, 0x4E80},   {0xAC00, 0xAC40}, {0xFF01, 0xFF5E},
+        {0x1F300, 0x1F64F}, {0x1D400, 0x1D4FF}, {0x180E, 0x180E}, {0x85, 0x85}};
+    std::mt19937 rng(2024);
+    for (int trial = 0; trial < 300; ++trial) {
+        std::string text;
+        const int len = 1 + int(rng() % 40);
+        for (int i = 0; i < len; ++i) {
+            const auto& r = ranges[rng() % std::size(ranges)];
+            detail::append_codepoint(text, r.first + char32_t(rng() % (r.second - r.first + 1)));
+        }
+        auto ids = tok().encode(text);
+        ASSERT_TRUE(ids.ok()) << ids.status().message();
+        EXPECT_EQ(tok().decode(*ids, false), nfc(text)) << text;
+        EXPECT_EQ(stream_decode(*ids, false), nfc(text)) << text;
+    }
+    // Arbitrary bytes: either an error naming an offset or ids that decode back exactly.
+    for (int trial = 0; trial < 300; ++trial) {
+        std::string bytes(1 + rng() % 24, '\0');
+        for (char& c : bytes) c = char(rng() % 4 == 0 ? rng() % 256 : 'a' + rng() % 26);
+        auto ids = tok().encode(bytes);
+        if (ids.ok()) {
+            EXPECT_EQ(tok().decode(*ids, false), nfc(bytes));
+        } else {
+            EXPECT_EQ(ids.status().code(), base::ErrorCode::kInvalidArgument);
+        }
+    }
+}
+
+TEST(Tokenizer, ConcurrentEncodesAgree) {
+    const std::vector<Case> cases = load_cases();
+    std::vector<std::vector<std::int32_t>> got(cases.size());
+    std::thread other([&] {
+        for (std::size_t i = 0; i < cases.size(); i += 2)
+            got[i] = tok().encode(cases[i].text).value();
+    });
+    for (std::size_t i = 1; i < cases.size(); i += 2) got[i] = tok().encode(cases[i].text).value();
+    other.join();
+    for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i], cases[i].ids) << cases[i].text;
+    // A copy shares the tables and outlives the original.
+    Tokenizer copy = tok();
+    EXPECT_EQ(copy.encode("Hello world").value(), (std::vector<std::int32_t>{9707, 1879}));
+    EXPECT_TRUE(tok().encode("").value().empty());
 }
 
 class TokenizerLoadError : public testing::Test {
