@@ -3,6 +3,7 @@
 #include "model/tokenizer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <utf8proc.h>
 
 #include <chrono>
@@ -300,7 +301,11 @@ TEST(Tokenizer, ConcurrentEncodesAgree) {
 class TokenizerLoadError : public testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::path(testing::TempDir()) / "qvl_tok_load";
+        // Unique per test and process: ctest runs tests in parallel processes.
+        dir_ = std::filesystem::path(testing::TempDir()) /
+               (std::string("qvl_tok_load_") +
+                testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                std::to_string(::getpid()));
         std::filesystem::remove_all(dir_);
         std::filesystem::create_directories(dir_);
     }
