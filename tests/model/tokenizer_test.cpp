@@ -187,6 +187,23 @@ TEST(Tokenizer, StreamingHoldsBackPartialCharacters) {
     EXPECT_GT(held, 0) << "expected at least one token that ends inside a character";
 }
 
+TEST(Tokenizer, StreamingReusesItsBuffer) {
+    // No allocation per token once warm: after one pass the output buffer keeps its address.
+    const auto ids =
+        tok().encode("The quick brown fox 中文字 jumps 🦩 over the lazy dog.").value();
+    StreamDecoder d(tok());
+    for (const std::int32_t id : ids) (void)d.push(id);
+    const char* buffer = nullptr;
+    for (int round = 0; round < 3; ++round) {
+        for (const std::int32_t id : ids) {
+            const std::string_view s = d.push(id);
+            if (s.empty()) continue;
+            if (buffer == nullptr) buffer = s.data();
+            EXPECT_EQ(s.data(), buffer);
+        }
+    }
+}
+
 TEST(Tokenizer, InvalidUtf8IsDeterministic) {
     struct Bad {
         std::string text;
