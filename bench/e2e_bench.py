@@ -125,6 +125,22 @@ def ensure_model(args):
     return True
 
 
+def check_model_size(model_dir):
+    """The floors assume Qwen3-VL-2B; say so when the folder holds another size."""
+    try:
+        with open(os.path.join(model_dir, "config.json")) as f:
+            cfg = json.load(f)
+        text, vision = cfg["text_config"], cfg["vision_config"]
+        dims = (text["hidden_size"], text["num_hidden_layers"], text["intermediate_size"],
+                vision["hidden_size"], vision["depth"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        log(f"e2e_bench: warning: cannot read {model_dir}/config.json ({e})")
+        return
+    if dims != (2048, 28, 6144, 1024, 24):
+        log(f"e2e_bench: warning: {model_dir} is not Qwen3-VL-2B sized (text hidden/layers/ffn, "
+            f"vision hidden/depth = {dims}); the floors below assume the 2B model")
+
+
 # ---------------------------------------------------------------------------------------------
 # Peaks
 
@@ -378,6 +394,7 @@ def main():
     if not ensure_model(args):
         return 1
 
+    check_model_size(args.model)
     peaks = resolve_peaks(args, thread_counts)
     print("Peaks used for the floors (bf16 compute for FLOPs, DRAM read for decode bytes):")
     for t in thread_counts:
