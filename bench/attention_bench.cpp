@@ -12,6 +12,10 @@
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/isa.h"
+#if __has_include("bench_peaks.h")
+#include "bench_peaks.h"
+#define QVL_HAVE_BENCH_PEAKS 1
+#endif
 
 namespace qvl {
 namespace {
@@ -25,6 +29,19 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
     std::vector<float> v(n);
     for (float& x : v) x = dist(rng);
     return v;
+}
+
+// GFLOPS (or GBps) counter and, when the peaks helper is present, pct_peak against the FP32
+// FMA peak (or the DRAM read bandwidth) measured in this process for the same thread count.
+void report(benchmark::State& state, const char* unit, double amount, int threads) {
+    state.counters[unit] =
+        benchmark::Counter(amount * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+#ifdef QVL_HAVE_BENCH_PEAKS
+    const double peak = std::string(unit) == "GFLOPS" ? bench::peak_gflops_f32(threads)
+                                                      : bench::dram_read_gbps(threads);
+    state.counters["pct_peak"] = benchmark::Counter(100.0 * amount * 1e-9 / peak,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+#endif
 }
 
 void run(const AttentionArgs& a, Isa isa, base::ThreadPool& pool) {
@@ -62,9 +79,7 @@ void bm_vision(benchmark::State& state, int n, Isa isa, int threads) {
         run(a, isa, pool);
         benchmark::ClobberMemory();
     }
-    const double flop = 4.0 * double(n) * n * hd * heads;
-    state.counters["GFLOPS"] =
-        benchmark::Counter(flop * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    report(state, "GFLOPS", 4.0 * double(n) * n * hd * heads, threads);
 }
 
 struct TextProblem {
@@ -106,8 +121,7 @@ void bm_prefill(benchmark::State& state, int n, Isa isa, int threads) {
         benchmark::ClobberMemory();
     }
     const double visible = double(n) * (n + 1) / 2;
-    state.counters["GFLOPS"] = benchmark::Counter(4.0 * visible * 128 * 16 * 1e-9,
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+    report(state, "GFLOPS", 4.0 * visible * 128 * 16, threads);
 }
 
 void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads) {
@@ -123,9 +137,7 @@ void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads) {
         l = (l + 1) % layers;
         benchmark::ClobberMemory();
     }
-    const double bytes = 2.0 * 8 * ctx * 128 * sizeof(float);
-    state.counters["GBps"] =
-        benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    report(state, "GBps", 2.0 * 8 * ctx * 128 * sizeof(float), threads);
 }
 
 int register_all() {

@@ -158,7 +158,7 @@ struct FlashBlock {
 };
 
 // Blocks of one batch share lo and each key block is packed once for all of them.
-constexpr int kBatch = 4;
+constexpr int kBatch = 8;
 
 struct FlashScratch {
     alignas(64) float qt[kBatch][kMaxHeadDim * kItems];
