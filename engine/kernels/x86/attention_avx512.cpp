@@ -21,7 +21,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/attention.h"
@@ -181,16 +183,41 @@ void flash_init(const AttentionArgs& a, int g, int group, int row0, int n_rows, 
         b->hi_min = std::min(b->hi_min, hi[rr]);
     }
     // Q scaled into the exp2 domain; empty lanes are zero and never masked.
-    std::memset(qt, 0, sizeof(float) * hd * kItems);
     std::memset(ot, 0, sizeof(float) * hd * kItems);
     const float qscale = a.scale * kLog2e;
+    const float* q0 = a.q + row0 * a.q_row_stride + g * group * a.q_head_stride;
+    alignas(64) std::int32_t offset[kItems];
+    std::uint32_t valid = 0;
+    bool fits = true;  // gather offsets are int32
     for (int lane = 0; lane < kItems; ++lane) {
         const int hh = lane / rows_per_head, rr = lane % rows_per_head;
         b->lane_hi[lane] = b->hi_max;
+        offset[lane] = 0;
         if (hh >= group || rr >= n_rows) continue;
         b->lane_hi[lane] = hi[rr];
-        const float* q = a.q + (row0 + rr) * a.q_row_stride + (g * group + hh) * a.q_head_stride;
-        for (int d = 0; d < hd; ++d) qt[d * kItems + lane] = q[d] * qscale;
+        valid |= 1u << lane;
+        const std::ptrdiff_t off = rr * a.q_row_stride + hh * a.q_head_stride;
+        fits = fits && off >= 0 && off + hd <= INT32_MAX;
+        offset[lane] = std::int32_t(off);
+    }
+    if (fits) {  // Qt[d][lanes] by gathers: one instruction per 16 lanes
+        const __m512i off0 = _mm512_load_si512(offset), off1 = _mm512_load_si512(offset + 16);
+        const __mmask16 v0 = __mmask16(valid), v1 = __mmask16(valid >> 16);
+        const __m512 sc = _mm512_set1_ps(qscale);
+        for (int d = 0; d < hd; ++d) {
+            const __m512 g0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), v0, off0, q0 + d, 4);
+            const __m512 g1 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), v1, off1, q0 + d, 4);
+            _mm512_store_ps(qt + d * kItems, _mm512_mul_ps(g0, sc));
+            _mm512_store_ps(qt + d * kItems + 16, _mm512_mul_ps(g1, sc));
+        }
+    } else {
+        std::memset(qt, 0, sizeof(float) * hd * kItems);
+        for (int lane = 0; lane < kItems; ++lane) {
+            if ((valid >> lane & 1u) == 0) continue;
+            const int hh = lane / rows_per_head, rr = lane % rows_per_head;
+            const float* q = q0 + rr * a.q_row_stride + hh * a.q_head_stride;
+            for (int d = 0; d < hd; ++d) qt[d * kItems + lane] = q[d] * qscale;
+        }
     }
     b->m0 = b->m1 = _mm512_set1_ps(-INFINITY);
     b->l0 = b->l1 = _mm512_setzero_ps();
@@ -261,7 +288,17 @@ void flash_finish(const AttentionArgs& a, int g, int group, const FlashBlock& b,
             const int lane = hh * rows_per_head + rr;
             float* out =
                 a.out + (b.row0 + rr) * a.out_row_stride + (g * group + hh) * a.out_head_stride;
-            for (int d = 0; d < a.head_dim; ++d) out[d] = ot[d * kItems + lane] * inv_l[lane];
+            // Column `lane` of Ot, 16 head dims per gather.
+            const __m512i idx = _mm512_add_epi32(
+                _mm512_mullo_epi32(
+                    _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                    _mm512_set1_epi32(kItems)),
+                _mm512_set1_epi32(lane));
+            const __m512 inv = _mm512_set1_ps(inv_l[lane]);
+            for (int d = 0; d < a.head_dim; d += 16) {
+                const __m512 o = _mm512_i32gather_ps(idx, ot + d * kItems, 4);
+                _mm512_storeu_ps(out + d, _mm512_mul_ps(o, inv));
+            }
         }
     }
 }
