@@ -40,19 +40,20 @@ constexpr int kDecodeChunk = 256;  // keys per online-softmax step (decode)
 constexpr int kMaxHeadDim = 128;
 constexpr float kLog2e = 1.4426950408889634f;
 
-// 2^x, relative error ~1e-7: x = n + f with |f| <= 1/2, 2^f by its degree-7 Taylor series
-// (truncation < 5e-9), 2^n applied exactly by vscalefps. -inf (and anything below -160) gives 0.
+// 2^x for x <= 0 (scores minus their running max), relative error ~1e-7: x = n + f with
+// |f| <= 1/2, 2^f by a degree-6 near-minimax polynomial (constant term exactly 1, so
+// 2^0 == 1 and a key block that leaves the max unchanged leaves the state bit-identical),
+// 2^n applied exactly by vscalefps. -inf (anything below -160) gives 0.
 inline __m512 exp2_ps(__m512 x) {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-160.0f)), _mm512_set1_ps(128.0f));
+    x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
     const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 f = _mm512_sub_ps(x, n);
-    __m512 p = _mm512_set1_ps(1.525273380405984e-05f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.540353039338161e-04f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618129107628477e-03f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550410866482158e-02f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402265069591007e-01f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471805599453e-01f));
+    __m512 p = _mm512_set1_ps(1.5345591236837208e-04f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3399904128164053e-03f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618490003049374e-03f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550329014658928e-02f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022646248340607e-01f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471824645996e-01f));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
 }
