@@ -14,9 +14,10 @@
 // Blocks are cut at absolute multiples of the row granule and at segment starts, and key
 // blocks start at the segment start, so every row is computed the same way whatever the task
 // split (results do not depend on the thread count).
-// GCC 12 reports the undefined upper lanes inside _mm512_reduce_*_ps as maybe-uninitialized; a
-// false positive, silenced for this file only.
+// GCC 12 reports the undefined lanes inside _mm512_reduce_*_ps and friends as (maybe-)
+// uninitialized; a false positive, silenced for this file only.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 
@@ -28,6 +29,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
+#include "kernels/simd/attention_simd.h"
 #include "kernels/x86/ops_table.h"
 
 namespace qvl::kernels::avx512 {
@@ -453,7 +455,7 @@ void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
     const int n_kvh = attention_kv_heads(a);
     const int group = a.n_heads / std::max(1, n_kvh);
     if (a.head_dim % 16 != 0 || a.head_dim > kMaxHeadDim || group < 1 || group > kItems) {
-        return ref::attention_run_task(a, task, num_tasks);
+        return simd::attention_run_task<xsimd::avx512bw>(a, task, num_tasks);
     }
     AttentionTask t;
     if (!attention_task(a, task, num_tasks, &t)) return;
