@@ -187,6 +187,34 @@ TEST(ModelWeights, UnsupportedDtypeIsNamed) {
                                         "not supported (qvl reads BF16, F16, F32)");
 }
 
+TEST(ModelWeights, MisalignedDataIsCopied) {
+    // One extra space at the end of the header shifts the data section to an odd address, so
+    // no bf16 matrix can be used in place; each gets an aligned copy with the same bits.
+    std::ifstream in(std::string(kTinyDir) + "/model.safetensors", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::uint64_t header = 0;
+    for (int i = 7; i >= 0; --i) header = (header << 8) | std::uint8_t(bytes[std::size_t(i)]);
+    const std::string_view all(bytes);
+    std::string shifted;
+    for (int i = 0; i < 8; ++i) shifted.push_back(char(((header + 1) >> (8 * i)) & 0xff));
+    shifted.append(all.substr(8, header));
+    shifted.push_back(' ');
+    shifted.append(all.substr(8 + header));
+    ScratchDir dir;
+    dir.write("model.safetensors", shifted);
+    const auto w = ModelWeights::load(dir.path(), tiny_config());
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    const Matrix& up = w->text().layers[1].up;
+    EXPECT_EQ(up.type, WeightType::kBF16);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(up.data) % 2, 0u);
+    EXPECT_NE(up.data, static_cast<const void*>(w->store().find(up.name)->data));
+    EXPECT_EQ(bf16_bits_at(up, 100, 7), 0x3df6);
+    EXPECT_EQ(bf16_bits_at(w->text().embed, 151655, 3), 0xbcc4);
+    EXPECT_EQ(w->text().lm_head.data, w->text().embed.data);
+    EXPECT_EQ(w->text().final_norm.data[1], 3.84375f);
+    EXPECT_GT(w->copied_bytes(), 151936u * 64 * 2);
+}
+
 TEST(ModelWeights, F16AndF32TensorsAreConverted) {
     // q_proj of layer 0 as F16 (widened to an f32 copy), o_proj as F32 (zero copy), the final
     // norm as F32.
