@@ -63,7 +63,8 @@ float* Executor::data(const Graph& g, Tensor t, std::byte* arena) const {
 template <class Fn>
 void Executor::parallel_rows(int rows, int cols, Fn&& fn) {
     constexpr std::int64_t kGrainElements = 16384;
-    const std::int64_t by_work = std::max<std::int64_t>(1, std::int64_t(rows) * cols / kGrainElements);
+    const std::int64_t by_work =
+        std::max<std::int64_t>(1, std::int64_t(rows) * cols / kGrainElements);
     const int n_tasks = int(std::min<std::int64_t>({rows, 4 * pool_->size(), by_work}));
     pool_->parallel_for(n_tasks, [&](int task) {
         const int r0 = int(std::int64_t(rows) * task / n_tasks);
