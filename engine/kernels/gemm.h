@@ -26,11 +26,9 @@
 namespace qvl::kernels {
 
 enum class GemmActivation { kNone, kGeluTanh, kGeluErf, kSilu };  // applied to (A·Wᵀ + bias)
-enum class GemmPrecision {
-    kF32,
-    kBF16
-};  // kBF16: A rounded to bf16, vdpbf16ps; on ISAs without
-    // avx512bf16 it must still work (emulate/round A then f32 math)
+// kBF16: A rounded to bf16, vdpbf16ps; on ISAs without avx512bf16 it must still work
+// (emulate/round A then f32 math)
+enum class GemmPrecision { kF32, kBF16 };
 struct GemmArgs {
     int m = 0, n = 0, k = 0;
     const float* a = nullptr;

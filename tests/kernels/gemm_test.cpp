@@ -441,6 +441,36 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
     }
 }
 
+// The epilogue's activations over a dense range of inputs (k = 1, weight 1, so the sum is exact):
+// relative 1e-6, or 1e-9 absolute where the value is tiny (the SIMD exp-based forms lose a few
+// ulps relative in the far negative tail, where the value itself is below 1e-6).
+TEST_P(GemmTest, ActivationsAccurate) {
+    const int m = 4001;
+    std::vector<float> a(m), c(m);
+    for (int i = 0; i < m; ++i) a[i] = -14.0f + 28.0f * float(i) / float(m - 1);
+    const float one = 1.0f;
+    for (GemmActivation act :
+         {GemmActivation::kGeluTanh, GemmActivation::kGeluErf, GemmActivation::kSilu}) {
+        const GemmArgs g{.m = m,
+                         .n = 1,
+                         .k = 1,
+                         .a = a.data(),
+                         .lda = 1,
+                         .w = &one,
+                         .ldw = 1,
+                         .w_type = WeightType::kF32,
+                         .act = act,
+                         .c = c.data(),
+                         .ldc = 1};
+        gemm(g, GetParam());
+        for (int i = 0; i < m; ++i) {
+            const double want = gemm_activation_ref(act, a[i]);
+            ASSERT_NEAR(c[i], want, 1e-6 * std::fabs(want) + 1e-9)
+                << "act=" << int(act) << " u=" << a[i];
+        }
+    }
+}
+
 TEST(GemmTasks, SplitsWorkForThreads) {
     const GemmArgs big{.m = 784, .n = 3072, .k = 1024};
     EXPECT_EQ(gemm_num_tasks(big, 1), 1);

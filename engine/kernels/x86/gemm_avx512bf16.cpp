@@ -121,7 +121,7 @@ struct KernelBf16 {
 
     static void epilogue(const GemmProblem& p, const float* acc, const float* acc2,
                          std::ptrdiff_t ld, int m0, int m1, int n0, int n1) {
-        detail::gemm_epilogue(p, acc, acc2, ld, m0, m1, n0, n1);
+        detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
     }
 };
 

@@ -142,7 +142,7 @@ void gemv_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1) {
         out2 = static_cast<float*>(gemm_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
         avx512::gemv_any(sub, a, lda, p.w2, n0, n1, out2, ldo);
     }
-    gemm_epilogue(p, out, out2, ldo, m0, m1, n0, n1);
+    gemm_epilogue_avx512(p, out, out2, ldo, m0, m1, n0, n1);
 }
 
 }  // namespace qvl::kernels::detail
