@@ -49,13 +49,16 @@ void fill_random(float* p, std::size_t n, std::uint64_t seed, float scale) {
 struct Fixture {
     const LinearShape* shape = nullptr;
     int m = 0;
-    std::vector<float> a, c;
+    std::vector<float> a, c, bias;
     std::vector<base::AlignedBuffer> weights;  // copies of [n, k] bf16 (x2 when gated)
 
     Fixture(const LinearShape& s, int m_rows) : shape(&s), m(m_rows) {
         a.resize(std::size_t(m) * s.k);
         fill_random(a.data(), a.size(), 17, 1.0f);
         c.resize(std::size_t(m) * s.n);
+        fill_random(c.data(), c.size(), 29, 1.0f);  // the residual, added in place
+        bias.resize(s.n);
+        fill_random(bias.data(), bias.size(), 31, 0.1f);
         const std::size_t bytes = std::size_t(s.n) * s.k * 2 * (s.gated ? 2 : 1);
         std::size_t copies = 1;
         if (m <= 8 && bytes < kColdBytes) copies = (kColdBytes + bytes - 1) / bytes;

@@ -15,22 +15,26 @@ struct LinearShape {
     bool gated;        // SwiGLU pair: two [n, k] matrices in one call
     bool vision;       // runs over image patches (M = 784, 3520) rather than text tokens
     int m_div = 1;     // vision: M = patches / m_div (the mergers see 2x2-merged rows)
+    // The model's epilogue: bias, activation (0 none, 1 GELU tanh, 2 GELU erf), residual add.
+    bool bias = false;
+    int act = 0;
+    bool residual = false;
 };
 
 inline constexpr LinearShape kLinearShapes[] = {
-    {"vision_patch_embed", 1024, 1536, false, true},
-    {"vision_qkv", 3072, 1024, false, true},
-    {"vision_proj", 1024, 1024, false, true},
-    {"vision_fc1", 4096, 1024, false, true},
-    {"vision_fc2", 1024, 4096, false, true},
-    {"merger_fc1", 4096, 4096, false, true, 4},
-    {"merger_fc2", 2048, 4096, false, true, 4},
+    {"vision_patch_embed", 1024, 1536, false, true, 1, true},
+    {"vision_qkv", 3072, 1024, false, true, 1, true},
+    {"vision_proj", 1024, 1024, false, true, 1, true, 0, true},
+    {"vision_fc1", 4096, 1024, false, true, 1, true, 1},
+    {"vision_fc2", 1024, 4096, false, true, 1, true, 0, true},
+    {"merger_fc1", 4096, 4096, false, true, 4, true, 2},
+    {"merger_fc2", 2048, 4096, false, true, 4, true},
     {"text_q", 2048, 2048, false, false},
     {"text_k", 1024, 2048, false, false},
     {"text_v", 1024, 2048, false, false},
-    {"text_o", 2048, 2048, false, false},
+    {"text_o", 2048, 2048, false, false, 1, false, 0, true},
     {"text_gate_up", 6144, 2048, true, false},
-    {"text_down", 2048, 6144, false, false},
+    {"text_down", 2048, 6144, false, false, 1, false, 0, true},
     {"lm_head", 151936, 2048, false, false},
 };
 

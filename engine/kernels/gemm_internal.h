@@ -25,7 +25,15 @@ struct GemmProblem {
     float* c = nullptr;
     std::ptrdiff_t ldc = 0;
     bool round_bf16 = false;  // precision == kBF16
+    // When set, A is virtual: load_a(a_ctx, row, k0, count, out) writes A[row][k0 .. k0+count)
+    // to out (the patch embedding gathers pixels this way); a and lda are then unused.
+    void (*load_a)(const void* ctx, int row, int k0, int count, float* out) = nullptr;
+    const void* a_ctx = nullptr;
 };
+
+// Runs one task of a problem (the engine behind gemm_run_task and friends).
+int problem_num_tasks(int m, int n, int n_threads);
+void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa);
 
 // Largest m that takes the GEMV path.
 inline constexpr int kGemvMaxM = 8;
@@ -65,7 +73,8 @@ enum ScratchSlot {
     kScratchB2 = 2,
     kScratchC = 3,
     kScratchC2 = 4,
-    kScratchSlots = 5
+    kScratchGather = 5,
+    kScratchSlots = 6
 };
 void* gemm_scratch(ScratchSlot slot, std::size_t bytes);
 

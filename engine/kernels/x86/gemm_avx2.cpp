@@ -61,7 +61,12 @@ struct KernelF32 {
                     for (int kk = 0; kk < kc; ++kk) panel[kk * kMR + r] = 0.0f;
                     continue;
                 }
+                float gathered[kKC];
                 const float* src = p.a + std::ptrdiff_t(i0 + i) * p.lda + p0;
+                if (p.load_a != nullptr) {
+                    p.load_a(p.a_ctx, i0 + i, p0, kc, gathered);
+                    src = gathered;
+                }
                 for (int kk = 0; kk < kc; ++kk) {
                     panel[kk * kMR + r] = p.round_bf16 ? avx2::round_to_bf16(src[kk]) : src[kk];
                 }

@@ -40,12 +40,24 @@ struct KernelBf16 {
         for (int q = 0; q * kMR < rows; ++q) {
             Packed* panel = out + std::ptrdiff_t(q) * ks * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
+            // Row sources: A itself, or rows gathered by load_a into a stack buffer.
+            alignas(64) float gathered[kMR][kKC];
+            const float* src_rows[kMR];
+            for (int i = 0; i < nr; ++i) {
+                const int row = i0 + q * kMR + i;
+                if (p.load_a != nullptr) {
+                    p.load_a(p.a_ctx, row, p0, kc, gathered[i]);
+                    src_rows[i] = gathered[i];
+                } else {
+                    src_rows[i] = p.a + std::ptrdiff_t(row) * p.lda + p0;
+                }
+            }
             for (int kb = 0; kb < kc; kb += 32) {
                 const int nk = std::min(32, kc - kb);
                 __m512 r[16];
                 for (int i = 0; i < 16; ++i) {
                     if (i < nr) {
-                        const float* src = p.a + std::ptrdiff_t(i0 + q * kMR + i) * p.lda + p0 + kb;
+                        const float* src = src_rows[i] + kb;
                         r[i] = load_f32_as_pairs(src, nk);
                     } else {
                         r[i] = _mm512_setzero_ps();
