@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/avx512_util.h"
@@ -22,20 +23,9 @@ using x86::lanes16;
 
 struct KernelF32 {
     using Packed = float;
-    static constexpr int kMR = 14, kNR = 32, kKC = 256, kMC = 112, kNC = 512;
+    static constexpr int kMR = 14, kNR = 32, kKC = 192, kMC = 112, kNC = 512;
 
     static int packed_k(int kc) { return kc; }
-
-    // Loads 16 values of k (n valid) from weight row j as f32.
-    static __m512 load_w(const GemmProblem& p, const void* w, int j, int kk, int n) {
-        if (p.w_type == WeightType::kBF16) {
-            const auto* row = static_cast<const std::uint16_t*>(w) + std::ptrdiff_t(j) * p.ldw;
-            return x86::load_bf16x16(row + kk, n);
-        }
-        const float* row = static_cast<const float*>(w) + std::ptrdiff_t(j) * p.ldw;
-        const __m512 v = _mm512_maskz_loadu_ps(lanes16(n), row + kk);
-        return p.round_bf16 ? x86::round_bf16(v) : v;
-    }
 
     static void pack_a(const GemmProblem& p, int i0, int rows, int p0, int kc, float* out) {
         for (int q = 0; q * kMR < rows; ++q) {
@@ -73,18 +63,35 @@ struct KernelF32 {
         }
     }
 
-    static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
-                       float* out) {
+    // Weight rows [j0, j0 + cols) x k [p0, p0 + kc) into kNR-column panels of [kc][kNR] f32.
+    // Half-panels of 16 rows stream along k (16 prefetched streams), 16x16 transposes.
+    template <int kKind>  // 0: bf16 weights, 1: f32, 2: f32 rounded to bf16
+    static void pack_b_impl(const void* w, std::ptrdiff_t ldw, int j0, int cols, int p0, int kc,
+                            float* out) {
+        using Elem = std::conditional_t<kKind == 0, std::uint16_t, float>;
         for (int q = 0; q * kNR < cols; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kNR;
-            for (int kb = 0; kb < kc; kb += 16) {
-                const int nk = std::min(16, kc - kb);
-                for (int h = 0; h < kNR / 16; ++h) {
-                    const int c0 = q * kNR + h * 16;
+            for (int h = 0; h < kNR / 16; ++h) {
+                const int c0 = q * kNR + h * 16;
+                const int nrows = std::clamp(cols - c0, 0, 16);
+                const Elem* base = static_cast<const Elem*>(w) + std::ptrdiff_t(j0 + c0) * ldw + p0;
+                for (int kb = 0; kb < kc; kb += 16) {
+                    const int nk = std::min(16, kc - kb);
+                    const __mmask16 mk = lanes16(nk);
                     __m512 r[16];
+#pragma GCC unroll 16
                     for (int i = 0; i < 16; ++i) {
-                        r[i] = c0 + i < cols ? load_w(p, w, j0 + c0 + i, p0 + kb, nk)
-                                             : _mm512_setzero_ps();
+                        const Elem* src = base + std::ptrdiff_t(i) * ldw + kb;
+                        if (i >= nrows) {
+                            r[i] = _mm512_setzero_ps();
+                        } else if constexpr (kKind == 0) {
+                            _mm_prefetch(reinterpret_cast<const char*>(src + 256), _MM_HINT_T0);
+                            r[i] = x86::load_bf16x16(src, nk);
+                        } else {
+                            _mm_prefetch(reinterpret_cast<const char*>(src + 128), _MM_HINT_T0);
+                            r[i] = _mm512_maskz_loadu_ps(mk, src);
+                            if constexpr (kKind == 2) r[i] = x86::round_bf16(r[i]);
+                        }
                     }
                     x86::transpose16(r);
                     for (int t = 0; t < nk; ++t) {
@@ -92,6 +99,17 @@ struct KernelF32 {
                     }
                 }
             }
+        }
+    }
+
+    static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
+                       float* out) {
+        if (p.w_type == WeightType::kBF16) {
+            pack_b_impl<0>(w, p.ldw, j0, cols, p0, kc, out);
+        } else if (p.round_bf16) {
+            pack_b_impl<2>(w, p.ldw, j0, cols, p0, kc, out);
+        } else {
+            pack_b_impl<1>(w, p.ldw, j0, cols, p0, kc, out);
         }
     }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/avx512_util.h"
@@ -23,7 +24,7 @@ using x86::lanes16;
 using x86::lanes32;
 
 // 32 f32 values (n valid, rest zero) rounded to bf16 and packed as 16 pairs, as zmm bits.
-__m512 load_f32_as_pairs(const float* src, int n) {
+inline __m512 load_f32_as_pairs(const float* src, int n) {
     const __m512 lo = _mm512_maskz_loadu_ps(lanes16(std::clamp(n, 0, 16)), src);
     const __m512 hi = _mm512_maskz_loadu_ps(lanes16(std::clamp(n - 16, 0, 16)), src + 16);
     return _mm512_castsi512_ps(__m512i(_mm512_cvtne2ps_pbh(hi, lo)));
@@ -31,7 +32,7 @@ __m512 load_f32_as_pairs(const float* src, int n) {
 
 struct KernelBf16 {
     using Packed = std::uint32_t;
-    static constexpr int kMR = 14, kNR = 32, kKC = 512, kMC = 112, kNC = 512;
+    static constexpr int kMR = 14, kNR = 32, kKC = 384, kMC = 112, kNC = 512;
 
     static int packed_k(int kc) { return (kc + 1) / 2; }
 
@@ -72,28 +73,34 @@ struct KernelBf16 {
         }
     }
 
-    static __m512 load_w_pairs(const GemmProblem& p, const void* w, int j, int kk, int n) {
-        if (p.w_type == WeightType::kBF16) {
-            const auto* row = static_cast<const std::uint16_t*>(w) + std::ptrdiff_t(j) * p.ldw;
-            return _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(lanes32(n), row + kk));
-        }
-        const float* row = static_cast<const float*>(w) + std::ptrdiff_t(j) * p.ldw;
-        return load_f32_as_pairs(row + kk, n);
-    }
-
-    static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
-                       Packed* out) {
+    // Weight rows [j0, j0 + cols) x k [p0, p0 + kc) into kNR-column panels of [ks][kNR] bf16
+    // pairs. Half-panels of 16 rows stream along k (16 prefetched streams), 16x16 transposes.
+    template <bool kBf16W>
+    static void pack_b_impl(const void* w, std::ptrdiff_t ldw, int j0, int cols, int p0, int kc,
+                            Packed* out) {
+        using Elem = std::conditional_t<kBf16W, std::uint16_t, float>;
         const int ks = packed_k(kc);
         for (int q = 0; q * kNR < cols; ++q) {
             Packed* panel = out + std::ptrdiff_t(q) * ks * kNR;
-            for (int kb = 0; kb < kc; kb += 32) {
-                const int nk = std::min(32, kc - kb);
-                for (int h = 0; h < kNR / 16; ++h) {
-                    const int c0 = q * kNR + h * 16;
+            for (int h = 0; h < kNR / 16; ++h) {
+                const int c0 = q * kNR + h * 16;
+                const int nrows = std::clamp(cols - c0, 0, 16);
+                const Elem* base = static_cast<const Elem*>(w) + std::ptrdiff_t(j0 + c0) * ldw + p0;
+                for (int kb = 0; kb < kc; kb += 32) {
+                    const int nk = std::min(32, kc - kb);
                     __m512 r[16];
+#pragma GCC unroll 16
                     for (int i = 0; i < 16; ++i) {
-                        r[i] = c0 + i < cols ? load_w_pairs(p, w, j0 + c0 + i, p0 + kb, nk)
-                                             : _mm512_setzero_ps();
+                        const Elem* src = base + std::ptrdiff_t(i) * ldw + kb;
+                        if (i >= nrows) {
+                            r[i] = _mm512_setzero_ps();
+                        } else if constexpr (kBf16W) {
+                            _mm_prefetch(reinterpret_cast<const char*>(src + 256), _MM_HINT_T0);
+                            r[i] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(lanes32(nk), src));
+                        } else {
+                            _mm_prefetch(reinterpret_cast<const char*>(src + 128), _MM_HINT_T0);
+                            r[i] = load_f32_as_pairs(src, nk);
+                        }
                     }
                     x86::transpose16(r);
                     for (int t = 0; t < (nk + 1) / 2; ++t) {
@@ -103,6 +110,15 @@ struct KernelBf16 {
                     }
                 }
             }
+        }
+    }
+
+    static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
+                       Packed* out) {
+        if (p.w_type == WeightType::kBF16) {
+            pack_b_impl<true>(w, p.ldw, j0, cols, p0, kc, out);
+        } else {
+            pack_b_impl<false>(w, p.ldw, j0, cols, p0, kc, out);
         }
     }
 
