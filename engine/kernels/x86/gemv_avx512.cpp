@@ -18,6 +18,7 @@ namespace qvl::kernels::avx512 {
 namespace {
 
 using detail::GemmProblem;
+constexpr bool kPrefetch = false;
 
 template <bool kBf16W, bool kRound>
 __m512 load_w(const void* row, int kk, int n) {
@@ -31,29 +32,56 @@ __m512 load_w(const void* row, int kk, int n) {
     }
 }
 
+// One k step of 16 (n valid) for M activation rows x R weight rows.
+template <int M, int R, bool kBf16W, bool kRound>
+[[gnu::always_inline]] inline void gemv_step(const float* a, std::ptrdiff_t lda,
+                                             const void* const* rows, int kk, int n,
+                                             __m512 (&acc)[M][R]) {
+    __m512 wv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) wv[r] = load_w<kBf16W, kRound>(rows[r], kk, n);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+        const float* ai = a + i * lda + kk;
+        const __m512 av =
+            n >= 16 ? _mm512_loadu_ps(ai) : _mm512_maskz_loadu_ps(x86::lanes16(n), ai);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[i][r] = _mm512_fmadd_ps(av, wv[r], acc[i][r]);
+    }
+}
+
 // out[i * ldo + r] = dot(a row i, weight row j + r) for i < M, r < R.
 template <int M, int R, bool kBf16W, bool kRound>
 void gemv_block(const float* a, std::ptrdiff_t lda, const void* w, std::ptrdiff_t ldw_bytes, int j,
                 int k, float* out, std::ptrdiff_t ldo) {
     const auto* base = static_cast<const unsigned char*>(w) + std::ptrdiff_t(j) * ldw_bytes;
     const void* rows[R];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) rows[r] = base + r * ldw_bytes;
     __m512 acc[M][R];
+#pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) acc[i][r] = _mm512_setzero_ps();
     }
-    for (int kk = 0; kk < k; kk += 16) {
-        const int n = std::min(16, k - kk);
-        __m512 wv[R];
-        for (int r = 0; r < R; ++r) wv[r] = load_w<kBf16W, kRound>(rows[r], kk, n);
-        for (int i = 0; i < M; ++i) {
-            const float* ai = a + i * lda + kk;
-            const __m512 av =
-                n >= 16 ? _mm512_loadu_ps(ai) : _mm512_maskz_loadu_ps(x86::lanes16(n), ai);
-            for (int r = 0; r < R; ++r) acc[i][r] = _mm512_fmadd_ps(av, wv[r], acc[i][r]);
+    int kk = 0;
+    for (; kk + 32 <= k; kk += 32) {
+        // The weights come from DRAM once: keep ~2 KiB of each row in flight (one prefetch per
+        // 64-byte line of bf16 weights).
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            if (kPrefetch)
+                _mm_prefetch(static_cast<const char*>(rows[r]) + kk * (kBf16W ? 2 : 4) + 2048,
+                             _MM_HINT_T0);
         }
+        gemv_step<M, R, kBf16W, kRound>(a, lda, rows, kk, 16, acc);
+        gemv_step<M, R, kBf16W, kRound>(a, lda, rows, kk + 16, 16, acc);
     }
+    for (; kk + 16 <= k; kk += 16) gemv_step<M, R, kBf16W, kRound>(a, lda, rows, kk, 16, acc);
+    if (kk < k) gemv_step<M, R, kBf16W, kRound>(a, lda, rows, kk, k - kk, acc);
+#pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) out[i * ldo + r] = _mm512_reduce_add_ps(acc[i][r]);
     }
 }
