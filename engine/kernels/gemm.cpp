@@ -237,11 +237,6 @@ void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, st
     }
 }
 
-float gemm_gelu_erf(float u) {
-    const float x = u * 0.70710678118654752440f;
-    return x < 0.0f ? 0.5f * u * std::erfc(-x) : 0.5f * u * (1.0f + std::erf(x));
-}
-
 void* gemm_scratch(ScratchSlot slot, std::size_t bytes) {
     thread_local std::array<base::AlignedBuffer, kScratchSlots> buffers;
     base::AlignedBuffer& b = buffers[slot];

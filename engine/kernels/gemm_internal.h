@@ -60,10 +60,6 @@ void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, st
 void gemm_epilogue_avx512(const GemmProblem& p, const float* acc, const float* acc2,
                           std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1);
 
-// GELU (erf form) in f32 from libm's erff/erfcf (erfc for negative inputs, where 1 + erf
-// cancels); within a few ulps of the double formula.
-float gemm_gelu_erf(float u);
-
 // Per-thread scratch that grows once and is reused (no allocation in steady state). Slots are
 // independent buffers; the pointer stays valid until the next call with the same slot on the
 // same thread. 64-byte aligned. Aborts if memory is exhausted.
