@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -18,6 +19,7 @@
 #include "bench_peaks.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
+#include "kernels/patch_embed.h"
 #include "shapes.h"
 
 namespace qvl::bench {
@@ -146,6 +148,52 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
     }
 }
 
+// The fused patch embedding from RGB bytes (vision_patch_embed's GEMM with the pixel gather).
+void run_patch_embed(benchmark::State& state, int height, int width, Isa isa, int threads) {
+    if (!kernels::isa_supported(isa)) {
+        state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
+        return;
+    }
+    const GemmPrecision prec = isa == Isa::kAvx512Bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32;
+    const double peak =
+        prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads) : peak_gflops_f32(threads);
+    constexpr int kOut = 1024, kK = 1536;
+    std::vector<std::uint8_t> rgb(std::size_t(height) * width * 3);
+    for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = std::uint8_t(i * 2654435761u >> 24);
+    float lut[256];
+    for (int v = 0; v < 256; ++v) lut[v] = v / 127.5f - 1.0f;
+    std::vector<float> wf(std::size_t(kOut) * kK), bias(kOut);
+    fill_random(wf.data(), wf.size(), 5, 0.05f);
+    fill_random(bias.data(), bias.size(), 6, 0.1f);
+    std::vector<std::uint16_t> w(wf.size());
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = base::f32_to_bf16(wf[i]).bits;
+    const int n_patches = (height / 16) * (width / 16);
+    std::vector<float> out(std::size_t(n_patches) * kOut);
+    const kernels::PatchEmbedArgs args{.rgb = rgb.data(),
+                                       .height = height,
+                                       .width = width,
+                                       .lut = lut,
+                                       .w = w.data(),
+                                       .ldw = kK,
+                                       .bias = bias.data(),
+                                       .out = out.data(),
+                                       .ld_out = kOut,
+                                       .out_dim = kOut,
+                                       .precision = prec};
+    base::ThreadPool& pool = pool_for(threads);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        const int nt = kernels::patch_embed_num_tasks(args, threads);
+        pool.parallel_for(nt, [&](int t) { kernels::patch_embed_run_task(args, t, nt, isa); });
+        benchmark::ClobberMemory();
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double gflops = 2.0 * n_patches * kOut * kK * double(state.iterations()) / seconds / 1e9;
+    state.counters["GFLOPS"] = gflops;
+    state.counters["pct_peak"] = peak > 0 ? 100.0 * gflops / peak : 0.0;
+}
+
 void register_one(const LinearShape& s, int m, Isa isa, int threads) {
     const std::string name = std::string(m <= 8 ? "gemv/" : "gemm/") + s.name +
                              "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa) +
@@ -175,6 +223,20 @@ int register_all() {
             if ((name == "text_gate_up" && m == 212) || (name == "vision_fc1" && m == 784) ||
                 (name == "text_q" && m == 1)) {
                 for (int threads : {1, 2}) register_one(s, m, Isa::kAvx2, threads);
+            }
+        }
+    }
+    for (auto [h, w] : {std::pair{448, 448}, std::pair{704, 1280}}) {
+        for (Isa isa : {Isa::kAvx512, Isa::kAvx512Bf16}) {
+            for (int threads : {1, 2}) {
+                const std::string name =
+                    "patch_embed/" + std::to_string(w) + "x" + std::to_string(h) +
+                    "/M=" + std::to_string((h / 16) * (w / 16)) + "/" + kernels::isa_name(isa) +
+                    "/threads=" + std::to_string(threads);
+                benchmark::RegisterBenchmark(name.c_str(), run_patch_embed, h, w, isa, threads)
+                    ->UseRealTime()
+                    ->MinTime(0.1)
+                    ->Unit(benchmark::kMillisecond);
             }
         }
     }
