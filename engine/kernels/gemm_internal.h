@@ -35,8 +35,9 @@ struct GemmProblem {
 int problem_num_tasks(int m, int n, int n_threads);
 void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa);
 
-// Largest m that takes the GEMV path.
-inline constexpr int kGemvMaxM = 8;
+// Largest m that takes the GEMV path (weights streamed unpacked, 4x4 register blocks, A from
+// L1/L2). Up to a few dozen rows this beats packing W, whose cost is amortised over m.
+inline constexpr int kGemvMaxM = 32;
 
 // Computes rows [m0, m1) x columns [n0, n1) of the output, all of k, epilogue included.
 // Row and column bounds are arbitrary (no alignment to the tile sizes needed).

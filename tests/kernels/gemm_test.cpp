@@ -200,7 +200,7 @@ TEST_P(GemmTest, OddSizesAllEpilogues) {
     int index = 0;
     for (WeightType wt : {WeightType::kBF16, WeightType::kF32}) {
         for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
-            for (int m : {1, 3, 7, 8, 9, 16, 17, 31, 100}) {
+            for (int m : {1, 3, 7, 8, 9, 16, 17, 31, 32, 33, 47, 100}) {
                 for (int n : {1, 3, 17, 31, 100}) {
                     for (int k : {1, 3, 16, 17, 31, 100, 1000}) {
                         if (double(m) * n * k > 4e5) continue;

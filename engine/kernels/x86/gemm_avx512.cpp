@@ -64,7 +64,8 @@ struct KernelF32 {
     }
 
     // Weight rows [j0, j0 + cols) x k [p0, p0 + kc) into kNR-column panels of [kc][kNR] f32.
-    // Half-panels of 16 rows stream along k (16 prefetched streams), 16x16 transposes.
+    // Half-panels of 16 rows stream along k, 16x16 transposes. (Software prefetch here measured no
+    // better: 16 rows 4 KiB apart already crowd one L1 set.)
     template <int kKind>  // 0: bf16 weights, 1: f32, 2: f32 rounded to bf16
     static void pack_b_impl(const void* w, std::ptrdiff_t ldw, int j0, int cols, int p0, int kc,
                             float* out) {
@@ -85,10 +86,8 @@ struct KernelF32 {
                         if (i >= nrows) {
                             r[i] = _mm512_setzero_ps();
                         } else if constexpr (kKind == 0) {
-                            _mm_prefetch(reinterpret_cast<const char*>(src + 256), _MM_HINT_T0);
                             r[i] = x86::load_bf16x16(src, nk);
                         } else {
-                            _mm_prefetch(reinterpret_cast<const char*>(src + 128), _MM_HINT_T0);
                             r[i] = _mm512_maskz_loadu_ps(mk, src);
                             if constexpr (kKind == 2) r[i] = x86::round_bf16(r[i]);
                         }

@@ -74,7 +74,7 @@ struct KernelBf16 {
     }
 
     // Weight rows [j0, j0 + cols) x k [p0, p0 + kc) into kNR-column panels of [ks][kNR] bf16
-    // pairs. Half-panels of 16 rows stream along k (16 prefetched streams), 16x16 transposes.
+    // pairs. Half-panels of 16 rows stream along k, 16x16 transposes.
     template <bool kBf16W>
     static void pack_b_impl(const void* w, std::ptrdiff_t ldw, int j0, int cols, int p0, int kc,
                             Packed* out) {
@@ -95,10 +95,8 @@ struct KernelBf16 {
                         if (i >= nrows) {
                             r[i] = _mm512_setzero_ps();
                         } else if constexpr (kBf16W) {
-                            _mm_prefetch(reinterpret_cast<const char*>(src + 256), _MM_HINT_T0);
                             r[i] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(lanes32(nk), src));
                         } else {
-                            _mm_prefetch(reinterpret_cast<const char*>(src + 128), _MM_HINT_T0);
                             r[i] = load_f32_as_pairs(src, nk);
                         }
                     }
