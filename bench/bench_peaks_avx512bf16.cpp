@@ -1,7 +1,10 @@
 // Peak loops built with AVX-512 + AVX512_BF16 flags; called only where the CPU has them.
 // 24 independent accumulators cover the FMA and vdpbf16ps latencies on two pipes.
+// GCC 12 reports its own _mm512_undefined_*() helpers as uninitialised once inlined.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstddef>

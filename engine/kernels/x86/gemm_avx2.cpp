@@ -3,8 +3,10 @@
 // a time. The fallback tier for machines without AVX-512.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

@@ -2,8 +2,10 @@
 // (or rounded to bf16 for kBF16 precision) while packing. The GEMV is in gemv_avx512.cpp.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

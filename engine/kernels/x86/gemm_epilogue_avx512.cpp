@@ -4,8 +4,10 @@
 // anywhere (GELU-tanh: 0.5·u·(1 + tanh z) = u / (1 + e^(-2z))); the erf form goes through erfc.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstddef>
