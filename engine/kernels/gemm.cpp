@@ -64,7 +64,11 @@ Grid make_grid(int m, int n, int tasks) {
     return g;
 }
 
-int num_tasks_for(int m, int n, int n_threads) {
+}  // namespace
+
+namespace detail {
+
+int problem_num_tasks(int m, int n, int n_threads) {
     if (m <= 0 || n <= 0 || n_threads <= 1) return 1;
     // A few tasks per thread even out a shared machine's noise; GEMV more (its tasks are cheap
     // to split), GEMM fewer (each task packs its own panels).
@@ -73,8 +77,9 @@ int num_tasks_for(int m, int n, int n_threads) {
     return g.row_blocks * g.col_blocks;
 }
 
-void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa) {
-    if (p.m <= 0 || p.n <= 0) return;
+void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa isa) {
+    if (problem.m <= 0 || problem.n <= 0) return;
+    GemmProblem p = problem;
     const Grid g = make_grid(p.m, p.n, num_tasks);
     if (task < 0 || task >= g.row_blocks * g.col_blocks) return;
     const int rb = task / g.col_blocks;
@@ -93,6 +98,15 @@ void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa) {
         return;
     }
     const bool gemv = p.m <= detail::kGemvMaxM;
+    if (gemv && p.load_a != nullptr) {
+        // GEMV reads A rows many times: materialise the (at most 8) virtual rows once.
+        auto* rows = static_cast<float*>(detail::gemm_scratch(
+            detail::kScratchGather, sizeof(float) * std::size_t(p.m) * std::size_t(p.k)));
+        for (int i = 0; i < p.m; ++i) p.load_a(p.a_ctx, i, 0, p.k, rows + std::ptrdiff_t(i) * p.k);
+        p.a = rows;
+        p.lda = p.k;
+        p.load_a = nullptr;
+    }
     // The bf16 tier only differs from avx512 where bf16 products are asked for.
     if (isa == Isa::kAvx512Bf16 && !p.round_bf16) isa = Isa::kAvx512;
     switch (isa) {
@@ -110,6 +124,10 @@ void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa) {
                         : detail::gemm_tile_avx512bf16(p, m0, m1, n0, n1);
     }
 }
+
+}  // namespace detail
+
+namespace {
 
 GemmProblem problem(const GemmArgs& a) {
     return {.m = a.m,
@@ -169,19 +187,19 @@ float gemm_activation_ref(GemmActivation act, float u) {
 }
 
 int gemm_num_tasks(const GemmArgs& args, int n_threads) {
-    return num_tasks_for(args.m, args.n, n_threads);
+    return detail::problem_num_tasks(args.m, args.n, n_threads);
 }
 
 void gemm_run_task(const GemmArgs& args, int task, int num_tasks, Isa isa) {
-    run_problem_task(problem(args), task, num_tasks, isa);
+    detail::run_problem_task(problem(args), task, num_tasks, isa);
 }
 
 int gemm_gated_num_tasks(const GemmGatedArgs& args, int n_threads) {
-    return num_tasks_for(args.m, args.n, n_threads);
+    return detail::problem_num_tasks(args.m, args.n, n_threads);
 }
 
 void gemm_gated_run_task(const GemmGatedArgs& args, int task, int num_tasks, Isa isa) {
-    run_problem_task(problem(args), task, num_tasks, isa);
+    detail::run_problem_task(problem(args), task, num_tasks, isa);
 }
 
 void gemm(const GemmArgs& args, Isa isa) {

@@ -11,10 +11,11 @@
 // - Accumulation is f32. kF32 multiplies the values as given. kBF16 rounds a (and f32 weights)
 //   to bf16 (round to nearest even) first; on avx512bf16 the products run on vdpbf16ps, on other
 //   ISAs the rounded values go through the f32 path (same numbers up to summation order).
-// - m == 1..8 takes a GEMV path that streams the weights once from memory; larger m a
-//   BLIS-style packed, register-blocked path. Within one ISA and path every output element is
-//   computed in an order that depends only on (m, k, precision), never on how the work is split,
-//   so results are bit-identical for any thread count.
+// - m <= 32 (decode included) takes a GEMV-style path that streams the weights unpacked, once
+//   per 4 rows of a, straight from memory; larger m a BLIS-style packed, register-blocked path.
+//   Within one ISA and path every output element is computed in an order that depends only on
+//   (m, k, precision), never on how the work is split, so results are bit-identical for any
+//   thread count.
 // - m, n, k >= 0; m == 0 or n == 0 does nothing; k == 0 gives act(bias) + residual.
 #pragma once
 
@@ -26,11 +27,9 @@
 namespace qvl::kernels {
 
 enum class GemmActivation { kNone, kGeluTanh, kGeluErf, kSilu };  // applied to (A·Wᵀ + bias)
-enum class GemmPrecision {
-    kF32,
-    kBF16
-};  // kBF16: A rounded to bf16, vdpbf16ps; on ISAs without
-    // avx512bf16 it must still work (emulate/round A then f32 math)
+// kBF16: A rounded to bf16, vdpbf16ps; on ISAs without avx512bf16 it must still work
+// (emulate/round A then f32 math)
+enum class GemmPrecision { kF32, kBF16 };
 struct GemmArgs {
     int m = 0, n = 0, k = 0;
     const float* a = nullptr;

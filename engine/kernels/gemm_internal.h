@@ -25,10 +25,19 @@ struct GemmProblem {
     float* c = nullptr;
     std::ptrdiff_t ldc = 0;
     bool round_bf16 = false;  // precision == kBF16
+    // When set, A is virtual: load_a(a_ctx, row, k0, count, out) writes A[row][k0 .. k0+count)
+    // to out (the patch embedding gathers pixels this way); a and lda are then unused.
+    void (*load_a)(const void* ctx, int row, int k0, int count, float* out) = nullptr;
+    const void* a_ctx = nullptr;
 };
 
-// Largest m that takes the GEMV path.
-inline constexpr int kGemvMaxM = 8;
+// Runs one task of a problem (the engine behind gemm_run_task and friends).
+int problem_num_tasks(int m, int n, int n_threads);
+void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa);
+
+// Largest m that takes the GEMV path (weights streamed unpacked, 4x4 register blocks, A from
+// L1/L2). Up to a few dozen rows this beats packing W, whose cost is amortised over m.
+inline constexpr int kGemvMaxM = 32;
 
 // Computes rows [m0, m1) x columns [n0, n1) of the output, all of k, epilogue included.
 // Row and column bounds are arbitrary (no alignment to the tile sizes needed).
@@ -48,6 +57,10 @@ void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1);
 void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, std::ptrdiff_t ld_acc,
                    int m0, int m1, int n0, int n1);
 
+// The same with AVX-512 (kernels/x86/gemm_epilogue_avx512.cpp); call only where it is supported.
+void gemm_epilogue_avx512(const GemmProblem& p, const float* acc, const float* acc2,
+                          std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1);
+
 // Per-thread scratch that grows once and is reused (no allocation in steady state). Slots are
 // independent buffers; the pointer stays valid until the next call with the same slot on the
 // same thread. 64-byte aligned. Aborts if memory is exhausted.
@@ -57,7 +70,8 @@ enum ScratchSlot {
     kScratchB2 = 2,
     kScratchC = 3,
     kScratchC2 = 4,
-    kScratchSlots = 5
+    kScratchGather = 5,
+    kScratchSlots = 6
 };
 void* gemm_scratch(ScratchSlot slot, std::size_t bytes);
 

@@ -35,9 +35,15 @@ void tile(const GemmProblem& p, int m0, int m1, int n0, int n1) {
     const std::size_t k = std::size_t(p.k);
     float* a = static_cast<float*>(gemm_scratch(kScratchA, sizeof(float) * rows * k));
     for (int i = 0; i < rows; ++i) {
-        const float* src = p.a + std::ptrdiff_t(m0 + i) * p.lda;
-        for (std::size_t kk = 0; kk < k; ++kk) {
-            a[i * k + kk] = p.round_bf16 ? base::round_to_bf16(src[kk]) : src[kk];
+        float* dst = a + i * k;
+        if (p.load_a != nullptr) {
+            p.load_a(p.a_ctx, m0 + i, 0, p.k, dst);
+        } else {
+            const float* src = p.a + std::ptrdiff_t(m0 + i) * p.lda;
+            for (std::size_t kk = 0; kk < k; ++kk) dst[kk] = src[kk];
+        }
+        if (p.round_bf16) {
+            for (std::size_t kk = 0; kk < k; ++kk) dst[kk] = base::round_to_bf16(dst[kk]);
         }
     }
     float* wrow = static_cast<float*>(gemm_scratch(kScratchB, sizeof(float) * k));

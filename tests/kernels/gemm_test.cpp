@@ -200,7 +200,7 @@ TEST_P(GemmTest, OddSizesAllEpilogues) {
     int index = 0;
     for (WeightType wt : {WeightType::kBF16, WeightType::kF32}) {
         for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
-            for (int m : {1, 3, 7, 8, 9, 16, 17, 31, 100}) {
+            for (int m : {1, 3, 7, 8, 9, 16, 17, 31, 32, 33, 47, 100}) {
                 for (int n : {1, 3, 17, 31, 100}) {
                     for (int k : {1, 3, 16, 17, 31, 100, 1000}) {
                         if (double(m) * n * k > 4e5) continue;
@@ -437,6 +437,36 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
                     }
                 }
             }
+        }
+    }
+}
+
+// The epilogue's activations over a dense range of inputs (k = 1, weight 1, so the sum is exact):
+// relative 1e-6, or 1e-9 absolute where the value is tiny (the SIMD exp-based forms lose a few
+// ulps relative in the far negative tail, where the value itself is below 1e-6).
+TEST_P(GemmTest, ActivationsAccurate) {
+    const int m = 4001;
+    std::vector<float> a(m), c(m);
+    for (int i = 0; i < m; ++i) a[i] = -14.0f + 28.0f * float(i) / float(m - 1);
+    const float one = 1.0f;
+    for (GemmActivation act :
+         {GemmActivation::kGeluTanh, GemmActivation::kGeluErf, GemmActivation::kSilu}) {
+        const GemmArgs g{.m = m,
+                         .n = 1,
+                         .k = 1,
+                         .a = a.data(),
+                         .lda = 1,
+                         .w = &one,
+                         .ldw = 1,
+                         .w_type = WeightType::kF32,
+                         .act = act,
+                         .c = c.data(),
+                         .ldc = 1};
+        gemm(g, GetParam());
+        for (int i = 0; i < m; ++i) {
+            const double want = gemm_activation_ref(act, a[i]);
+            ASSERT_NEAR(c[i], want, 1e-6 * std::fabs(want) + 1e-9)
+                << "act=" << int(act) << " u=" << a[i];
         }
     }
 }

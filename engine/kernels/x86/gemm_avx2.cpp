@@ -3,8 +3,10 @@
 // a time. The fallback tier for machines without AVX-512.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -46,24 +48,109 @@ float weight_at(const GemmProblem& p, const void* w, int j, int kk) {
     return p.round_bf16 ? avx2::round_to_bf16(v) : v;
 }
 
+// In-place transpose of an 8x8 block of floats.
+void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int g = 0; g < 2; ++g) {
+        u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+    for (int c = 0; c < 4; ++c) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
+__m256 round_bf16(__m256 x);
+
 struct KernelF32 {
     using Packed = float;
     static constexpr int kMR = 6, kNR = 16, kKC = 256, kMC = 120, kNC = 512;
 
     static int packed_k(int kc) { return kc; }
 
+    // Full 8-wide k chunks go through 8x8 transposes; the k tail (< 8) is copied element-wise.
     static void pack_a(const GemmProblem& p, int i0, int rows, int p0, int kc, float* out) {
+        const __m256i store6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
         for (int q = 0; q * kMR < rows; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kMR;
-            for (int r = 0; r < kMR; ++r) {
-                const int i = q * kMR + r;
-                if (i >= rows) {
-                    for (int kk = 0; kk < kc; ++kk) panel[kk * kMR + r] = 0.0f;
-                    continue;
+            const int nr = std::min(kMR, rows - q * kMR);
+            float gathered[kMR][kKC];
+            const float* src[kMR];
+            for (int i = 0; i < nr; ++i) {
+                const int row = i0 + q * kMR + i;
+                if (p.load_a != nullptr) {
+                    p.load_a(p.a_ctx, row, p0, kc, gathered[i]);
+                    src[i] = gathered[i];
+                } else {
+                    src[i] = p.a + std::ptrdiff_t(row) * p.lda + p0;
                 }
-                const float* src = p.a + std::ptrdiff_t(i0 + i) * p.lda + p0;
-                for (int kk = 0; kk < kc; ++kk) {
-                    panel[kk * kMR + r] = p.round_bf16 ? avx2::round_to_bf16(src[kk]) : src[kk];
+            }
+            int kb = 0;
+            for (; kb + 8 <= kc; kb += 8) {
+                __m256 r[8];
+                for (int i = 0; i < 8; ++i) {
+                    r[i] = i < nr ? _mm256_loadu_ps(src[i] + kb) : _mm256_setzero_ps();
+                    if (p.round_bf16) r[i] = round_bf16(r[i]);
+                }
+                transpose8(r);
+                for (int t = 0; t < 8; ++t)
+                    _mm256_maskstore_ps(panel + (kb + t) * kMR, store6, r[t]);
+            }
+            for (; kb < kc; ++kb) {
+                for (int i = 0; i < kMR; ++i) {
+                    const float v = i < nr ? src[i][kb] : 0.0f;
+                    panel[kb * kMR + i] = p.round_bf16 ? avx2::round_to_bf16(v) : v;
+                }
+            }
+        }
+    }
+
+    template <bool kBf16W>
+    static __m256 load_w8(const GemmProblem& p, const void* row, int kk) {
+        if constexpr (kBf16W) {
+            const __m128i h = _mm_loadu_si128(
+                reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(row) + kk));
+            return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        } else {
+            const __m256 v = _mm256_loadu_ps(static_cast<const float*>(row) + kk);
+            return p.round_bf16 ? round_bf16(v) : v;
+        }
+    }
+
+    template <bool kBf16W>
+    static void pack_b_impl(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
+                            float* out) {
+        const std::ptrdiff_t elem = kBf16W ? 2 : 4;
+        for (int q = 0; q * kNR < cols; ++q) {
+            float* panel = out + std::ptrdiff_t(q) * kc * kNR;
+            for (int h = 0; h < kNR / 8; ++h) {
+                const int c0 = q * kNR + h * 8;
+                const int nrows = std::clamp(cols - c0, 0, 8);
+                const auto* base = static_cast<const unsigned char*>(w) +
+                                   (std::ptrdiff_t(j0 + c0) * p.ldw + p0) * elem;
+                int kb = 0;
+                for (; kb + 8 <= kc; kb += 8) {
+                    __m256 r[8];
+                    for (int i = 0; i < 8; ++i) {
+                        r[i] = i < nrows ? load_w8<kBf16W>(p, base + i * p.ldw * elem, kb)
+                                         : _mm256_setzero_ps();
+                    }
+                    transpose8(r);
+                    for (int t = 0; t < 8; ++t)
+                        _mm256_store_ps(panel + (kb + t) * kNR + h * 8, r[t]);
+                }
+                for (; kb < kc; ++kb) {
+                    for (int i = 0; i < 8; ++i) {
+                        panel[kb * kNR + h * 8 + i] =
+                            i < nrows ? weight_at(p, w, j0 + c0 + i, p0 + kb) : 0.0f;
+                    }
                 }
             }
         }
@@ -71,14 +158,10 @@ struct KernelF32 {
 
     static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
                        float* out) {
-        for (int q = 0; q * kNR < cols; ++q) {
-            float* panel = out + std::ptrdiff_t(q) * kc * kNR;
-            for (int c = 0; c < kNR; ++c) {
-                const int j = q * kNR + c;
-                for (int kk = 0; kk < kc; ++kk) {
-                    panel[kk * kNR + c] = j < cols ? weight_at(p, w, j0 + j, p0 + kk) : 0.0f;
-                }
-            }
+        if (p.w_type == WeightType::kBF16) {
+            pack_b_impl<true>(p, w, j0, cols, p0, kc, out);
+        } else {
+            pack_b_impl<false>(p, w, j0, cols, p0, kc, out);
         }
     }
 

@@ -3,8 +3,10 @@
 // at the end. Each output's order of operations depends only on k, never on the column split.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,29 +33,79 @@ __m512 load_w(const void* row, int kk, int n) {
     }
 }
 
+// One k step of 16 (n valid) for M activation rows x R weight rows.
+template <int M, int R, bool kBf16W, bool kRound>
+[[gnu::always_inline]] inline void gemv_step(const float* a, std::ptrdiff_t lda,
+                                             const void* const* rows, int kk, int n,
+                                             __m512 (&acc)[M][R]) {
+    __m512 wv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) wv[r] = load_w<kBf16W, kRound>(rows[r], kk, n);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+        const float* ai = a + i * lda + kk;
+        const __m512 av =
+            n >= 16 ? _mm512_loadu_ps(ai) : _mm512_maskz_loadu_ps(x86::lanes16(n), ai);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[i][r] = _mm512_fmadd_ps(av, wv[r], acc[i][r]);
+    }
+}
+
+// Two k steps of 16 for bf16 weights from one 64-byte load per row (whole cache lines keep more
+// of the stream in flight than half-line loads; measured ~15 % closer to the DRAM limit). Same
+// accumulation order as two gemv_step calls.
+template <int M, int R>
+[[gnu::always_inline]] inline void gemv_step32_bf16(const float* a, std::ptrdiff_t lda,
+                                                    const void* const* rows, int kk,
+                                                    __m512 (&acc)[M][R]) {
+    __m512 lo[R], hi[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+        const __m512i x = _mm512_loadu_si512(static_cast<const std::uint16_t*>(rows[r]) + kk);
+        lo[r] = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(x)), 16));
+        hi[r] = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(x, 1)), 16));
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+        const __m512 a0 = _mm512_loadu_ps(a + i * lda + kk);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[i][r] = _mm512_fmadd_ps(a0, lo[r], acc[i][r]);
+        const __m512 a1 = _mm512_loadu_ps(a + i * lda + kk + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[i][r] = _mm512_fmadd_ps(a1, hi[r], acc[i][r]);
+    }
+}
+
 // out[i * ldo + r] = dot(a row i, weight row j + r) for i < M, r < R.
 template <int M, int R, bool kBf16W, bool kRound>
 void gemv_block(const float* a, std::ptrdiff_t lda, const void* w, std::ptrdiff_t ldw_bytes, int j,
                 int k, float* out, std::ptrdiff_t ldo) {
     const auto* base = static_cast<const unsigned char*>(w) + std::ptrdiff_t(j) * ldw_bytes;
     const void* rows[R];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) rows[r] = base + r * ldw_bytes;
     __m512 acc[M][R];
+#pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) acc[i][r] = _mm512_setzero_ps();
     }
-    for (int kk = 0; kk < k; kk += 16) {
-        const int n = std::min(16, k - kk);
-        __m512 wv[R];
-        for (int r = 0; r < R; ++r) wv[r] = load_w<kBf16W, kRound>(rows[r], kk, n);
-        for (int i = 0; i < M; ++i) {
-            const float* ai = a + i * lda + kk;
-            const __m512 av =
-                n >= 16 ? _mm512_loadu_ps(ai) : _mm512_maskz_loadu_ps(x86::lanes16(n), ai);
-            for (int r = 0; r < R; ++r) acc[i][r] = _mm512_fmadd_ps(av, wv[r], acc[i][r]);
+    int kk = 0;
+    for (; kk + 32 <= k; kk += 32) {
+        if constexpr (kBf16W) {
+            gemv_step32_bf16<M, R>(a, lda, rows, kk, acc);
+        } else {
+            gemv_step<M, R, kBf16W, kRound>(a, lda, rows, kk, 16, acc);
+            gemv_step<M, R, kBf16W, kRound>(a, lda, rows, kk + 16, 16, acc);
         }
     }
+    for (; kk + 16 <= k; kk += 16) gemv_step<M, R, kBf16W, kRound>(a, lda, rows, kk, 16, acc);
+    if (kk < k) gemv_step<M, R, kBf16W, kRound>(a, lda, rows, kk, k - kk, acc);
+#pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) out[i * ldo + r] = _mm512_reduce_add_ps(acc[i][r]);
     }
 }
@@ -142,7 +194,7 @@ void gemv_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1) {
         out2 = static_cast<float*>(gemm_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
         avx512::gemv_any(sub, a, lda, p.w2, n0, n1, out2, ldo);
     }
-    gemm_epilogue(p, out, out2, ldo, m0, m1, n0, n1);
+    gemm_epilogue_avx512(p, out, out2, ldo, m0, m1, n0, n1);
 }
 
 }  // namespace qvl::kernels::detail

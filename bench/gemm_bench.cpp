@@ -1,0 +1,249 @@
+// GEMM/GEMV on the Qwen3-VL-2B shapes: gemm/<shape>/M=<m>/<isa>/threads=<t> (counters GFLOPS and
+// pct_peak of the FP32 or BF16 peak this process measured) and gemv/<shape>/M=<m>/... for
+// m <= 8 (GBps of weight bytes and pct_peak of the measured DRAM read bandwidth; the weights
+// rotate over copies larger than the L3, so they come from DRAM as in decode).
+// avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/bf16.h"
+#include "base/thread_pool.h"
+#include "bench_peaks.h"
+#include "kernels/gemm.h"
+#include "kernels/isa.h"
+#include "kernels/patch_embed.h"
+#include "shapes.h"
+
+namespace qvl::bench {
+namespace {
+
+using kernels::GemmPrecision;
+using kernels::Isa;
+
+constexpr std::size_t kColdBytes = std::size_t(256) << 20;  // 8x the L3
+
+base::ThreadPool& pool_for(int threads) {
+    static std::unique_ptr<base::ThreadPool> pools[3];
+    if (!pools[threads]) pools[threads] = std::make_unique<base::ThreadPool>(threads);
+    return *pools[threads];
+}
+
+void fill_random(float* p, std::size_t n, std::uint64_t seed, float scale) {
+    std::uint64_t s = seed | 1u;
+    for (std::size_t i = 0; i < n; ++i) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        p[i] = scale * (float(s >> 40) * 0x1p-23f - 1.0f);
+    }
+}
+
+// Activations and weight copies for one (shape, m); kept while consecutive benchmarks (other
+// ISAs and thread counts) use the same shape.
+struct Fixture {
+    const LinearShape* shape = nullptr;
+    int m = 0;
+    std::vector<float> a, c, bias;
+    std::vector<base::AlignedBuffer> weights;  // copies of [n, k] bf16 (x2 when gated)
+
+    Fixture(const LinearShape& s, int m_rows) : shape(&s), m(m_rows) {
+        a.resize(std::size_t(m) * s.k);
+        fill_random(a.data(), a.size(), 17, 1.0f);
+        c.resize(std::size_t(m) * s.n);
+        fill_random(c.data(), c.size(), 29, 1.0f);  // the residual, added in place
+        bias.resize(s.n);
+        fill_random(bias.data(), bias.size(), 31, 0.1f);
+        const std::size_t bytes = std::size_t(s.n) * s.k * 2 * (s.gated ? 2 : 1);
+        std::size_t copies = 1;
+        if (m <= 8 && bytes < kColdBytes) copies = (kColdBytes + bytes - 1) / bytes;
+        std::vector<float> row(s.k);
+        for (std::size_t c_i = 0; c_i < copies; ++c_i) {
+            weights.push_back(base::AlignedBuffer::allocate(bytes, "bench weights").value());
+            auto* w = weights.back().as<std::uint16_t>();
+            for (std::size_t r = 0; r < bytes / 2 / s.k; ++r) {
+                fill_random(row.data(), row.size(), 1000 + r + c_i * 7919, 0.05f);
+                for (int kk = 0; kk < s.k; ++kk) w[r * s.k + kk] = base::f32_to_bf16(row[kk]).bits;
+            }
+        }
+    }
+    std::size_t weight_bytes() const { return weights[0].size(); }
+};
+
+Fixture& fixture_for(const LinearShape& s, int m) {
+    static std::unique_ptr<Fixture> current;
+    if (!current || current->shape != &s || current->m != m) {
+        current.reset();
+        current = std::make_unique<Fixture>(s, m);
+    }
+    return *current;
+}
+
+void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, int threads) {
+    if (!kernels::isa_supported(isa)) {
+        state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
+        return;
+    }
+    const bool gemv = m <= 8;
+    const GemmPrecision prec = isa == Isa::kAvx512Bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32;
+    const double peak = gemv                           ? dram_read_gbps(threads)
+                        : prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads)
+                                                       : peak_gflops_f32(threads);
+    Fixture& f = fixture_for(*s, m);
+    base::ThreadPool& pool = pool_for(threads);
+    const std::size_t half = std::size_t(s->n) * s->k * 2;
+    std::size_t iter = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        const std::byte* w = f.weights[iter++ % f.weights.size()].data();
+        if (s->gated) {
+            const kernels::GemmGatedArgs g{.m = m,
+                                           .n = s->n,
+                                           .k = s->k,
+                                           .a = f.a.data(),
+                                           .lda = s->k,
+                                           .w_gate = w,
+                                           .w_up = w + half,
+                                           .ldw = s->k,
+                                           .c = f.c.data(),
+                                           .ldc = s->n,
+                                           .precision = prec};
+            const int nt = kernels::gemm_gated_num_tasks(g, threads);
+            pool.parallel_for(nt, [&](int t) { kernels::gemm_gated_run_task(g, t, nt, isa); });
+        } else {
+            const kernels::GemmArgs g{.m = m,
+                                      .n = s->n,
+                                      .k = s->k,
+                                      .a = f.a.data(),
+                                      .lda = s->k,
+                                      .w = w,
+                                      .ldw = s->k,
+                                      .c = f.c.data(),
+                                      .ldc = s->n,
+                                      .precision = prec};
+            const int nt = kernels::gemm_num_tasks(g, threads);
+            pool.parallel_for(nt, [&](int t) { kernels::gemm_run_task(g, t, nt, isa); });
+        }
+        benchmark::ClobberMemory();
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double iters = double(state.iterations());
+    if (gemv) {
+        const double gbps = double(f.weight_bytes()) * iters / seconds / 1e9;
+        state.counters["GBps"] = gbps;
+        state.counters["pct_peak"] = peak > 0 ? 100.0 * gbps / peak : 0.0;
+    } else {
+        const double flops = 2.0 * m * s->n * s->k * (s->gated ? 2 : 1);
+        const double gflops = flops * iters / seconds / 1e9;
+        state.counters["GFLOPS"] = gflops;
+        state.counters["pct_peak"] = peak > 0 ? 100.0 * gflops / peak : 0.0;
+    }
+}
+
+// The fused patch embedding from RGB bytes (vision_patch_embed's GEMM with the pixel gather).
+void run_patch_embed(benchmark::State& state, int height, int width, Isa isa, int threads) {
+    if (!kernels::isa_supported(isa)) {
+        state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
+        return;
+    }
+    const GemmPrecision prec = isa == Isa::kAvx512Bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32;
+    const double peak =
+        prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads) : peak_gflops_f32(threads);
+    constexpr int kOut = 1024, kK = 1536;
+    std::vector<std::uint8_t> rgb(std::size_t(height) * width * 3);
+    for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = std::uint8_t(i * 2654435761u >> 24);
+    float lut[256];
+    for (int v = 0; v < 256; ++v) lut[v] = v / 127.5f - 1.0f;
+    std::vector<float> wf(std::size_t(kOut) * kK), bias(kOut);
+    fill_random(wf.data(), wf.size(), 5, 0.05f);
+    fill_random(bias.data(), bias.size(), 6, 0.1f);
+    std::vector<std::uint16_t> w(wf.size());
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = base::f32_to_bf16(wf[i]).bits;
+    const int n_patches = (height / 16) * (width / 16);
+    std::vector<float> out(std::size_t(n_patches) * kOut);
+    const kernels::PatchEmbedArgs args{.rgb = rgb.data(),
+                                       .height = height,
+                                       .width = width,
+                                       .lut = lut,
+                                       .w = w.data(),
+                                       .ldw = kK,
+                                       .bias = bias.data(),
+                                       .out = out.data(),
+                                       .ld_out = kOut,
+                                       .out_dim = kOut,
+                                       .precision = prec};
+    base::ThreadPool& pool = pool_for(threads);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        const int nt = kernels::patch_embed_num_tasks(args, threads);
+        pool.parallel_for(nt, [&](int t) { kernels::patch_embed_run_task(args, t, nt, isa); });
+        benchmark::ClobberMemory();
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double gflops = 2.0 * n_patches * kOut * kK * double(state.iterations()) / seconds / 1e9;
+    state.counters["GFLOPS"] = gflops;
+    state.counters["pct_peak"] = peak > 0 ? 100.0 * gflops / peak : 0.0;
+}
+
+void register_one(const LinearShape& s, int m, Isa isa, int threads) {
+    const std::string name = std::string(m <= 8 ? "gemv/" : "gemm/") + s.name +
+                             "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa) +
+                             "/threads=" + std::to_string(threads);
+    benchmark::RegisterBenchmark(name.c_str(), run_linear, &s, m, isa, threads)
+        ->UseRealTime()
+        ->MinTime(0.1)
+        ->Unit(benchmark::kMillisecond);
+}
+
+int register_all() {
+    for (const LinearShape& s : linear_shapes()) {
+        std::vector<int> ms;
+        if (s.vision) {
+            for (int m : kVisionM) ms.push_back(m / s.m_div);
+        } else if (std::string(s.name) == "lm_head") {
+            ms.push_back(1);
+        } else {
+            ms.assign(std::begin(kTextM), std::end(kTextM));
+        }
+        for (int m : ms) {
+            for (Isa isa : {Isa::kAvx512, Isa::kAvx512Bf16}) {
+                for (int threads : {1, 2}) register_one(s, m, isa, threads);
+            }
+            // The AVX2 fallback on a few representative shapes.
+            const std::string name = s.name;
+            if ((name == "text_gate_up" && m == 212) || (name == "vision_fc1" && m == 784) ||
+                (name == "text_q" && m == 1)) {
+                for (int threads : {1, 2}) register_one(s, m, Isa::kAvx2, threads);
+            }
+        }
+    }
+    for (auto [h, w] : {std::pair{448, 448}, std::pair{704, 1280}}) {
+        for (Isa isa : {Isa::kAvx512, Isa::kAvx512Bf16}) {
+            for (int threads : {1, 2}) {
+                const std::string name =
+                    "patch_embed/" + std::to_string(w) + "x" + std::to_string(h) +
+                    "/M=" + std::to_string((h / 16) * (w / 16)) + "/" + kernels::isa_name(isa) +
+                    "/threads=" + std::to_string(threads);
+                benchmark::RegisterBenchmark(name.c_str(), run_patch_embed, h, w, isa, threads)
+                    ->UseRealTime()
+                    ->MinTime(0.1)
+                    ->Unit(benchmark::kMillisecond);
+            }
+        }
+    }
+    return 0;
+}
+
+const int kRegistered = register_all();
+
+}  // namespace
+}  // namespace qvl::bench

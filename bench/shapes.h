@@ -1,0 +1,48 @@
+// The matrix shapes of Qwen3-VL-2B-Instruct that the kernel benchmarks run (from its config.json:
+// text hidden 2048, intermediate 6144, 16 query / 8 KV heads of 128, vocab 151936; vision hidden
+// 1024, intermediate 4096, 16x16x2 RGB patches = 1536 inputs, 2x2 merge -> 4096 -> 2048).
+// Header-only: bench/CMakeLists.txt compiles *_bench.cpp and bench_*.cpp only.
+#pragma once
+
+#include <span>
+
+namespace qvl::bench {
+
+struct LinearShape {
+    const char* name;  // benchmark path component, e.g. "text_up"
+    int n;             // output features (weight rows)
+    int k;             // input features
+    bool gated;        // SwiGLU pair: two [n, k] matrices in one call
+    bool vision;       // runs over image patches (M = 784, 3520) rather than text tokens
+    int m_div = 1;     // vision: M = patches / m_div (the mergers see 2x2-merged rows)
+    // The model's epilogue: bias, activation (0 none, 1 GELU tanh, 2 GELU erf), residual add.
+    bool bias = false;
+    int act = 0;
+    bool residual = false;
+};
+
+inline constexpr LinearShape kLinearShapes[] = {
+    {"vision_patch_embed", 1024, 1536, false, true, 1, true},
+    {"vision_qkv", 3072, 1024, false, true, 1, true},
+    {"vision_proj", 1024, 1024, false, true, 1, true, 0, true},
+    {"vision_fc1", 4096, 1024, false, true, 1, true, 1},
+    {"vision_fc2", 1024, 4096, false, true, 1, true, 0, true},
+    {"merger_fc1", 4096, 4096, false, true, 4, true, 2},
+    {"merger_fc2", 2048, 4096, false, true, 4, true},
+    {"text_q", 2048, 2048, false, false},
+    {"text_k", 1024, 2048, false, false},
+    {"text_v", 1024, 2048, false, false},
+    {"text_o", 2048, 2048, false, false, 1, false, 0, true},
+    {"text_gate_up", 6144, 2048, true, false},
+    {"text_down", 2048, 6144, false, false, 1, false, 0, true},
+    {"lm_head", 151936, 2048, false, false},
+};
+
+inline std::span<const LinearShape> linear_shapes() { return kLinearShapes; }
+
+// Rows (tokens or patches) per call: decode, an 8-token batch, a 212-token prompt, one 448x448
+// image (784 patches; the mergers see 196), one 1280x704 image (3520 patches; mergers 880).
+inline constexpr int kTextM[] = {1, 8, 212};
+inline constexpr int kVisionM[] = {784, 3520};
+
+}  // namespace qvl::bench

@@ -1,0 +1,77 @@
+// Patch embedding as a GEMM over a virtual A: the packing asks load_pixels for row segments.
+#include "kernels/patch_embed.h"
+
+#include <algorithm>
+
+#include "kernels/gemm_internal.h"
+
+namespace qvl::kernels {
+namespace {
+
+// A[row][k0 .. k0 + count) of the virtual pixel matrix.
+void load_pixels(const void* ctx, int row, int k0, int count, float* out) {
+    const auto& a = *static_cast<const PatchEmbedArgs*>(ctx);
+    const int p = a.patch, mg = a.merge;
+    const int gw = a.width / p;
+    const int window = row / (mg * mg), inner = row % (mg * mg);
+    const int bh = window / (gw / mg), bw = window % (gw / mg);
+    const int ph = bh * mg + inner / mg, pw = bw * mg + inner % mg;
+    const int plane = p * p;  // one (channel, frame) block of k
+    int k = k0;
+    const int end = k0 + count;
+    while (k < end) {
+        const int block = k / plane, c = block / a.temporal;
+        const int iy = (k % plane) / p, ix = k % p;
+        const int run = std::min(p - ix, end - k);  // contiguous pixels along x
+        const std::uint8_t* src =
+            a.rgb + ((std::ptrdiff_t(ph) * p + iy) * a.width + std::ptrdiff_t(pw) * p + ix) * 3 + c;
+        for (int x = 0; x < run; ++x) out[k - k0 + x] = a.lut[src[3 * x]];
+        k += run;
+    }
+}
+
+detail::GemmProblem problem(const PatchEmbedArgs& a) {
+    detail::GemmProblem p;
+    p.m = patch_embed_n_patches(a);
+    p.n = a.out_dim;
+    p.k = patch_embed_k(a);
+    p.w = a.w;
+    p.ldw = a.ldw;
+    p.w_type = a.w_type;
+    p.bias = a.bias;
+    p.c = a.out;
+    p.ldc = a.ld_out;
+    p.round_bf16 = a.precision == GemmPrecision::kBF16;
+    p.load_a = &load_pixels;
+    p.a_ctx = &a;
+    return p;
+}
+
+}  // namespace
+
+int patch_embed_n_patches(const PatchEmbedArgs& a) {
+    if (a.patch <= 0) return 0;
+    return (a.height / a.patch) * (a.width / a.patch);
+}
+
+int patch_embed_k(const PatchEmbedArgs& a) { return 3 * a.temporal * a.patch * a.patch; }
+
+int patch_embed_num_tasks(const PatchEmbedArgs& args, int n_threads) {
+    return detail::problem_num_tasks(patch_embed_n_patches(args), args.out_dim, n_threads);
+}
+
+void patch_embed_run_task(const PatchEmbedArgs& args, int task, int num_tasks, Isa isa) {
+    detail::run_problem_task(problem(args), task, num_tasks, isa);
+}
+
+void patch_embed(const PatchEmbedArgs& args, Isa isa) {
+    const int nt = patch_embed_num_tasks(args, 1);
+    for (int t = 0; t < nt; ++t) patch_embed_run_task(args, t, nt, isa);
+}
+
+void patch_embed_patchify(const PatchEmbedArgs& args, float* pixels, std::ptrdiff_t ld) {
+    const int n = patch_embed_n_patches(args), k = patch_embed_k(args);
+    for (int r = 0; r < n; ++r) load_pixels(&args, r, 0, k, pixels + std::ptrdiff_t(r) * ld);
+}
+
+}  // namespace qvl::kernels

@@ -1,0 +1,182 @@
+// Fused patch embedding against an explicit patchify (written here from the spec's formulas)
+// followed by the reference GEMM, on every ISA; plus thread-count invariance.
+#include "kernels/patch_embed.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/bf16.h"
+#include "base/thread_pool.h"
+#include "kernels/gemm.h"
+#include "kernels/isa.h"
+
+namespace qvl::kernels {
+namespace {
+
+struct Image {
+    int height, width;
+    std::vector<std::uint8_t> rgb;
+};
+
+Image random_image(int h, int w, std::mt19937& rng) {
+    Image im{h, w, std::vector<std::uint8_t>(std::size_t(h) * w * 3)};
+    for (auto& b : im.rgb) b = std::uint8_t(rng());
+    return im;
+}
+
+// pixel_values[r][k] per qwen3vl-spec §3.5 (one still image, both frames equal).
+std::vector<float> patchify(const Image& im, const float* lut, int out_k) {
+    const int gh = im.height / 16, gw = im.width / 16;
+    std::vector<float> px(std::size_t(gh) * gw * out_k);
+    for (int bh = 0; bh < gh / 2; ++bh) {
+        for (int bw = 0; bw < gw / 2; ++bw) {
+            for (int mh = 0; mh < 2; ++mh) {
+                for (int mw = 0; mw < 2; ++mw) {
+                    const int r = (bh * (gw / 2) + bw) * 4 + mh * 2 + mw;
+                    for (int c = 0; c < 3; ++c) {
+                        for (int tp = 0; tp < 2; ++tp) {
+                            for (int iy = 0; iy < 16; ++iy) {
+                                for (int ix = 0; ix < 16; ++ix) {
+                                    const int k = ((c * 2 + tp) * 16 + iy) * 16 + ix;
+                                    const int y = (bh * 2 + mh) * 16 + iy;
+                                    const int x = (bw * 2 + mw) * 16 + ix;
+                                    px[std::size_t(r) * out_k + k] =
+                                        lut[im.rgb[(std::size_t(y) * im.width + x) * 3 + c]];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return px;
+}
+
+class PatchEmbedTest : public ::testing::TestWithParam<Isa> {
+  protected:
+    void SetUp() override {
+        if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam());
+    }
+};
+
+TEST_P(PatchEmbedTest, MatchesPatchifyThenGemm) {
+    std::mt19937 rng(42);
+    float lut[256];
+    for (int v = 0; v < 256; ++v) lut[v] = (v / 255.0f - 0.5f) / 0.5f;
+    constexpr int kK = 1536;
+    struct Shape {
+        int h, w, out_dim;
+    };
+    for (const Shape s :
+         {Shape{32, 32, 100}, Shape{64, 96, 1024}, Shape{448, 448, 17}, Shape{96, 32, 33}}) {
+        for (WeightType wt : {WeightType::kBF16, WeightType::kF32}) {
+            for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
+                // The large shapes once (bf16 weights, the model's case per precision).
+                if (double(s.h) * s.w * s.out_dim > 2e6 && wt != WeightType::kBF16) continue;
+                const Image im = random_image(s.h, s.w, rng);
+                const std::ptrdiff_t ldw = kK + 1;
+                std::vector<std::uint16_t> wb(std::size_t(s.out_dim) * ldw + 1);
+                std::vector<float> wf(std::size_t(s.out_dim) * ldw + 1);
+                std::uniform_real_distribution<float> d(-0.05f, 0.05f);
+                for (std::size_t i = 0; i < wb.size(); ++i) {
+                    wb[i] = base::f32_to_bf16(d(rng)).bits;
+                    wf[i] = d(rng);
+                }
+                std::vector<float> bias(s.out_dim);
+                for (float& b : bias) b = d(rng);
+                const void* w = wt == WeightType::kBF16 ? static_cast<const void*>(wb.data() + 1)
+                                                        : wf.data() + 1;
+                const int n_patches = (s.h / 16) * (s.w / 16);
+                const std::ptrdiff_t ld_out = s.out_dim + 2;
+                std::vector<float> got(std::size_t(n_patches) * ld_out, -7.0f);
+                const PatchEmbedArgs args{.rgb = im.rgb.data(),
+                                          .height = s.h,
+                                          .width = s.w,
+                                          .lut = lut,
+                                          .w = w,
+                                          .w_type = wt,
+                                          .ldw = ldw,
+                                          .bias = bias.data(),
+                                          .out = got.data(),
+                                          .ld_out = ld_out,
+                                          .out_dim = s.out_dim,
+                                          .precision = prec};
+                ASSERT_EQ(patch_embed_n_patches(args), n_patches);
+                patch_embed(args, GetParam());
+
+                const std::vector<float> px = patchify(im, lut, kK);
+                std::vector<float> want(std::size_t(n_patches) * s.out_dim);
+                ref::gemm_f32({.m = n_patches,
+                               .n = s.out_dim,
+                               .k = kK,
+                               .a = px.data(),
+                               .lda = kK,
+                               .w = w,
+                               .ldw = ldw,
+                               .w_type = wt,
+                               .bias = bias.data(),
+                               .c = want.data(),
+                               .ldc = s.out_dim,
+                               .precision = prec});
+                // |pixel| <= 1, |w| <= 0.05: the f32 sum errs by at most k·eps·Σ|a·w|.
+                const double tol = 1.2 * (kK + 8) * 0x1p-24 * kK * 0.05 + 1e-6;
+                int bad = 0;
+                for (int r = 0; r < n_patches; ++r) {
+                    for (int j = 0; j < s.out_dim; ++j) {
+                        const double diff = std::fabs(got[std::size_t(r) * ld_out + j] -
+                                                      want[std::size_t(r) * s.out_dim + j]);
+                        if (!(diff <= tol) && bad++ < 5) {
+                            ADD_FAILURE() << s.h << "x" << s.w << " out " << s.out_dim << " at ("
+                                          << r << ", " << j << ") diff " << diff;
+                        }
+                    }
+                    // Padding between rows is untouched.
+                    EXPECT_EQ(got[std::size_t(r) * ld_out + s.out_dim], -7.0f);
+                }
+            }
+        }
+    }
+}
+
+TEST_P(PatchEmbedTest, ThreadCountInvariant) {
+    std::mt19937 rng(8);
+    float lut[256];
+    for (int v = 0; v < 256; ++v) lut[v] = v / 127.5f - 1.0f;
+    const Image im = random_image(128, 160, rng);
+    const int out_dim = 200, n_patches = 8 * 10;
+    std::vector<std::uint16_t> w(std::size_t(out_dim) * 1536);
+    for (auto& v : w) v = base::f32_to_bf16(std::uniform_real_distribution<float>(-1, 1)(rng)).bits;
+    std::vector<float> base_out(std::size_t(n_patches) * out_dim);
+    PatchEmbedArgs args{.rgb = im.rgb.data(),
+                        .height = 128,
+                        .width = 160,
+                        .lut = lut,
+                        .w = w.data(),
+                        .ldw = 1536,
+                        .out = base_out.data(),
+                        .ld_out = out_dim,
+                        .out_dim = out_dim};
+    patch_embed(args, GetParam());
+    base::ThreadPool pool(2);
+    for (int threads : {2, 3, 5}) {
+        std::vector<float> out(base_out.size());
+        args.out = out.data();
+        const int nt = patch_embed_num_tasks(args, threads);
+        pool.parallel_for(nt, [&](int t) { patch_embed_run_task(args, t, nt, GetParam()); });
+        ASSERT_EQ(out, base_out) << "threads=" << threads;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, PatchEmbedTest, ::testing::ValuesIn(all_isas()),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                             return std::string(isa_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace qvl::kernels
