@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "base/log.h"
+#include "base/npy.h"
 #include "base/status.h"
 #include "base/timer.h"
 #include "base/version.h"
@@ -21,7 +22,6 @@
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/session.h"
-#include "npy.h"
 
 namespace qvl::app {
 namespace {
@@ -141,7 +141,7 @@ int run(const RunOptions& o) {
         if (prompt.images.empty()) return fail(kExitUsage, "--dump-pixels needs an image");
         const model::PreprocessedImage& im = prompt.images[0];
         const std::int64_t rows = std::int64_t(im.grid_t) * im.grid_h * im.grid_w;
-        const std::string err = write_npy_f32(
+        const std::string err = base::write_npy_f32(
             o.dump_pixels, im.pixel_values,
             {rows, std::int64_t(im.pixel_values.size()) / std::max<std::int64_t>(rows, 1)});
         if (!err.empty()) return fail(kExitOther, err);
@@ -194,14 +194,14 @@ int run(const RunOptions& o) {
             const std::span<const float> f = sess.image_features(0);
             const std::int64_t hidden = m.config().text.hidden_size;
             dump_error = f.empty() ? "--dump-vision needs an image"
-                                   : write_npy_f32(o.dump_vision, f,
-                                                   {std::int64_t(f.size()) / hidden, hidden});
+                                   : base::write_npy_f32(o.dump_vision, f,
+                                                         {std::int64_t(f.size()) / hidden, hidden});
         };
     }
     if (!o.dump_logits.empty()) {
         hooks.after_prefill = [&](std::span<const float> logits) {
             const std::string err =
-                write_npy_f32(o.dump_logits, logits, {std::int64_t(logits.size())});
+                base::write_npy_f32(o.dump_logits, logits, {std::int64_t(logits.size())});
             if (dump_error.empty()) dump_error = err;
         };
     }

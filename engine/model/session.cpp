@@ -1,12 +1,14 @@
 #include "model/session.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 
 #include "base/check.h"
 #include "base/cpu_features.h"
 #include "graph/builder.h"
+#include "graph/trace.h"
 #include "kernels/pos_embed.h"
 #include "kernels/rope.h"
 #include "model/mrope.h"
@@ -55,6 +57,9 @@ Session::Session(const Model& model, const SessionOptions& options)
           options.pin_threads)),
       executor_(pool_.get(), isa_) {
     executor_.enable_profile(options.profile);
+    if (const char* dir = std::getenv("QVL_TRACE"); dir != nullptr && *dir != '\0') {
+        executor_.set_observer(graph::make_trace_observer(dir));
+    }
 }
 
 base::Result<std::unique_ptr<Session>> Session::create(const Model& model,

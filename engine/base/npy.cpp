@@ -1,10 +1,10 @@
-#include "npy.h"
+#include "base/npy.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
-namespace qvl::app {
+namespace qvl::base {
 
 std::string write_npy_f32(const std::string& path, std::span<const float> data,
                           const std::vector<std::int64_t>& shape) {
@@ -38,4 +38,4 @@ std::string write_npy_f32(const std::string& path, std::span<const float> data,
     return ok ? std::string() : path + ": write failed";
 }
 
-}  // namespace qvl::app
+}  // namespace qvl::base

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-namespace qvl::app {
+namespace qvl::base {
 
 // Returns an empty string on success, else what went wrong.
 std::string write_npy_f32(const std::string& path, std::span<const float> data,
                           const std::vector<std::int64_t>& shape);
 
-}  // namespace qvl::app
+}  // namespace qvl::base
