@@ -82,9 +82,12 @@ std::filesystem::path test_data_dir() { return QVL_TEST_DATA_DIR; }
 
 std::vector<std::string> golden_case_names() {
     std::vector<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(test_data_dir() / "golden")) {
-        if (std::filesystem::exists(e.path() / "case.json")) {
-            names.push_back(e.path().filename().string());
+    for (const char* set : {"golden", "golden_extra"}) {
+        if (!std::filesystem::exists(test_data_dir() / set)) continue;
+        for (const auto& e : std::filesystem::directory_iterator(test_data_dir() / set)) {
+            if (std::filesystem::exists(e.path() / "case.json")) {
+                names.push_back(std::string(set) + "/" + e.path().filename().string());
+            }
         }
     }
     std::sort(names.begin(), names.end());
