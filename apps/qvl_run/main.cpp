@@ -1,7 +1,9 @@
 // qvl-run: answers a prompt about images with a Qwen3-VL model folder. The command-line
 // contract (flags, output, exit codes) is stable: scripts depend on it (README, cli.md).
+#include <signal.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -26,6 +28,12 @@ namespace qvl::app {
 namespace {
 
 using base::ErrorCode;
+
+// Set by SIGINT: generation stops after the current token, the text so far is flushed and
+// qvl-run exits 130 (the shell's code for an interrupted program).
+std::atomic<bool> g_interrupted{false};
+void on_sigint(int) { g_interrupted.store(true); }
+constexpr int kExitInterrupted = 130;
 
 int fail(int code, const std::string& message, const char* hint = nullptr) {
     std::fprintf(stderr, "qvl-run: error: %s\n", message.c_str());
@@ -169,6 +177,11 @@ int run(const RunOptions& o) {
     gp.ignore_eos = o.ignore_eos;
     gp.sampling = sampling_from(o, m.generation());
     gp.stop_ids = model::default_stop_ids(m);
+    gp.cancel = &g_interrupted;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
     model::GenerateHooks hooks;
     std::string dump_error;
     if (!o.json) {
@@ -200,6 +213,11 @@ int run(const RunOptions& o) {
     }
     if (!dump_error.empty()) return fail(kExitOther, dump_error);
     const model::GenerateResult& r = result.value();
+    if (r.finish_reason == "interrupted") {
+        std::fflush(stdout);
+        std::fprintf(stderr, "\nqvl-run: interrupted after %zu tokens\n", r.tokens.size());
+        return kExitInterrupted;
+    }
 
     RunReport report{.prompt = &prompt, .result = &r, .sampling = gp.sampling,
                      .threads = s.threads(), .load_ms = load_ms,

@@ -442,4 +442,73 @@ base::Result<GenerationConfig> load_generation_config(const std::filesystem::pat
     return g;
 }
 
+base::Result<PreprocessorConfig> load_preprocessor_config(const std::filesystem::path& path,
+                                                          const ModelConfig* model) {
+    QVL_ASSIGN_OR_RETURN(const std::string text, io::read_text_file(path, std::uint64_t(16) << 20));
+    const std::string what = path.string();
+    QVL_ASSIGN_OR_RETURN(const JsonValue root, io::parse_json(text, what));
+    if (!root.is_object()) {
+        return base::error(ErrorCode::kCorruptFile, "{}: expected a JSON object, got {}", what,
+                           JsonValue::type_name(root.type()));
+    }
+    const ObjectReader r(what, "", root);
+    PreprocessorConfig p;
+    QVL_TRY(r.dim("patch_size", &p.patch_size, false, 1024));
+    QVL_TRY(r.dim("temporal_patch_size", &p.temporal_patch_size, false, 64));
+    QVL_TRY(r.dim("merge_size", &p.merge_size, false, 64));
+    QVL_TRY(r.integer("min_pixels", &p.min_pixels, false));
+    QVL_TRY(r.integer("max_pixels", &p.max_pixels, false));
+    if (const JsonValue* size = r.optional("size"); size != nullptr) {
+        if (!size->is_object()) return r.wrong_type("size", *size, "an object");
+        const ObjectReader s(what, "size.", *size);
+        QVL_TRY(s.integer("shortest_edge", &p.min_pixels, false));
+        QVL_TRY(s.integer("longest_edge", &p.max_pixels, false));
+    }
+    const std::int64_t max_bound = std::int64_t(1) << 31;
+    if (p.min_pixels < 1 || p.max_pixels > max_bound || p.min_pixels > p.max_pixels) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "{}: pixel bounds {}..{} are invalid (expected 1 <= min <= max <= {})",
+                           what, p.min_pixels, p.max_pixels, max_bound);
+    }
+    double rescale = p.rescale_factor;
+    QVL_TRY(r.number("rescale_factor", &rescale, false));
+    if (!(rescale > 0.0 && rescale <= 1.0)) {
+        return base::error(ErrorCode::kInvalidArgument, "{}: 'rescale_factor' is {}", what,
+                           rescale);
+    }
+    p.rescale_factor = float(rescale);
+    for (auto [key, out] :
+         {std::pair{"image_mean", p.image_mean}, std::pair{"image_std", p.image_std}}) {
+        const JsonValue* v = r.optional(key);
+        if (v == nullptr) continue;
+        if (!v->is_array() || v->items().size() != 3) {
+            return r.wrong_type(key, *v, "a list of 3 numbers");
+        }
+        for (std::size_t c = 0; c < 3; ++c) {
+            const JsonValue& item = v->items()[c];
+            if (!item.is_number()) return r.wrong_type(key, item, "a list of 3 numbers");
+            out[c] = float(item.as_double());
+        }
+    }
+    for (int c = 0; c < 3; ++c) {
+        if (!(p.image_std[c] > 0.0f) || !std::isfinite(p.image_mean[c])) {
+            return base::error(ErrorCode::kInvalidArgument,
+                               "{}: channel {} has mean {} and std {}, std must be > 0", what, c,
+                               p.image_mean[c], p.image_std[c]);
+        }
+    }
+    if (model != nullptr) {
+        const VisionConfig& v = model->vision;
+        if (p.patch_size != v.patch_size || p.temporal_patch_size != v.temporal_patch_size ||
+            p.merge_size != v.spatial_merge_size) {
+            return base::error(ErrorCode::kInvalidArgument,
+                               "{}: patch_size {} / temporal_patch_size {} / merge_size {} differ "
+                               "from the model's vision_config ({} / {} / {})",
+                               what, p.patch_size, p.temporal_patch_size, p.merge_size,
+                               v.patch_size, v.temporal_patch_size, v.spatial_merge_size);
+        }
+    }
+    return p;
+}
+
 }  // namespace qvl::model

@@ -105,6 +105,10 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
     r.finish_reason = "length";
     t.reset();
     for (int i = 0; i < params.n_predict; ++i) {
+        if (params.cancel != nullptr && params.cancel->load(std::memory_order_relaxed)) {
+            r.finish_reason = "interrupted";
+            break;
+        }
         const std::int32_t token = sampler.sample(session.logits());
         if (i == 0) r.ttft_ms = total.elapsed_ms();
         const bool stop = std::find(params.stop_ids.begin(), params.stop_ids.end(), token) !=

@@ -4,6 +4,7 @@
 // linking qvl::engine use this layer; it knows nothing of command lines.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -53,12 +54,15 @@ struct GenerateParams {
     bool ignore_eos = false;
     SamplingParams sampling;
     std::vector<std::int32_t> stop_ids;  // end-of-turn ids (generation_config eos + <|im_end|>)
+    // When set and it becomes true (e.g. from a SIGINT handler), generation stops after the
+    // current step with finish_reason "interrupted"; the text so far is kept.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct GenerateResult {
     std::vector<std::int32_t> tokens;
     std::string text;
-    std::string finish_reason;  // "stop" | "length"
+    std::string finish_reason;  // "stop" | "length" | "interrupted"
     double vision_ms = 0, prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
     int decoded_steps = 0;
 };

@@ -9,7 +9,8 @@ void gelu_tanh_f32(const float* x, float* y, std::int64_t n) {
     const double c = std::sqrt(2.0 / M_PI);
     for (std::int64_t i = 0; i < n; ++i) {
         const double u = x[i];
-        y[i] = float(0.5 * u * (1.0 + std::tanh(c * (u + 0.044715 * u * u * u))));
+        // 0.5 u (1 + tanh(t)) == u / (1 + exp(-2t)); this form does not cancel for t << 0.
+        y[i] = float(u / (1.0 + std::exp(-2.0 * c * (u + 0.044715 * u * u * u))));
     }
 }
 

@@ -1,20 +1,28 @@
-// The avx2 table of the non-GEMM kernel families (x86/ops_table.h).
-#include "kernels/activation.h"
-#include "kernels/softmax.h"
+// The avx2 table of the non-GEMM kernel families (x86/ops_table.h): the simd/ templates
+// instantiated for xsimd::fma3<xsimd::avx2>.
+#include "kernels/simd/activation_simd.h"
+#include "kernels/simd/norm_simd.h"
+#include "kernels/simd/pos_embed_simd.h"
+#include "kernels/simd/rope_simd.h"
+#include "kernels/simd/softmax_simd.h"
 #include "kernels/x86/ops_table.h"
 
 namespace qvl::kernels {
 
+namespace avx2 {
+using Arch = xsimd::fma3<xsimd::avx2>;
+}  // namespace avx2
+
 const OpsTable kOpsAvx2 = {
-    .layer_norm_f32 = &ref::layer_norm_f32,
-    .rms_norm_f32 = &ref::rms_norm_f32,
-    .gelu_tanh_f32 = &ref::gelu_tanh_f32,
-    .gelu_erf_f32 = &ref::gelu_erf_f32,
-    .silu_mul_f32 = &ref::silu_mul_f32,
-    .add_f32 = &ref::add_f32,
-    .softmax_f32 = &ref::softmax_f32,
-    .rope_f32 = &ref::rope_f32,
-    .pos_embed_interpolate = &ref::pos_embed_interpolate,
+    .layer_norm_f32 = &simd::layer_norm_f32<avx2::Arch>,
+    .rms_norm_f32 = &simd::rms_norm_f32<avx2::Arch>,
+    .gelu_tanh_f32 = &simd::gelu_tanh_f32<avx2::Arch>,
+    .gelu_erf_f32 = &simd::gelu_erf_f32<avx2::Arch>,
+    .silu_mul_f32 = &simd::silu_mul_f32<avx2::Arch>,
+    .add_f32 = &simd::add_f32<avx2::Arch>,
+    .softmax_f32 = &simd::softmax_f32<avx2::Arch>,
+    .rope_f32 = &simd::rope_f32<avx2::Arch>,
+    .pos_embed_interpolate = &simd::pos_embed_interpolate<avx2::Arch>,
     .attention_run_task = &ref::attention_run_task,
 };
 

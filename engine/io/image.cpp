@@ -1,0 +1,91 @@
+#include "io/image.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "io/image_decoders.h"
+#include "io/mapped_file.h"
+
+namespace qvl::io {
+
+using base::ErrorCode;
+
+namespace {
+
+bool starts_with(std::span<const std::uint8_t> bytes, std::string_view magic, std::size_t at = 0) {
+    return bytes.size() >= at + magic.size() &&
+           std::memcmp(bytes.data() + at, magic.data(), magic.size()) == 0;
+}
+
+// Names formats people commonly pass by mistake, so the message can say what the file is.
+const char* other_format_name(std::span<const std::uint8_t> b) {
+    if (starts_with(b, "GIF87a") || starts_with(b, "GIF89a")) return "gif";
+    if (starts_with(b, "RIFF") && starts_with(b, "WEBP", 8)) return "webp";
+    if (starts_with(b, std::string_view("II*\0", 4)) ||
+        starts_with(b, std::string_view("MM\0*", 4)))
+        return "tiff";
+    if (starts_with(b, "BM")) return "bmp";
+    if (starts_with(b, std::string_view("\0\0\0", 3)) && starts_with(b, "ftyp", 4))
+        return "heif/avif";
+    if (starts_with(b, "\xff\x4f\xff\x51") || starts_with(b, std::string_view("\0\0\0\x0cjP", 6)))
+        return "jpeg 2000";
+    return nullptr;
+}
+
+}  // namespace
+
+namespace detail {
+
+base::Status too_many_pixels(std::string_view name, std::string_view format, std::uint64_t width,
+                             std::uint64_t height, std::uint64_t max_pixels) {
+    return base::error(ErrorCode::kOutOfRange,
+                       "{}: {} image of {}x{} = {} pixels exceeds the limit of {} pixels "
+                       "(ImageLimits::max_pixels)",
+                       name, format, width, height, width * height, max_pixels);
+}
+
+}  // namespace detail
+
+base::Result<Image> decode_image(std::span<const std::byte> bytes, const ImageLimits& limits,
+                                 std::string_view name) {
+    const std::span<const std::uint8_t> b(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                          bytes.size());
+    if (b.empty()) return base::error(ErrorCode::kCorruptFile, "{}: empty file (0 bytes)", name);
+    if (b.size() > limits.max_file_bytes) {
+        return base::error(ErrorCode::kOutOfRange,
+                           "{}: {} bytes exceeds the image file limit of {} bytes", name, b.size(),
+                           limits.max_file_bytes);
+    }
+    static constexpr std::string_view kPngSignature("\x89PNG\r\n\x1a\n", 8);
+    if (starts_with(b, kPngSignature)) return detail::decode_png(b, limits, name);
+    if (starts_with(b, "\xff\xd8\xff")) return detail::decode_jpeg(b, limits, name);
+    if (b.size() < kPngSignature.size() &&
+        std::memcmp(b.data(), kPngSignature.data(), b.size()) == 0) {
+        return base::error(ErrorCode::kCorruptFile, "{}: truncated png: only {} bytes", name,
+                           b.size());
+    }
+    if (const char* other = other_format_name(b)) {
+        return base::error(ErrorCode::kUnsupported,
+                           "{}: {} images are not supported (only jpeg and png)", name, other);
+    }
+    std::string head;
+    for (std::size_t i = 0; i < std::min<std::size_t>(b.size(), 4); ++i)
+        head += fmt::format("{}{:02x}", i ? " " : "", b[i]);
+    return base::error(ErrorCode::kUnsupported,
+                       "{}: not a jpeg or png image (the file starts with bytes {})", name, head);
+}
+
+base::Result<Image> load_image(const std::filesystem::path& path, const ImageLimits& limits) {
+    const std::string name = path.string();
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > limits.max_file_bytes) {
+        return base::error(ErrorCode::kOutOfRange,
+                           "{}: {} bytes exceeds the image file limit of {} bytes", name, size,
+                           limits.max_file_bytes);
+    }
+    QVL_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open_read_only(path));
+    return decode_image(file.bytes(), limits, name);
+}
+
+}  // namespace qvl::io

@@ -1,0 +1,48 @@
+// Image decoding: JPEG (libjpeg-turbo) and PNG (libspng) into 8-bit RGB, the way the reference
+// processor sees an image after PIL's `Image.open(...).convert("RGB")`:
+//   - the format is sniffed from the bytes, never from the file name;
+//   - alpha is dropped (not composited), grey is replicated to RGB, palettes are expanded
+//     (their transparency ignored), 1/2/4-bit samples are scaled to 0..255;
+//   - 16-bit samples keep their high byte, except 16-bit grey without alpha, which PIL opens as
+//     mode "I" and converts by clamping to 0..255;
+//   - CMYK/YCCK JPEGs are converted with PIL's formula (Adobe-inverted data un-inverted first);
+//   - no EXIF orientation and no gamma/colour management are applied (PIL does neither).
+// Hostile input never crashes: the pixel count is checked from the header before any pixel
+// memory is allocated, and every libjpeg/libspng failure becomes a Status.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace qvl::io {
+
+// An 8-bit RGB image, HWC, row-major, rgb.size() == width * height * 3.
+struct Image {
+    int width = 0;
+    int height = 0;
+    std::vector<std::uint8_t> rgb;
+};
+
+struct ImageLimits {
+    std::uint64_t max_pixels = 16384ull * 16384;  // width * height, checked before allocation
+    std::uint64_t max_file_bytes = 512ull << 20;
+};
+
+// Decodes a JPEG or PNG held in memory. `name` (usually the file path) prefixes every message.
+// Errors: empty, truncated or corrupt data -> kCorruptFile; another or an unknown format, or a
+// JPEG feature libjpeg-turbo lacks -> kUnsupported; more than limits.max_pixels pixels or more
+// than limits.max_file_bytes bytes -> kOutOfRange (the message names the limit).
+base::Result<Image> decode_image(std::span<const std::byte> bytes, const ImageLimits& limits,
+                                 std::string_view name);
+
+// Maps the file and decodes it. A missing file -> kNotFound; unreadable -> kIo; a file larger
+// than limits.max_file_bytes -> kOutOfRange (checked before reading); otherwise as decode_image.
+base::Result<Image> load_image(const std::filesystem::path& path, const ImageLimits& limits);
+
+}  // namespace qvl::io

@@ -1,0 +1,25 @@
+// Internal to engine/io: the two format decoders behind decode_image (image.h). Each expects
+// the format already sniffed, checks the header's pixel count against limits.max_pixels before
+// allocating, and prefixes messages with `name`. jpeg_decode.cpp is the only includer of
+// <jpeglib.h>, png_decode.cpp the only includer of <spng.h>.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "base/status.h"
+#include "io/image.h"
+
+namespace qvl::io::detail {
+
+base::Result<Image> decode_jpeg(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
+                                std::string_view name);
+base::Result<Image> decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
+                               std::string_view name);
+
+// The kOutOfRange error both decoders return for an image over the pixel limit.
+base::Status too_many_pixels(std::string_view name, std::string_view format, std::uint64_t width,
+                             std::uint64_t height, std::uint64_t max_pixels);
+
+}  // namespace qvl::io::detail

@@ -1,0 +1,90 @@
+// PNG decoding with libspng; the only includer of <spng.h>.
+#include <spng.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "io/image_decoders.h"
+
+namespace qvl::io::detail {
+
+using base::ErrorCode;
+
+namespace {
+
+// Ancillary chunks (text, ICC profiles) are never used; bound what libspng may buffer for them.
+constexpr std::size_t kMaxChunkBytes = 16u << 20;
+constexpr std::size_t kMaxChunkCacheBytes = 64u << 20;
+
+struct CtxDeleter {
+    void operator()(spng_ctx* ctx) const { spng_ctx_free(ctx); }
+};
+using CtxPtr = std::unique_ptr<spng_ctx, CtxDeleter>;
+
+base::Status spng_failure(std::string_view name, int err) {
+    // Running out of data is SPNG_IO_EOF from the buffer reader (SPNG_EOF in some paths).
+    if (err == SPNG_IO_EOF || err == SPNG_EOF || err == SPNG_EIDAT_TOO_SHORT) {
+        return base::error(ErrorCode::kCorruptFile,
+                           "{}: truncated png: the data ends before the image is complete", name);
+    }
+    if (err == SPNG_EMEM) {
+        return base::error(ErrorCode::kResourceExhausted, "{}: png: {}", name, spng_strerror(err));
+    }
+    return base::error(ErrorCode::kCorruptFile, "{}: corrupt png: {}", name, spng_strerror(err));
+}
+
+}  // namespace
+
+base::Result<Image> decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
+                               std::string_view name) {
+    CtxPtr ctx(spng_ctx_new(0));
+    if (!ctx) return base::error(ErrorCode::kResourceExhausted, "{}: png: out of memory", name);
+    // CRC errors are fatal in every chunk (libspng's default; PIL refuses them too).
+    if (int err = spng_set_chunk_limits(ctx.get(), kMaxChunkBytes, kMaxChunkCacheBytes))
+        return spng_failure(name, err);
+    if (int err = spng_set_png_buffer(ctx.get(), bytes.data(), bytes.size()))
+        return spng_failure(name, err);
+    spng_ihdr ihdr{};
+    if (int err = spng_get_ihdr(ctx.get(), &ihdr)) return spng_failure(name, err);
+    const std::uint64_t width = ihdr.width;
+    const std::uint64_t height = ihdr.height;
+    if (width * height > limits.max_pixels)
+        return too_many_pixels(name, "png", width, height, limits.max_pixels);
+
+    // 16-bit grey without alpha is PIL mode "I", whose conversion to RGB clamps each sample to
+    // 0..255 instead of keeping the high byte; every other format goes through libspng's RGB8
+    // (high byte of 16-bit samples, low bit depths scaled, palette expanded, tRNS ignored).
+    const bool gray16 = ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth == 16;
+    const int fmt = gray16 ? SPNG_FMT_RAW : SPNG_FMT_RGB8;
+    std::size_t decoded_size = 0;
+    if (int err = spng_decoded_image_size(ctx.get(), fmt, &decoded_size))
+        return spng_failure(name, err);
+    const std::uint64_t expected = width * height * (gray16 ? 2 : 3);
+    if (decoded_size != expected) {
+        return base::error(ErrorCode::kInternal,
+                           "{}: png: libspng reports {} decoded bytes for {}x{}, expected {}", name,
+                           decoded_size, width, height, expected);
+    }
+    Image image;
+    image.width = static_cast<int>(width);
+    image.height = static_cast<int>(height);
+    if (!gray16) {
+        image.rgb.resize(decoded_size);
+        if (int err = spng_decode_image(ctx.get(), image.rgb.data(), decoded_size, fmt, 0))
+            return spng_failure(name, err);
+        return image;
+    }
+    std::vector<std::uint8_t> raw(decoded_size);
+    if (int err = spng_decode_image(ctx.get(), raw.data(), decoded_size, fmt, 0))
+        return spng_failure(name, err);
+    image.rgb.resize(width * height * 3);
+    for (std::size_t i = 0; i < width * height; ++i) {
+        const unsigned v = (unsigned(raw[2 * i]) << 8) | raw[2 * i + 1];  // big-endian
+        const auto g = static_cast<std::uint8_t>(std::min(v, 255u));
+        image.rgb[3 * i] = image.rgb[3 * i + 1] = image.rgb[3 * i + 2] = g;
+    }
+    return image;
+}
+
+}  // namespace qvl::io::detail

@@ -1,0 +1,235 @@
+// GEMM front end: the thread-free task split, ISA dispatch, the shared scalar epilogue and the
+// per-thread packing scratch. The arithmetic lives in kernels/x86/gemm_*.cpp (and the scalar
+// tier in kernels/gemm_scalar.cpp).
+#include "kernels/gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+#include "base/aligned_buffer.h"
+#include "base/check.h"
+#include "kernels/gemm_internal.h"
+
+namespace qvl::kernels {
+namespace {
+
+using detail::GemmProblem;
+
+// Column tasks are multiples of 64 (a multiple of every NR); row tasks multiples of 42 (a
+// multiple of every MR: 14 for AVX-512, 6 for AVX2).
+constexpr int kColQuantum = 64;
+constexpr int kRowQuantum = 42;
+
+struct Grid {
+    int row_blocks = 1, col_blocks = 1;
+    int rows_per = 1, cols_per = 1;
+};
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+int round_up(int a, int q) { return ceil_div(a, q) * q; }
+
+// The split of an m x n output into at most `tasks` rectangles; a pure function of its inputs,
+// so every task of one call agrees on it whatever thread runs it.
+Grid make_grid(int m, int n, int tasks) {
+    Grid g;
+    tasks = std::max(tasks, 1);
+    const int max_col_blocks = std::max(ceil_div(n, kColQuantum), 1);
+    if (m <= detail::kGemvMaxM) {
+        // GEMV streams each weight row once; columns are the only split.
+        g.col_blocks = std::min(max_col_blocks, tasks);
+    } else {
+        // Each row block packs its own W columns and each column block its own A rows: among
+        // the grids with the most tasks (up to `tasks`), take the one with the least packing.
+        const int max_row_blocks = std::max(ceil_div(m, kRowQuantum), 1);
+        long best_cost = -1;
+        int best_tasks = 0;
+        for (int rb = 1; rb <= std::min(max_row_blocks, tasks); ++rb) {
+            const int cb = std::min(max_col_blocks, tasks / rb);
+            const long cost = long(cb) * m + long(rb) * n;
+            if (rb * cb > best_tasks || (rb * cb == best_tasks && cost < best_cost)) {
+                best_tasks = rb * cb;
+                best_cost = cost;
+                g.row_blocks = rb;
+                g.col_blocks = cb;
+            }
+        }
+    }
+    g.rows_per =
+        m <= detail::kGemvMaxM ? std::max(m, 1) : round_up(ceil_div(m, g.row_blocks), kRowQuantum);
+    g.row_blocks = std::max(ceil_div(m, g.rows_per), 1);
+    g.cols_per = round_up(ceil_div(std::max(n, 1), g.col_blocks), kColQuantum);
+    g.col_blocks = std::max(ceil_div(n, g.cols_per), 1);
+    return g;
+}
+
+int num_tasks_for(int m, int n, int n_threads) {
+    if (m <= 0 || n <= 0 || n_threads <= 1) return 1;
+    // A few tasks per thread even out a shared machine's noise; GEMV more (its tasks are cheap
+    // to split), GEMM fewer (each task packs its own panels).
+    const int want = (m <= detail::kGemvMaxM ? 4 : 2) * n_threads;
+    const Grid g = make_grid(m, n, want);
+    return g.row_blocks * g.col_blocks;
+}
+
+void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa) {
+    if (p.m <= 0 || p.n <= 0) return;
+    const Grid g = make_grid(p.m, p.n, num_tasks);
+    if (task < 0 || task >= g.row_blocks * g.col_blocks) return;
+    const int rb = task / g.col_blocks;
+    const int cb = task % g.col_blocks;
+    const int m0 = rb * g.rows_per;
+    const int m1 = std::min(p.m, m0 + g.rows_per);
+    const int n0 = cb * g.cols_per;
+    const int n1 = std::min(p.n, n0 + g.cols_per);
+    if (m0 >= m1 || n0 >= n1) return;
+    if (p.k <= 0) {
+        // No products: the epilogue alone, over one zero row shared by every output row.
+        float* zeros = static_cast<float*>(
+            detail::gemm_scratch(detail::kScratchC, sizeof(float) * std::size_t(n1 - n0)));
+        std::fill(zeros, zeros + (n1 - n0), 0.0f);
+        detail::gemm_epilogue(p, zeros, zeros, 0, m0, m1, n0, n1);
+        return;
+    }
+    const bool gemv = p.m <= detail::kGemvMaxM;
+    // The bf16 tier only differs from avx512 where bf16 products are asked for.
+    if (isa == Isa::kAvx512Bf16 && !p.round_bf16) isa = Isa::kAvx512;
+    switch (isa) {
+        case Isa::kScalar:
+            return gemv ? detail::gemv_tile_scalar(p, m0, m1, n0, n1)
+                        : detail::gemm_tile_scalar(p, m0, m1, n0, n1);
+        case Isa::kAvx2:
+            return gemv ? detail::gemv_tile_avx2(p, m0, m1, n0, n1)
+                        : detail::gemm_tile_avx2(p, m0, m1, n0, n1);
+        case Isa::kAvx512:
+            return gemv ? detail::gemv_tile_avx512(p, m0, m1, n0, n1)
+                        : detail::gemm_tile_avx512(p, m0, m1, n0, n1);
+        case Isa::kAvx512Bf16:
+            return gemv ? detail::gemv_tile_avx512bf16(p, m0, m1, n0, n1)
+                        : detail::gemm_tile_avx512bf16(p, m0, m1, n0, n1);
+    }
+}
+
+GemmProblem problem(const GemmArgs& a) {
+    return {.m = a.m,
+            .n = a.n,
+            .k = a.k,
+            .a = a.a,
+            .lda = a.lda,
+            .w = a.w,
+            .w2 = nullptr,
+            .ldw = a.ldw,
+            .w_type = a.w_type,
+            .bias = a.bias,
+            .act = a.act,
+            .residual = a.residual,
+            .ldr = a.ldr,
+            .c = a.c,
+            .ldc = a.ldc,
+            .round_bf16 = a.precision == GemmPrecision::kBF16};
+}
+
+GemmProblem problem(const GemmGatedArgs& a) {
+    return {.m = a.m,
+            .n = a.n,
+            .k = a.k,
+            .a = a.a,
+            .lda = a.lda,
+            .w = a.w_gate,
+            .w2 = a.w_up,
+            .ldw = a.ldw,
+            .w_type = a.w_type,
+            .bias = nullptr,
+            .act = GemmActivation::kSilu,
+            .residual = nullptr,
+            .ldr = 0,
+            .c = a.c,
+            .ldc = a.ldc,
+            .round_bf16 = a.precision == GemmPrecision::kBF16};
+}
+
+}  // namespace
+
+float gemm_activation_ref(GemmActivation act, float u) {
+    const double x = u;
+    switch (act) {
+        case GemmActivation::kNone:
+            return u;
+        case GemmActivation::kGeluTanh: {
+            const double kSqrt2OverPi = 0.79788456080286535588;
+            return float(0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x))));
+        }
+        case GemmActivation::kGeluErf:
+            return float(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)));
+        case GemmActivation::kSilu:
+            return float(x / (1.0 + std::exp(-x)));
+    }
+    return u;
+}
+
+int gemm_num_tasks(const GemmArgs& args, int n_threads) {
+    return num_tasks_for(args.m, args.n, n_threads);
+}
+
+void gemm_run_task(const GemmArgs& args, int task, int num_tasks, Isa isa) {
+    run_problem_task(problem(args), task, num_tasks, isa);
+}
+
+int gemm_gated_num_tasks(const GemmGatedArgs& args, int n_threads) {
+    return num_tasks_for(args.m, args.n, n_threads);
+}
+
+void gemm_gated_run_task(const GemmGatedArgs& args, int task, int num_tasks, Isa isa) {
+    run_problem_task(problem(args), task, num_tasks, isa);
+}
+
+void gemm(const GemmArgs& args, Isa isa) {
+    const int nt = gemm_num_tasks(args, 1);
+    for (int t = 0; t < nt; ++t) gemm_run_task(args, t, nt, isa);
+}
+
+void gemm_gated(const GemmGatedArgs& args, Isa isa) {
+    const int nt = gemm_gated_num_tasks(args, 1);
+    for (int t = 0; t < nt; ++t) gemm_gated_run_task(args, t, nt, isa);
+}
+
+namespace detail {
+
+void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, std::ptrdiff_t ld_acc,
+                   int m0, int m1, int n0, int n1) {
+    for (int i = m0; i < m1; ++i) {
+        const float* s = acc + std::ptrdiff_t(i - m0) * ld_acc;
+        float* c = p.c + std::ptrdiff_t(i) * p.ldc;
+        if (p.w2 != nullptr) {
+            const float* u = acc2 + std::ptrdiff_t(i - m0) * ld_acc;
+            for (int j = n0; j < n1; ++j) {
+                c[j] = gemm_activation_ref(GemmActivation::kSilu, s[j - n0]) * u[j - n0];
+            }
+            continue;
+        }
+        const float* r = p.residual != nullptr ? p.residual + std::ptrdiff_t(i) * p.ldr : nullptr;
+        for (int j = n0; j < n1; ++j) {
+            float v = s[j - n0];
+            if (p.bias != nullptr) v += p.bias[j];
+            v = gemm_activation_ref(p.act, v);
+            if (r != nullptr) v += r[j];
+            c[j] = v;
+        }
+    }
+}
+
+void* gemm_scratch(ScratchSlot slot, std::size_t bytes) {
+    thread_local std::array<base::AlignedBuffer, kScratchSlots> buffers;
+    base::AlignedBuffer& b = buffers[slot];
+    if (b.size() < bytes) {
+        // Grow with headroom so that a sequence of slightly growing shapes settles quickly.
+        auto grown = base::AlignedBuffer::allocate(bytes + bytes / 4, "gemm scratch");
+        QVL_CHECK(grown.ok(), "gemm scratch: out of memory");
+        b = std::move(grown).value();
+    }
+    return b.data();
+}
+
+}  // namespace detail
+}  // namespace qvl::kernels

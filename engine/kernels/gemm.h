@@ -1,0 +1,83 @@
+// GEMM and GEMV with fused epilogues: c = act(a · wᵀ + bias) + residual, the weights stored as
+// in the checkpoint ([n, k] row-major, bf16 or f32; Hugging Face Linear layout), and the SwiGLU
+// pair c = silu(a · w_gateᵀ) ⊙ (a · w_upᵀ).
+//
+// Contract (both entry points):
+// - a: [m, k] f32, row stride lda >= k (elements). w: [n, k], row stride ldw >= k, element type
+//   w_type; no alignment is required of any pointer (safetensors promises none).
+// - c: [m, n] f32, row stride ldc >= n. c must not overlap a, w or bias. residual ([m, n], row
+//   stride ldr) may be exactly c (same pointer and stride: in-place residual add); no other
+//   overlap. Nothing is read outside the described rows of any operand.
+// - Accumulation is f32. kF32 multiplies the values as given. kBF16 rounds a (and f32 weights)
+//   to bf16 (round to nearest even) first; on avx512bf16 the products run on vdpbf16ps, on other
+//   ISAs the rounded values go through the f32 path (same numbers up to summation order).
+// - m == 1..8 takes a GEMV path that streams the weights once from memory; larger m a
+//   BLIS-style packed, register-blocked path. Within one ISA and path every output element is
+//   computed in an order that depends only on (m, k, precision), never on how the work is split,
+//   so results are bit-identical for any thread count.
+// - m, n, k >= 0; m == 0 or n == 0 does nothing; k == 0 gives act(bias) + residual.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/isa.h"
+#include "kernels/types.h"
+
+namespace qvl::kernels {
+
+enum class GemmActivation { kNone, kGeluTanh, kGeluErf, kSilu };  // applied to (A·Wᵀ + bias)
+enum class GemmPrecision {
+    kF32,
+    kBF16
+};  // kBF16: A rounded to bf16, vdpbf16ps; on ISAs without
+    // avx512bf16 it must still work (emulate/round A then f32 math)
+struct GemmArgs {
+    int m = 0, n = 0, k = 0;
+    const float* a = nullptr;
+    std::ptrdiff_t lda = 0;  // [m, k] f32 activations, row stride lda
+    const void* w = nullptr;
+    std::ptrdiff_t ldw = 0;  // [n, k] weights (bf16 or f32), row stride ldw; any alignment
+    WeightType w_type = WeightType::kBF16;  // from kernels/types.h
+    const float* bias = nullptr;            // [n] or null
+    GemmActivation act = GemmActivation::kNone;
+    const float* residual = nullptr;
+    std::ptrdiff_t ldr = 0;  // [m, n] or null; added after act; may alias c exactly
+    float* c = nullptr;
+    std::ptrdiff_t ldc = 0;  // [m, n] output
+    GemmPrecision precision = GemmPrecision::kF32;
+};
+// SwiGLU pair: c = silu(A·Wgᵀ) ⊙ (A·Wuᵀ); both weight matrices [n, k] with the same ldw and type.
+struct GemmGatedArgs {
+    int m = 0, n = 0, k = 0;
+    const float* a = nullptr;
+    std::ptrdiff_t lda = 0;
+    const void* w_gate = nullptr;
+    const void* w_up = nullptr;
+    std::ptrdiff_t ldw = 0;
+    WeightType w_type = WeightType::kBF16;
+    float* c = nullptr;
+    std::ptrdiff_t ldc = 0;
+    GemmPrecision precision = GemmPrecision::kF32;
+};
+// Thread-free work decomposition: the caller runs tasks [0, num_tasks) in any order on any threads
+// (e.g. pool.parallel_for(nt, [&](int t){ gemm_run_task(args, t, nt, isa); })). Tasks split output
+// tiles (columns, and rows when m is large), never k, so results are bit-identical for any
+// n_threads.
+int gemm_num_tasks(const GemmArgs& args, int n_threads);
+void gemm_run_task(const GemmArgs& args, int task, int num_tasks, Isa isa);
+int gemm_gated_num_tasks(const GemmGatedArgs& args, int n_threads);
+void gemm_gated_run_task(const GemmGatedArgs& args, int task, int num_tasks, Isa isa);
+// Single-threaded convenience: all tasks inline.
+void gemm(const GemmArgs& args, Isa isa);
+void gemm_gated(const GemmGatedArgs& args, Isa isa);
+namespace ref {
+void gemm_f32(const GemmArgs&);
+void gemm_gated_f32(const GemmGatedArgs&);
+}  // namespace ref
+
+// The activation functions of the epilogue, in f32 from double-precision formulas (the spec the
+// SIMD epilogues are tested against): GELU tanh = 0.5·u·(1 + tanh(√(2/π)(u + 0.044715u³))),
+// GELU erf = 0.5·u·(1 + erf(u/√2)), silu(u) = u / (1 + e^-u).
+float gemm_activation_ref(GemmActivation act, float u);
+
+}  // namespace qvl::kernels

@@ -1,0 +1,64 @@
+// Internal plumbing between kernels/gemm.cpp (task split, dispatch, epilogue) and the per-ISA
+// GEMM/GEMV drivers in kernels/x86/. Not for use outside kernels/.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/gemm.h"
+
+namespace qvl::kernels::detail {
+
+// One problem for both entry points: plain (w2 == nullptr) or gated (w = gate, w2 = up,
+// c = silu(a·wᵀ) ⊙ (a·w2ᵀ), no bias/act/residual).
+struct GemmProblem {
+    int m = 0, n = 0, k = 0;
+    const float* a = nullptr;
+    std::ptrdiff_t lda = 0;
+    const void* w = nullptr;
+    const void* w2 = nullptr;
+    std::ptrdiff_t ldw = 0;
+    WeightType w_type = WeightType::kBF16;
+    const float* bias = nullptr;
+    GemmActivation act = GemmActivation::kNone;
+    const float* residual = nullptr;
+    std::ptrdiff_t ldr = 0;
+    float* c = nullptr;
+    std::ptrdiff_t ldc = 0;
+    bool round_bf16 = false;  // precision == kBF16
+};
+
+// Largest m that takes the GEMV path.
+inline constexpr int kGemvMaxM = 8;
+
+// Computes rows [m0, m1) x columns [n0, n1) of the output, all of k, epilogue included.
+// Row and column bounds are arbitrary (no alignment to the tile sizes needed).
+using GemmTileFn = void (*)(const GemmProblem& p, int m0, int m1, int n0, int n1);
+
+void gemm_tile_scalar(const GemmProblem& p, int m0, int m1, int n0, int n1);
+void gemm_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1);
+void gemm_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1);
+void gemm_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1);
+void gemv_tile_scalar(const GemmProblem& p, int m0, int m1, int n0, int n1);
+void gemv_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1);
+void gemv_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1);
+void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1);
+
+// Applies the epilogue to rows [m0, m1) x columns [n0, n1): acc holds the sums (acc[(i - m0) *
+// ld_acc + (j - n0)]); for gated problems acc2 holds the up sums the same way. Writes p.c.
+void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, std::ptrdiff_t ld_acc,
+                   int m0, int m1, int n0, int n1);
+
+// Per-thread scratch that grows once and is reused (no allocation in steady state). Slots are
+// independent buffers; the pointer stays valid until the next call with the same slot on the
+// same thread. 64-byte aligned. Aborts if memory is exhausted.
+enum ScratchSlot {
+    kScratchA = 0,
+    kScratchB = 1,
+    kScratchB2 = 2,
+    kScratchC = 3,
+    kScratchC2 = 4,
+    kScratchSlots = 5
+};
+void* gemm_scratch(ScratchSlot slot, std::size_t bytes);
+
+}  // namespace qvl::kernels::detail

@@ -1,0 +1,247 @@
+#include "model/image_preprocess.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "io/json.h"
+
+namespace qvl::model {
+
+using base::ErrorCode;
+
+namespace {
+
+// One key of preprocessor_config.json; `what` is "<file>: key '<name>'" for messages.
+base::Status read_int(const io::JsonValue& value, const std::string& what, std::int64_t lo,
+                      std::int64_t hi, std::int64_t* out) {
+    if (!value.is_integer() || value.as_int() < lo || value.as_int() > hi) {
+        return base::error(ErrorCode::kInvalidArgument, "{}: expected an integer in [{}, {}]", what,
+                           lo, hi);
+    }
+    *out = value.as_int();
+    return {};
+}
+
+// image_mean / image_std: three numbers, or one for all channels (HF accepts both).
+base::Status read_triple(const io::JsonValue& value, const std::string& what, bool nonzero,
+                         float out[3]) {
+    const bool one = value.is_number();
+    if (!one && !(value.is_array() && value.items().size() == 3)) {
+        return base::error(ErrorCode::kInvalidArgument, "{}: expected 3 numbers or one number",
+                           what);
+    }
+    for (int c = 0; c < 3; ++c) {
+        const io::JsonValue& v = one ? value : value.items()[c];
+        if (!v.is_number() || !std::isfinite(v.as_double()) || std::fabs(v.as_double()) > 1e6 ||
+            (nonzero && v.as_double() == 0.0)) {
+            return base::error(ErrorCode::kInvalidArgument, "{}: expected finite{} numbers", what,
+                               nonzero ? " non-zero" : "");
+        }
+        out[c] = static_cast<float>(v.as_double());
+    }
+    return {};
+}
+
+base::Status require_enabled(const io::JsonValue& root, const std::string& file, const char* key) {
+    const io::JsonValue* v = root.find(key);
+    if (v == nullptr) return {};
+    if (!v->is_bool())
+        return base::error(ErrorCode::kInvalidArgument, "{}: key '{}': expected a boolean", file,
+                           key);
+    if (!v->as_bool()) {
+        return base::error(ErrorCode::kUnsupported, "{}: key '{}': false is not supported", file,
+                           key);
+    }
+    return {};
+}
+
+}  // namespace
+
+base::Result<PreprocessConfig> load_preprocess_config(const std::filesystem::path& path) {
+    PreprocessConfig config;
+    auto parsed = io::read_json_file(path);
+    if (!parsed.ok() && parsed.status().code() == ErrorCode::kNotFound) return config;
+    if (!parsed.ok()) return parsed.status();
+    const io::JsonValue& root = parsed.value();
+    const std::string file = path.string();
+    if (!root.is_object())
+        return base::error(ErrorCode::kInvalidArgument, "{}: expected a json object", file);
+    auto key = [&](const char* k) { return fmt::format("{}: key '{}'", file, k); };
+
+    constexpr std::int64_t kMaxPixelsBound = std::int64_t(1) << 40;
+    std::int64_t v = 0;
+    // Precedence as in HF: top-level min_pixels/max_pixels over size.shortest_edge/longest_edge
+    // (the older size.min_pixels/max_pixels spelling is read too).
+    if (const io::JsonValue* size = root.find("size")) {
+        if (!size->is_object())
+            return base::error(ErrorCode::kInvalidArgument, "{}: expected an object", key("size"));
+        for (const char* k : {"min_pixels", "shortest_edge"}) {
+            if (const io::JsonValue* e = size->find(k)) {
+                QVL_TRY(read_int(*e, key(k), 1, kMaxPixelsBound, &v));
+                config.min_pixels = v;
+            }
+        }
+        for (const char* k : {"max_pixels", "longest_edge"}) {
+            if (const io::JsonValue* e = size->find(k)) {
+                QVL_TRY(read_int(*e, key(k), 1, kMaxPixelsBound, &v));
+                config.max_pixels = v;
+            }
+        }
+    }
+    if (const io::JsonValue* e = root.find("min_pixels"); e && !e->is_null()) {
+        QVL_TRY(read_int(*e, key("min_pixels"), 1, kMaxPixelsBound, &v));
+        config.min_pixels = v;
+    }
+    if (const io::JsonValue* e = root.find("max_pixels"); e && !e->is_null()) {
+        QVL_TRY(read_int(*e, key("max_pixels"), 1, kMaxPixelsBound, &v));
+        config.max_pixels = v;
+    }
+    if (config.max_pixels < config.min_pixels) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "{}: max_pixels {} (size.longest_edge) is below min_pixels {} "
+                           "(size.shortest_edge)",
+                           file, config.max_pixels, config.min_pixels);
+    }
+    struct IntKey {
+        const char* name;
+        int* field;
+        std::int64_t hi;
+    };
+    for (const IntKey& k : {IntKey{"patch_size", &config.patch_size, 1024},
+                            IntKey{"temporal_patch_size", &config.temporal_patch_size, 16},
+                            IntKey{"merge_size", &config.merge_size, 16}}) {
+        if (const io::JsonValue* e = root.find(k.name)) {
+            QVL_TRY(read_int(*e, key(k.name), 1, k.hi, &v));
+            *k.field = static_cast<int>(v);
+        }
+    }
+    if (const io::JsonValue* e = root.find("image_mean"))
+        QVL_TRY(read_triple(*e, key("image_mean"), false, config.image_mean));
+    if (const io::JsonValue* e = root.find("image_std"))
+        QVL_TRY(read_triple(*e, key("image_std"), true, config.image_std));
+    for (const char* k : {"do_resize", "do_rescale", "do_normalize"})
+        QVL_TRY(require_enabled(root, file, k));
+    if (const io::JsonValue* e = root.find("rescale_factor")) {
+        if (!e->is_number() || std::fabs(e->as_double() * 255.0 - 1.0) > 1e-9) {
+            return base::error(ErrorCode::kUnsupported, "{}: only 1/255 is supported",
+                               key("rescale_factor"));
+        }
+    }
+    return config;
+}
+
+base::Result<std::pair<int, int>> smart_resize(int height, int width, int factor,
+                                               std::int64_t min_pixels, std::int64_t max_pixels) {
+    if (height <= 0 || width <= 0 || factor <= 0) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "image of {}x{} (width x height) cannot be resized with factor {}",
+                           width, height, factor);
+    }
+    const double ratio = double(std::max(height, width)) / double(std::min(height, width));
+    if (ratio > 200) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "image of {}x{} (width x height) has an aspect ratio of {:.4g}, over "
+                           "the limit of 200",
+                           width, height, ratio);
+    }
+    // Python's round() is round-half-to-even, which nearbyint does in the default FP mode.
+    const std::int64_t f = factor;
+    std::int64_t h_bar = std::int64_t(std::nearbyint(double(height) / double(f))) * f;
+    std::int64_t w_bar = std::int64_t(std::nearbyint(double(width) / double(f))) * f;
+    const double area = double(std::int64_t(height) * width);
+    if (h_bar * w_bar > max_pixels) {
+        const double beta = std::sqrt(area / double(max_pixels));
+        h_bar = std::max(f, std::int64_t(std::floor(double(height) / beta / double(f))) * f);
+        w_bar = std::max(f, std::int64_t(std::floor(double(width) / beta / double(f))) * f);
+    } else if (h_bar * w_bar < min_pixels) {
+        const double beta = std::sqrt(double(min_pixels) / area);
+        h_bar = std::int64_t(std::ceil(double(height) * beta / double(f))) * f;
+        w_bar = std::int64_t(std::ceil(double(width) * beta / double(f))) * f;
+    }
+    if (h_bar < f || w_bar < f || h_bar > std::numeric_limits<int>::max() ||
+        w_bar > std::numeric_limits<int>::max()) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "image of {}x{} (width x height) resizes to {}x{}, not a positive "
+                           "multiple of {} (min_pixels {}, max_pixels {})",
+                           width, height, w_bar, h_bar, factor, min_pixels, max_pixels);
+    }
+    return std::pair<int, int>(int(h_bar), int(w_bar));
+}
+
+void normalization_lut(const PreprocessConfig& config, float lut[3][256]) {
+    for (int c = 0; c < 3; ++c) {
+        // HF fuses rescale into normalise: mean / rescale_factor and std / rescale_factor in
+        // double (1 / (1/255) is exactly 255), then a float32 tensor op (x - mean') / std'.
+        const float mean = static_cast<float>(double(config.image_mean[c]) * 255.0);
+        const float std_dev = static_cast<float>(double(config.image_std[c]) * 255.0);
+        for (int x = 0; x < 256; ++x) lut[c][x] = (static_cast<float>(x) - mean) / std_dev;
+    }
+}
+
+namespace {
+
+// pixel_values row r = patch (bh*M+mh, bw*M+mw) in window order; each row is (c, t, y, x),
+// every temporal copy identical (a still image is one frame repeated).
+void patchify(const io::Image& img, const PreprocessConfig& config, const float lut[3][256],
+              int grid_h, int grid_w, std::vector<float>* out) {
+    const int P = config.patch_size, T = config.temporal_patch_size, M = config.merge_size;
+    const std::size_t plane = std::size_t(P) * P;
+    const std::size_t row_len = 3 * T * plane;
+    std::vector<float> row(row_len);
+    out->clear();
+    out->reserve(std::size_t(grid_h) * grid_w * row_len);
+    const std::size_t stride = std::size_t(img.width) * 3;
+    for (int bh = 0; bh < grid_h / M; ++bh) {
+        for (int bw = 0; bw < grid_w / M; ++bw) {
+            for (int mh = 0; mh < M; ++mh) {
+                for (int mw = 0; mw < M; ++mw) {
+                    const std::size_t y0 = std::size_t(bh * M + mh) * P;
+                    const std::size_t x0 = std::size_t(bw * M + mw) * P;
+                    for (int c = 0; c < 3; ++c) {
+                        float* dst = row.data() + c * T * plane;
+                        for (int iy = 0; iy < P; ++iy) {
+                            const std::uint8_t* src =
+                                img.rgb.data() + (y0 + iy) * stride + x0 * 3 + c;
+                            float* d = dst + std::size_t(iy) * P;
+                            for (int ix = 0; ix < P; ++ix) d[ix] = lut[c][src[3 * ix]];
+                        }
+                        for (int t = 1; t < T; ++t)
+                            std::memcpy(dst + t * plane, dst, plane * sizeof(float));
+                    }
+                    out->insert(out->end(), row.begin(), row.end());
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
+                                                 const PreprocessConfig& config) {
+    if (image.width <= 0 || image.height <= 0 ||
+        image.rgb.size() != std::size_t(image.width) * image.height * 3) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "image of {}x{} with {} bytes is not a packed RGB image", image.width,
+                           image.height, image.rgb.size());
+    }
+    const int factor = config.patch_size * config.merge_size;
+    QVL_ASSIGN_OR_RETURN(const auto size, smart_resize(image.height, image.width, factor,
+                                                       config.min_pixels, config.max_pixels));
+    PreprocessedImage out;
+    out.resized_height = size.first;
+    out.resized_width = size.second;
+    out.grid_t = 1;
+    out.grid_h = size.first / config.patch_size;
+    out.grid_w = size.second / config.patch_size;
+    out.merge_size = config.merge_size;
+    out.resized = resize_bicubic_aa(image, size.first, size.second);
+    float lut[3][256];
+    normalization_lut(config, lut);
+    patchify(out.resized, config, lut, out.grid_h, out.grid_w, &out.pixel_values);
+    return out;
+}
+
+}  // namespace qvl::model

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# Copied from the project's shared tools (shared/tools/conformance.py) so the suite runs from a plain clone.
+"""Drives a built qvl-run through the CLI contract (docs/cli.md) on the public fixtures.
+
+usage: conformance.py PATH/TO/qvl-run [--testdata DIR]
+Checks, for every golden case: --messages rendering and prompt ids, --dump-pixels (first image) bit
+for bit, --dump-logits within 2e-5 of max|ref| (or 5e-2 with identical tokens), the 16 greedy tokens;
+and every tokenizer case through --raw --tokenize --json. Needs /usr/bin/python3 with numpy.
+Exit 0 when everything passes."""
+import argparse, glob, json, os, struct, subprocess, sys, tempfile
+import numpy as np
+
+def read_safetensors(path):
+    with open(path, 'rb') as f:
+        n = struct.unpack('<Q', f.read(8))[0]; header = json.loads(f.read(n)); data = f.read()
+    dt = {'F32': np.float32, 'I64': np.int64, 'I32': np.int32}
+    return {k: np.frombuffer(data[v['data_offsets'][0]:v['data_offsets'][1]], dt[v['dtype']]).reshape(v['shape'])
+            for k, v in header.items() if k != '__metadata__'}
+
+def run(cmd):
+    try:
+        p = subprocess.run(cmd, capture_output=True, timeout=600)
+        return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+    except subprocess.TimeoutExpired:
+        return 'timeout', '', ''
+
+def rel_err(a, ref):
+    a = np.asarray(a, np.float64).ravel(); ref = np.asarray(ref, np.float64).ravel()
+    return float('inf') if a.shape != ref.shape else float(np.max(np.abs(a - ref)) / max(np.max(np.abs(ref)), 1e-30))
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(); ap.add_argument('qvl'); ap.add_argument('--testdata', default=os.path.join(here, '..', 'testdata'))
+    a = ap.parse_args(); td = os.path.abspath(a.testdata); tmp = tempfile.mkdtemp()
+    idx = json.load(open(os.path.join(td, 'golden', 'index.json')))
+    model = os.path.normpath(os.path.join(td, 'golden', idx['model_dir']))
+    failures = 0
+    for case in sorted(glob.glob(os.path.join(td, 'golden', '*', 'case.json'))):
+        name = os.path.basename(os.path.dirname(case))
+        g = read_safetensors(os.path.join(os.path.dirname(case), 'golden.safetensors'))
+        lg, px = os.path.join(tmp, name + '.logits.npy'), os.path.join(tmp, name + '.pixels.npy')
+        cmd = [a.qvl, '-m', model, '--messages', case, '--temp', '0', '-n', '16', '--ignore-eos', '--json', '--dump-logits', lg]
+        if 'pixel_values' in g: cmd += ['--dump-pixels', px]
+        rc, out, err = run(cmd)
+        try: j = json.loads(out)
+        except Exception: j = {}
+        bad = []
+        if rc != 0: bad.append(f'exit {rc}: {err.strip()[-120:]}')
+        if j.get('prompt_tokens') != g['input_ids'].tolist(): bad.append('prompt_tokens differ')
+        if j.get('tokens') != g['generated_ids'].tolist(): bad.append(f"tokens {j.get('tokens')} != {g['generated_ids'].tolist()}")
+        e = rel_err(np.load(lg), g['logits_last']) if os.path.exists(lg) else float('inf')
+        if not (e <= 2e-5 or (e <= 5e-2 and j.get('tokens') == g['generated_ids'].tolist())): bad.append(f'logits err {e:.2e}')
+        if 'pixel_values' in g:
+            n0 = int(np.prod(g['image_grid_thw'][0]))
+            pe = rel_err(np.load(px), g['pixel_values'][:n0]) if os.path.exists(px) else float('inf')
+            if pe != 0.0: bad.append(f'pixel_values err {pe:.2e}')
+        print(f"{name}: " + ('ok' if not bad else 'FAIL ' + '; '.join(bad)) + f"  (logits err {e:.1e})")
+        failures += bool(bad)
+    ok = total = 0
+    for line in open(os.path.join(td, 'tokenizer', 'cases.jsonl'), encoding='utf-8'):
+        c = json.loads(line); f = os.path.join(tmp, 'prompt.txt')
+        with open(f, 'w', encoding='utf-8', newline='') as fh: fh.write(c['text'])
+        rc, out, err = run([a.qvl, '-m', model, '--raw', '--tokenize', '--json', '-f', f])
+        try: ids = json.loads(out)['prompt_tokens']
+        except Exception: ids = None
+        total += 1; ok += ids == c['ids']
+        if ids != c['ids'] and total - ok <= 5: print(f"tokenizer miss: {c['text'][:50]!r}: {ids} != {c['ids']}")
+    print(f"tokenizer: {ok}/{total} exact")
+    failures += ok != total
+    print('conformance: PASS' if failures == 0 else f'conformance: {failures} FAIL')
+    return 0 if failures == 0 else 1
+
+if __name__ == '__main__':
+    sys.exit(main())
