@@ -1,5 +1,8 @@
 #include "model/memory_budget.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -121,6 +124,16 @@ std::uint64_t available_memory_bytes() {
          {std::string("/sys/fs/cgroup/memory"), "/sys/fs/cgroup/memory" + v1}) {
         lower_to(cgroup_room(dir + "/memory.limit_in_bytes", dir + "/memory.stat", "total_rss"),
                  &best);
+    }
+    // An address-space limit (ulimit -v) caps what malloc can return, whatever the machine has.
+    rlimit as{};
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        std::uint64_t vm_pages = 0;
+        const long page = sysconf(_SC_PAGESIZE);
+        if (parse_u64(read_small_file("/proc/self/statm"), &vm_pages) && page > 0) {
+            const std::uint64_t used = vm_pages * std::uint64_t(page);
+            lower_to(as.rlim_cur > used ? as.rlim_cur - used : 1, &best);
+        }
     }
     return best;
 }

@@ -15,9 +15,10 @@
 namespace qvl::model {
 
 // Bytes this process can still allocate without swapping: MemAvailable of /proc/meminfo,
-// lowered to memory.max - memory.current of the process's cgroup (v2) or
-// memory.limit_in_bytes - memory.usage_in_bytes (v1) when such a limit is set. Returns 0 when
-// nothing can be read (callers then skip the check: an unknown budget is not a reason to refuse).
+// lowered to memory.max (cgroup v2) or memory.limit_in_bytes (v1) of the process's cgroup minus the
+// anonymous memory already charged to it, and to the room left under an address-space limit
+// (RLIMIT_AS, ulimit -v), when such limits are set. Returns 0 when nothing can be read (callers
+// then skip the check: an unknown budget is not a reason to refuse).
 std::uint64_t available_memory_bytes();
 
 // The pure parts of available_memory_bytes(), for tests: MemAvailable (in bytes) from the text

@@ -1,9 +1,21 @@
 #include "model/memory_budget.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
+
+// ASan reserves terabytes of address space, so RLIMIT_AS cannot be tested under it.
+#if defined(__SANITIZE_ADDRESS__)
+#define QVL_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QVL_UNDER_ASAN 1
+#endif
+#endif
 
 namespace qvl::model {
 namespace {
@@ -78,6 +90,28 @@ TEST(MemoryBudget, AvailableMemoryIsPlausible) {
     const std::uint64_t avail = available_memory_bytes();
     EXPECT_GT(avail, 64 * kMiB);
     EXPECT_LT(avail, std::uint64_t(64) << 40);
+}
+
+// An address-space limit lowers the estimate (checked in a child so the limit does not stick).
+TEST(MemoryBudget, AddressSpaceLimitLowersAvailable) {
+#if defined(QVL_UNDER_ASAN)
+    GTEST_SKIP() << "ASan reserves terabytes of address space; RLIMIT_AS cannot be set under it";
+#else
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        rlimit lim{};
+        getrlimit(RLIMIT_AS, &lim);
+        lim.rlim_cur = rlim_t(8192) * kMiB;
+        if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(2);
+        const std::uint64_t avail = available_memory_bytes();
+        _exit(avail > 0 && avail < std::uint64_t(8192) * kMiB ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+#endif
 }
 
 }  // namespace
