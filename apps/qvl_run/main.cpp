@@ -18,7 +18,6 @@
 #include "exit_codes.h"
 #include "io/json.h"
 #include "json_out.h"
-#include "kernels/isa.h"
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/session.h"
@@ -166,9 +165,9 @@ int run(const RunOptions& o) {
     so.profile = profile_env != nullptr && std::string(profile_env) == "1";
     base::Result<std::unique_ptr<model::Session>> session = model::Session::create(m, so);
     if (!session.ok()) {
-        return fail(session.status().code() == ErrorCode::kResourceExhausted ? kExitResource
-                                                                              : kExitOther,
-                    session.status(), "lower -c/--ctx-size or --image-max-tokens");
+        return fail(
+            session.status().code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther,
+            session.status(), "lower -c/--ctx-size or --image-max-tokens");
     }
     model::Session& s = *session.value();
 
@@ -219,9 +218,13 @@ int run(const RunOptions& o) {
         return kExitInterrupted;
     }
 
-    RunReport report{.prompt = &prompt, .result = &r, .sampling = gp.sampling,
-                     .threads = s.threads(), .load_ms = load_ms,
-                     .total_ms = total.elapsed_ms(), .peak_rss_mb = peak_rss_mb()};
+    RunReport report{.prompt = &prompt,
+                     .result = &r,
+                     .sampling = gp.sampling,
+                     .threads = s.threads(),
+                     .load_ms = load_ms,
+                     .total_ms = total.elapsed_ms(),
+                     .peak_rss_mb = peak_rss_mb()};
     if (o.json) {
         std::printf("%s\n", format_json_report(report).c_str());
     } else {
@@ -241,8 +244,7 @@ int main(int argc, char** argv) {
         qvl::app::parse_args(argc, argv, &options, stdout, stderr);
     if (outcome.exit_code >= 0) return outcome.exit_code;
     if (options.version) {
-        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(),
-                    qvl::kernels::isa_name(qvl::kernels::best_isa()));
+        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(), qvl::model::kernel_isa_name());
         return 0;
     }
     return qvl::app::run(options);

@@ -29,8 +29,12 @@ Node& GraphBuilder::new_node(OpKind op, const char* name, Tensor out) {
 Tensor GraphBuilder::input(const char* name, float* data, int rows, int cols,
                            std::ptrdiff_t stride) {
     QVL_CHECK(data != nullptr || rows == 0, "input without data");
-    return new_tensor({.name = name, .rows = rows, .cols = cols, .stride = stride ? stride : cols,
-                       .kind = TensorKind::kExternal, .external = data});
+    return new_tensor({.name = name,
+                       .rows = rows,
+                       .cols = cols,
+                       .stride = stride ? stride : cols,
+                       .kind = TensorKind::kExternal,
+                       .external = data});
 }
 
 Tensor GraphBuilder::activation(const char* name, int rows, int cols) {
@@ -42,8 +46,12 @@ Tensor GraphBuilder::view(Tensor t, int row0, int rows, int col0, int cols) {
     const TensorDesc& d = desc(t);
     QVL_CHECK(row0 >= 0 && rows >= 0 && row0 + rows <= d.rows, "view rows out of range");
     QVL_CHECK(col0 >= 0 && cols > 0 && col0 + cols <= d.cols, "view cols out of range");
-    return new_tensor({.name = d.name, .rows = rows, .cols = cols, .stride = d.stride,
-                       .kind = TensorKind::kView, .parent = t.id,
+    return new_tensor({.name = d.name,
+                       .rows = rows,
+                       .cols = cols,
+                       .stride = d.stride,
+                       .kind = TensorKind::kView,
+                       .parent = t.id,
                        .view_offset = row0 * d.stride + col0});
 }
 
@@ -51,8 +59,13 @@ Tensor GraphBuilder::reshape(Tensor t, int rows, int cols) {
     const TensorDesc& d = desc(t);
     QVL_CHECK(is_contiguous(d), "reshape of a strided tensor");
     QVL_CHECK(std::int64_t(rows) * cols == std::int64_t(d.rows) * d.cols, "reshape size");
-    return new_tensor({.name = d.name, .rows = rows, .cols = cols, .stride = cols,
-                       .kind = TensorKind::kView, .parent = t.id, .view_offset = 0});
+    return new_tensor({.name = d.name,
+                       .rows = rows,
+                       .cols = cols,
+                       .stride = cols,
+                       .kind = TensorKind::kView,
+                       .parent = t.id,
+                       .view_offset = 0});
 }
 
 void GraphBuilder::keep(Tensor t) {

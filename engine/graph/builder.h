@@ -25,7 +25,7 @@ struct AttentionOptions {
 };
 
 class GraphBuilder {
-public:
+  public:
     explicit GraphBuilder(Graph* graph, kernels::GemmPrecision precision);
 
     void set_scope(const char* scope, int layer = -1) {
@@ -45,7 +45,8 @@ public:
 
     // Ops.
     Tensor embed(const char* name, const WeightRef& table, const std::int32_t* ids, int n_ids);
-    Tensor matmul(const char* name, Tensor x, const WeightRef& w, const MatmulOptions& options = {});
+    Tensor matmul(const char* name, Tensor x, const WeightRef& w,
+                  const MatmulOptions& options = {});
     Tensor matmul_gated(const char* name, Tensor x, const WeightRef& gate, const WeightRef& up);
     Tensor layer_norm(const char* name, Tensor x, const float* w, const float* b, float eps);
     Tensor rms_norm(const char* name, Tensor x, const float* w, float eps, int group = 0);
@@ -61,7 +62,7 @@ public:
 
     const TensorDesc& desc(Tensor t) const { return graph_->tensors[t.id]; }
 
-private:
+  private:
     Tensor new_tensor(const TensorDesc& d);
     Node& new_node(OpKind op, const char* name, Tensor out);
 

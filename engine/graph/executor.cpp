@@ -1,5 +1,7 @@
 #include "graph/executor.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -21,8 +23,8 @@ std::string Profile::format() const {
     for (std::size_t i = 0; i < ms_by_op.size(); ++i) {
         if (calls_by_op[i] == 0) continue;
         total += ms_by_op[i];
-        rows.emplace_back(ms_by_op[i], std::string(op_name(OpKind(i))) + " (" +
-                                           std::to_string(calls_by_op[i]) + " calls)");
+        rows.emplace_back(ms_by_op[i],
+                          fmt::format("{} ({} calls)", op_name(OpKind(i)), calls_by_op[i]));
     }
     std::sort(rows.rbegin(), rows.rend());
     std::string out = "qvl profile: time per op kind\n";
@@ -41,10 +43,9 @@ std::string Profile::format() const {
 }
 
 std::string Executor::full_name(const Node& n) {
-    std::string s = n.scope;
-    if (n.layer >= 0) s += "." + std::to_string(n.layer);
-    if (!s.empty()) s += ".";
-    return s + n.name;
+    if (n.layer >= 0) return fmt::format("{}.{}.{}", n.scope, n.layer, n.name);
+    if (*n.scope != '\0') return fmt::format("{}.{}", n.scope, n.name);
+    return n.name;
 }
 
 float* Executor::data(const Graph& g, Tensor t, std::byte* arena) const {
@@ -77,8 +78,8 @@ void Executor::run(const Graph& g, std::byte* arena) {
             const double ms = base::now_ms() - t0;
             profile_.ms_by_op[std::size_t(n.op)] += ms;
             profile_.calls_by_op[std::size_t(n.op)] += 1;
-            std::string layer = n.scope;
-            if (n.layer >= 0) layer += "." + std::to_string(n.layer);
+            const std::string layer =
+                n.layer >= 0 ? fmt::format("{}.{}", n.scope, n.layer) : std::string(n.scope);
             profile_.ms_by_layer[layer] += ms;
         }
         if (observer_) {
@@ -116,9 +117,19 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
         }
         case OpKind::kMatmul: {
             const TensorDesc& xd = in_desc(0);
-            GemmArgs a{.m = xd.rows, .n = p.w.rows, .k = p.w.cols, .a = in(0), .lda = xd.stride,
-                       .w = p.w.data, .ldw = p.w.ld, .w_type = p.w.type, .bias = p.bias,
-                       .act = p.act, .c = out, .ldc = od.stride, .precision = p.precision};
+            GemmArgs a{.m = xd.rows,
+                       .n = p.w.rows,
+                       .k = p.w.cols,
+                       .a = in(0),
+                       .lda = xd.stride,
+                       .w = p.w.data,
+                       .ldw = p.w.ld,
+                       .w_type = p.w.type,
+                       .bias = p.bias,
+                       .act = p.act,
+                       .c = out,
+                       .ldc = od.stride,
+                       .precision = p.precision};
             if (n.in[1].valid()) {
                 a.residual = in(1);
                 a.ldr = in_desc(1).stride;
@@ -129,9 +140,17 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
         }
         case OpKind::kMatmulGated: {
             const TensorDesc& xd = in_desc(0);
-            GemmGatedArgs a{.m = xd.rows, .n = p.w.rows, .k = p.w.cols, .a = in(0),
-                            .lda = xd.stride, .w_gate = p.w.data, .w_up = p.w2.data,
-                            .ldw = p.w.ld, .w_type = p.w.type, .c = out, .ldc = od.stride,
+            GemmGatedArgs a{.m = xd.rows,
+                            .n = p.w.rows,
+                            .k = p.w.cols,
+                            .a = in(0),
+                            .lda = xd.stride,
+                            .w_gate = p.w.data,
+                            .w_up = p.w2.data,
+                            .ldw = p.w.ld,
+                            .w_type = p.w.type,
+                            .c = out,
+                            .ldc = od.stride,
                             .precision = p.precision};
             const int nt = gemm_gated_num_tasks(a, pool_->size());
             pool_->parallel_for(nt, [&](int t) { gemm_gated_run_task(a, t, nt, isa_); });
@@ -141,9 +160,15 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
             const TensorDesc& xd = in_desc(0);
             const float* x = in(0);
             parallel_rows(xd.rows, [&](int r0, int r1) {
-                layer_norm_f32({.x = x + r0 * xd.stride, .x_stride = xd.stride, .w = p.norm_w,
-                                .b = p.norm_b, .y = out + r0 * od.stride, .y_stride = od.stride,
-                                .rows = r1 - r0, .dim = xd.cols, .eps = p.eps},
+                layer_norm_f32({.x = x + r0 * xd.stride,
+                                .x_stride = xd.stride,
+                                .w = p.norm_w,
+                                .b = p.norm_b,
+                                .y = out + r0 * od.stride,
+                                .y_stride = od.stride,
+                                .rows = r1 - r0,
+                                .dim = xd.cols,
+                                .eps = p.eps},
                                isa_);
             });
             break;
@@ -154,16 +179,25 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
             const int groups = xd.cols / p.group;
             if (groups == 1) {
                 parallel_rows(xd.rows, [&](int r0, int r1) {
-                    rms_norm_f32({.x = x + r0 * xd.stride, .x_stride = xd.stride, .w = p.norm_w,
-                                  .y = out + r0 * od.stride, .y_stride = od.stride,
-                                  .rows = r1 - r0, .dim = p.group, .eps = p.eps},
+                    rms_norm_f32({.x = x + r0 * xd.stride,
+                                  .x_stride = xd.stride,
+                                  .w = p.norm_w,
+                                  .y = out + r0 * od.stride,
+                                  .y_stride = od.stride,
+                                  .rows = r1 - r0,
+                                  .dim = p.group,
+                                  .eps = p.eps},
                                  isa_);
                 });
             } else {  // contiguous rows: each head is one row of `group` values
                 parallel_rows(xd.rows * groups, [&](int r0, int r1) {
-                    rms_norm_f32({.x = x + std::ptrdiff_t(r0) * p.group, .x_stride = p.group,
-                                  .w = p.norm_w, .y = out + std::ptrdiff_t(r0) * p.group,
-                                  .y_stride = p.group, .rows = r1 - r0, .dim = p.group,
+                    rms_norm_f32({.x = x + std::ptrdiff_t(r0) * p.group,
+                                  .x_stride = p.group,
+                                  .w = p.norm_w,
+                                  .y = out + std::ptrdiff_t(r0) * p.group,
+                                  .y_stride = p.group,
+                                  .rows = r1 - r0,
+                                  .dim = p.group,
                                   .eps = p.eps},
                                  isa_);
                 });
@@ -176,9 +210,13 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
             const float* cos = in(1);
             const float* sin = in(2);
             parallel_rows(od.rows, [&](int r0, int r1) {
-                rope_f32({.x = x + r0 * od.stride, .x_stride = od.stride, .rows = r1 - r0,
-                          .n_heads = p.n_heads, .head_dim = p.head_dim,
-                          .cos = cos + r0 * cd.stride, .sin = sin + r0 * cd.stride,
+                rope_f32({.x = x + r0 * od.stride,
+                          .x_stride = od.stride,
+                          .rows = r1 - r0,
+                          .n_heads = p.n_heads,
+                          .head_dim = p.head_dim,
+                          .cos = cos + r0 * cd.stride,
+                          .sin = sin + r0 * cd.stride,
                           .cs_stride = cd.stride},
                          isa_);
             });
@@ -186,12 +224,21 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
         }
         case OpKind::kAttention: {
             const TensorDesc& qd = in_desc(0);
-            AttentionArgs a{.n_q = qd.rows, .n_kv = p.n_kv, .n_heads = p.n_heads,
-                            .n_kv_heads = p.n_kv_heads, .head_dim = p.head_dim, .q = in(0),
-                            .q_row_stride = qd.stride, .q_head_stride = p.head_dim,
-                            .out = out, .out_row_stride = od.stride,
-                            .out_head_stride = p.head_dim, .scale = p.scale,
-                            .causal = p.causal, .q_pos0 = p.pos0, .segments = p.segments,
+            AttentionArgs a{.n_q = qd.rows,
+                            .n_kv = p.n_kv,
+                            .n_heads = p.n_heads,
+                            .n_kv_heads = p.n_kv_heads,
+                            .head_dim = p.head_dim,
+                            .q = in(0),
+                            .q_row_stride = qd.stride,
+                            .q_head_stride = p.head_dim,
+                            .out = out,
+                            .out_row_stride = od.stride,
+                            .out_head_stride = p.head_dim,
+                            .scale = p.scale,
+                            .causal = p.causal,
+                            .q_pos0 = p.pos0,
+                            .segments = p.segments,
                             .n_segments = p.n_segments};
             if (p.use_cache) {
                 a.k = p.kv.k;
@@ -251,7 +298,8 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
             }
             break;
         }
-        case OpKind::kCount: QVL_UNREACHABLE("bad op");
+        case OpKind::kCount:
+            QVL_UNREACHABLE("bad op");
     }
 }
 

@@ -30,7 +30,7 @@ using Observer = std::function<void(const std::string& name, const float* data, 
                                     std::ptrdiff_t stride)>;
 
 class Executor {
-public:
+  public:
     Executor(base::ThreadPool* pool, kernels::Isa isa) : pool_(pool), isa_(isa) {}
 
     void enable_profile(bool on) { profile_on_ = on; }
@@ -46,7 +46,7 @@ public:
 
     static std::string full_name(const Node& n);
 
-private:
+  private:
     void run_node(const Graph& g, const Node& n, std::byte* arena);
     template <class Fn>
     void parallel_rows(int rows, Fn&& fn);

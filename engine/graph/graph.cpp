@@ -4,18 +4,30 @@ namespace qvl::graph {
 
 const char* op_name(OpKind op) {
     switch (op) {
-        case OpKind::kEmbed: return "embed";
-        case OpKind::kMatmul: return "matmul";
-        case OpKind::kMatmulGated: return "matmul_gated";
-        case OpKind::kLayerNorm: return "layer_norm";
-        case OpKind::kRmsNorm: return "rms_norm";
-        case OpKind::kRope: return "rope";
-        case OpKind::kAttention: return "attention";
-        case OpKind::kStoreKv: return "store_kv";
-        case OpKind::kAdd: return "add";
-        case OpKind::kAddRows: return "add_rows";
-        case OpKind::kScatterRows: return "scatter_rows";
-        case OpKind::kCount: break;
+        case OpKind::kEmbed:
+            return "embed";
+        case OpKind::kMatmul:
+            return "matmul";
+        case OpKind::kMatmulGated:
+            return "matmul_gated";
+        case OpKind::kLayerNorm:
+            return "layer_norm";
+        case OpKind::kRmsNorm:
+            return "rms_norm";
+        case OpKind::kRope:
+            return "rope";
+        case OpKind::kAttention:
+            return "attention";
+        case OpKind::kStoreKv:
+            return "store_kv";
+        case OpKind::kAdd:
+            return "add";
+        case OpKind::kAddRows:
+            return "add_rows";
+        case OpKind::kScatterRows:
+            return "scatter_rows";
+        case OpKind::kCount:
+            break;
     }
     return "?";
 }

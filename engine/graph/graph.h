@@ -61,8 +61,8 @@ struct NodeParams {
     int n_heads = 0, n_kv_heads = 0, head_dim = 0;
     float scale = 0.f;
     bool causal = false;
-    int pos0 = 0;   // absolute position of the first query row / first stored row
-    int n_kv = 0;   // keys visible in the cache (kAttention with cache)
+    int pos0 = 0;  // absolute position of the first query row / first stored row
+    int n_kv = 0;  // keys visible in the cache (kAttention with cache)
     const std::int32_t* segments = nullptr;
     int n_segments = 0;
     KvLayerView kv;  // kAttention over the cache, kStoreKv

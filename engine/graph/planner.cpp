@@ -39,9 +39,8 @@ std::size_t Planner::plan(Graph& g) {
         order_.push_back(t);
     }
     // Order of first use, ties by id (std::sort, unlike stable_sort, needs no buffer).
-    std::sort(order_.begin(), order_.end(), [&](int a, int b) {
-        return first_[a] != first_[b] ? first_[a] < first_[b] : a < b;
-    });
+    std::sort(order_.begin(), order_.end(),
+              [&](int a, int b) { return first_[a] != first_[b] ? first_[a] < first_[b] : a < b; });
 
     // At each tensor's first use: free blocks that died before it, then first fit.
     live_.clear();

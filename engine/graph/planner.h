@@ -13,11 +13,11 @@
 namespace qvl::graph {
 
 class Planner {
-public:
+  public:
     // Assigns arena_offset to every activation of g; returns the arena bytes needed.
     std::size_t plan(Graph& g);
 
-private:
+  private:
     struct Block {
         std::size_t offset, size;
         int last_use;

@@ -22,11 +22,11 @@ struct TensorDesc {
     int cols = 0;
     std::ptrdiff_t stride = 0;  // elements between rows
     TensorKind kind = TensorKind::kActivation;
-    float* external = nullptr;          // kExternal
-    int parent = -1;                    // kView: the viewed tensor
-    std::ptrdiff_t view_offset = 0;     // kView: elements from the parent's start
-    std::size_t arena_offset = 0;       // kActivation: assigned by the planner
-    bool keep = false;                  // kActivation: stays live to the end (graph outputs)
+    float* external = nullptr;       // kExternal
+    int parent = -1;                 // kView: the viewed tensor
+    std::ptrdiff_t view_offset = 0;  // kView: elements from the parent's start
+    std::size_t arena_offset = 0;    // kActivation: assigned by the planner
+    bool keep = false;               // kActivation: stays live to the end (graph outputs)
 };
 
 }  // namespace qvl::graph

@@ -29,8 +29,8 @@ struct ImageInfo {
 };
 
 struct PreparedPrompt {
-    std::vector<std::int32_t> ids;            // expanded: one <|image_pad|> per visual token
-    std::vector<PreprocessedImage> images;    // in prompt order
+    std::vector<std::int32_t> ids;          // expanded: one <|image_pad|> per visual token
+    std::vector<PreprocessedImage> images;  // in prompt order
     std::vector<ImageInfo> infos;
     double image_decode_ms = 0, preprocess_ms = 0;
 };
@@ -68,9 +68,9 @@ struct GenerateResult {
 };
 
 struct GenerateHooks {
-    std::function<void(std::string_view)> on_text;                // streamed text pieces
-    std::function<void(const Session&)> after_vision;            // images encoded, before prefill
-    std::function<void(std::span<const float>)> after_prefill;   // logits of the last prompt token
+    std::function<void(std::string_view)> on_text;              // streamed text pieces
+    std::function<void(const Session&)> after_vision;           // images encoded, before prefill
+    std::function<void(std::span<const float>)> after_prefill;  // logits of the last prompt token
 };
 
 // The stop ids a model's generation config implies (plus <|im_end|> and <|endoftext|>).

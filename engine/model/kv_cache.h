@@ -13,7 +13,7 @@
 namespace qvl::model {
 
 class KvCache {
-public:
+  public:
     static base::Result<KvCache> create(int n_layers, int n_kv_heads, int head_dim, int max_ctx);
 
     graph::KvLayerView layer(int il);
@@ -30,7 +30,7 @@ public:
     }
     std::size_t bytes() const { return buffer_.size(); }
 
-private:
+  private:
     base::AlignedBuffer buffer_;
     int n_layers_ = 0, n_kv_heads_ = 0, head_dim_ = 0, max_ctx_ = 0;
     int size_ = 0;

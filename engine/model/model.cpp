@@ -16,8 +16,8 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     QVL_ASSIGN_OR_RETURN(GenerationConfig generation,
                          load_generation_config(dir / "generation_config.json"));
     return std::unique_ptr<Model>(new Model(std::move(config), std::move(weights),
-                                            std::move(tokenizer), preprocess,
-                                            std::move(generation), dir));
+                                            std::move(tokenizer), preprocess, std::move(generation),
+                                            dir));
 }
 
 }  // namespace qvl::model

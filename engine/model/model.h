@@ -14,7 +14,7 @@
 namespace qvl::model {
 
 class Model {
-public:
+  public:
     // Errors name the folder or file: a missing folder or config is kNotFound, a bad file
     // kCorruptFile/kInvalidArgument/kUnsupported.
     static base::Result<std::unique_ptr<Model>> load(const std::filesystem::path& dir);
@@ -26,7 +26,7 @@ public:
     const GenerationConfig& generation() const { return generation_; }
     const std::filesystem::path& dir() const { return dir_; }
 
-private:
+  private:
     Model(ModelConfig config, ModelWeights weights, Tokenizer tokenizer,
           PreprocessConfig preprocess, GenerationConfig generation, std::filesystem::path dir)
         : config_(std::move(config)),

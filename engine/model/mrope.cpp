@@ -54,8 +54,8 @@ base::Result<RopePositions> compute_rope_positions(std::span<const std::int32_t>
     }
     if (image != images.size()) {
         return base::error(base::ErrorCode::kInvalidArgument,
-                           "{} images given but the prompt has {} image-token runs",
-                           images.size(), image);
+                           "{} images given but the prompt has {} image-token runs", images.size(),
+                           image);
     }
     pos.rope_delta = next - std::int64_t(n);
     return pos;

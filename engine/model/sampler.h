@@ -19,12 +19,12 @@ struct SamplingParams {
 };
 
 class Sampler {
-public:
+  public:
     Sampler(int vocab_size, const SamplingParams& params);
     std::int32_t sample(std::span<const float> logits);
     const SamplingParams& params() const { return params_; }
 
-private:
+  private:
     SamplingParams params_;
     std::mt19937_64 rng_;
     std::vector<std::int32_t> ids_;

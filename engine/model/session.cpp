@@ -37,6 +37,8 @@ base::Status guarded(const char* what, Fn&& fn) {
 
 }  // namespace
 
+const char* kernel_isa_name() { return kernels::isa_name(kernels::best_isa()); }
+
 int default_max_image_tokens(const Model& model) {
     const PreprocessConfig& pp = model.preprocess();
     const std::int64_t unit = std::int64_t(pp.patch_size) * pp.merge_size;
@@ -95,9 +97,9 @@ base::Status Session::reserve() {
     // Visual features: merger output + one block per deepstack level, [ctx, hidden] each.
     const std::size_t n_levels = 1 + vc.deepstack_visual_indexes.size();
     const std::size_t level_floats = std::size_t(options_.ctx_size) * tc.hidden_size;
-    QVL_ASSIGN_OR_RETURN(visual_, base::AlignedBuffer::allocate(
-                                      n_levels * level_floats * sizeof(float),
-                                      "visual features", false));
+    QVL_ASSIGN_OR_RETURN(visual_,
+                         base::AlignedBuffer::allocate(n_levels * level_floats * sizeof(float),
+                                                       "visual features", false));
     for (std::size_t l = 1; l < n_levels; ++l) {
         deepstack_ptrs_.push_back(visual_.as<float>() + l * level_floats);
     }
@@ -110,8 +112,10 @@ base::Status Session::reserve() {
         graph_.clear();
         graph::GraphBuilder g(&graph_, options_.precision);
         build_vision_graph(g, vc, model_->weights().vision(),
-                           {.n_patches = max_patches_, .pixel_values = vision_pos_.data(),
-                            .pos_embed = vision_pos_.data(), .rope_cos = vision_cos_.data(),
+                           {.n_patches = max_patches_,
+                            .pixel_values = vision_pos_.data(),
+                            .pos_embed = vision_pos_.data(),
+                            .rope_cos = vision_cos_.data(),
                             .rope_sin = vision_sin_.data()});
         arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
     }
@@ -119,15 +123,20 @@ base::Status Session::reserve() {
         graph_.clear();
         graph::GraphBuilder g(&graph_, options_.precision);
         build_text_graph(g, tc, model_->weights().text(), kv_,
-                         {.n_tokens = chunk_, .pos0 = 0, .ids = chunk_pos_t_.data(),
-                          .rope_cos = text_cos_.data(), .rope_sin = text_sin_.data(),
-                          .n_visual = chunk_, .visual_rows = visual_rows_.data(),
-                          .image_embeds = visual_.as<float>(), .deepstack = deepstack_ptrs_});
+                         {.n_tokens = chunk_,
+                          .pos0 = 0,
+                          .ids = chunk_pos_t_.data(),
+                          .rope_cos = text_cos_.data(),
+                          .rope_sin = text_sin_.data(),
+                          .n_visual = chunk_,
+                          .visual_rows = visual_rows_.data(),
+                          .image_embeds = visual_.as<float>(),
+                          .deepstack = deepstack_ptrs_});
         arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
     }
     graph_.clear();
-    QVL_ASSIGN_OR_RETURN(arena_, base::AlignedBuffer::allocate(arena_bytes, "activation arena",
-                                                               false));
+    QVL_ASSIGN_OR_RETURN(arena_,
+                         base::AlignedBuffer::allocate(arena_bytes, "activation arena", false));
     return base::Status();
 }
 
@@ -174,8 +183,13 @@ base::Status Session::encode_image(const PreprocessedImage& image) {
         const int frame = image.grid_h * image.grid_w;
         for (int t = 0; t < image.grid_t; ++t) {
             kernels::pos_embed_interpolate(
-                {.table = w.pos_embed.data, .table_type = w.pos_embed.type, .grid_side = gside,
-                 .dim = hidden, .gh = image.grid_h, .gw = image.grid_w, .merge = m,
+                {.table = w.pos_embed.data,
+                 .table_type = w.pos_embed.type,
+                 .grid_side = gside,
+                 .dim = hidden,
+                 .gh = image.grid_h,
+                 .gw = image.grid_w,
+                 .merge = m,
                  .out = vision_pos_.data() + std::size_t(t) * frame * hidden,
                  .out_stride = hidden},
                 isa_);
@@ -198,11 +212,13 @@ base::Status Session::encode_image(const PreprocessedImage& image) {
 
         graph_.clear();
         graph::GraphBuilder g(&graph_, options_.precision);
-        const VisionGraphOutputs out = build_vision_graph(
-            g, vc, w,
-            {.n_patches = n, .pixel_values = const_cast<float*>(image.pixel_values.data()),
-             .pos_embed = vision_pos_.data(), .rope_cos = vision_cos_.data(),
-             .rope_sin = vision_sin_.data()});
+        const VisionGraphOutputs out =
+            build_vision_graph(g, vc, w,
+                               {.n_patches = n,
+                                .pixel_values = const_cast<float*>(image.pixel_values.data()),
+                                .pos_embed = vision_pos_.data(),
+                                .rope_cos = vision_cos_.data(),
+                                .rope_sin = vision_sin_.data()});
         run_graph();
 
         const int out_hidden = model_->config().text.hidden_size;
@@ -214,9 +230,10 @@ base::Status Session::encode_image(const PreprocessedImage& image) {
             std::memcpy(deepstack_ptrs_[j] + row0,
                         executor_.data(graph_, out.deepstack[j], arena_.data()), bytes);
         }
-        images_.push_back({.n_tokens = tokens,
-                           .first_row = visual_rows_used_,
-                           .grid = {.t = image.grid_t, .h = image.grid_h / m, .w = image.grid_w / m}});
+        images_.push_back(
+            {.n_tokens = tokens,
+             .first_row = visual_rows_used_,
+             .grid = {.t = image.grid_t, .h = image.grid_h / m, .w = image.grid_w / m}});
         visual_rows_used_ += tokens;
         return base::Status();
     });
@@ -269,8 +286,8 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
                                         const std::int32_t* pos_w, int visual_base) {
     const ModelConfig& cfg = model_->config();
     const TextConfig& tc = cfg.text;
-    kernels::text_mrope_tables(pos_t, pos_h, pos_w, n, tc.head_dim, tc.rope_theta,
-                               tc.mrope_section, text_cos_.data(), text_sin_.data());
+    kernels::text_mrope_tables(pos_t, pos_h, pos_w, n, tc.head_dim, tc.rope_theta, tc.mrope_section,
+                               text_cos_.data(), text_sin_.data());
     int n_visual = 0;
     for (int i = 0; i < n; ++i) {
         if (ids[offset + i] == cfg.image_token_id) visual_rows_[n_visual++] = i;
@@ -284,11 +301,16 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
     graph::GraphBuilder g(&graph_, options_.precision);
     const graph::Tensor logits = build_text_graph(
         g, tc, model_->weights().text(), kv_,
-        {.n_tokens = n, .pos0 = kv_.size(), .ids = ids.data() + offset,
-         .rope_cos = text_cos_.data(), .rope_sin = text_sin_.data(), .n_visual = n_visual,
+        {.n_tokens = n,
+         .pos0 = kv_.size(),
+         .ids = ids.data() + offset,
+         .rope_cos = text_cos_.data(),
+         .rope_sin = text_sin_.data(),
+         .n_visual = n_visual,
          .visual_rows = visual_rows_.data(),
          .image_embeds = visual_.as<float>() + std::size_t(visual_base) * tc.hidden_size,
-         .deepstack = chunk_deepstack_, .want_logits = last});
+         .deepstack = chunk_deepstack_,
+         .want_logits = last});
     run_graph();
     kv_.advance(n);
     if (last) {
@@ -316,10 +338,12 @@ base::Status Session::decode(std::int32_t token) {
                                text_sin_.data());
     graph_.clear();
     graph::GraphBuilder g(&graph_, options_.precision);
-    const graph::Tensor logits =
-        build_text_graph(g, tc, model_->weights().text(), kv_,
-                         {.n_tokens = 1, .pos0 = kv_.size(), .ids = &decode_id_,
-                          .rope_cos = text_cos_.data(), .rope_sin = text_sin_.data()});
+    const graph::Tensor logits = build_text_graph(g, tc, model_->weights().text(), kv_,
+                                                  {.n_tokens = 1,
+                                                   .pos0 = kv_.size(),
+                                                   .ids = &decode_id_,
+                                                   .rope_cos = text_cos_.data(),
+                                                   .rope_sin = text_sin_.data()});
     run_graph();
     kv_.advance(1);
     std::memcpy(logits_.data(), executor_.data(graph_, logits, arena_.data()),

@@ -26,20 +26,24 @@
 namespace qvl::model {
 
 struct SessionOptions {
-    int threads = 0;             // 0: one per physical core
-    int ctx_size = 4096;         // KV arena, in tokens
-    int max_image_tokens = 0;    // per-image budget the arena is sized for; 0: default_max_image_tokens
+    int threads = 0;      // 0: one per physical core
+    int ctx_size = 4096;  // KV arena, in tokens
+    int max_image_tokens =
+        0;  // per-image budget the arena is sized for; 0: default_max_image_tokens
     kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
-    bool profile = false;        // per-op timing (Session::profile)
+    bool profile = false;  // per-op timing (Session::profile)
     bool pin_threads = false;
 };
+
+// The kernel tier sessions use on this machine ("avx512bf16", ...; QVL_ISA may lower it).
+const char* kernel_isa_name();
 
 // The per-image visual-token budget used when none is given: the preprocessor's maximum,
 // capped at 4096 tokens (16384 patches; larger images are downscaled to fit, as llama.cpp does).
 int default_max_image_tokens(const Model& model);
 
 class Session {
-public:
+  public:
     static base::Result<std::unique_ptr<Session>> create(const Model& model,
                                                          const SessionOptions& options);
 
@@ -68,7 +72,7 @@ public:
     // Sees every node output by name (traces, tests). Empty function: off.
     void set_observer(graph::Observer observer) { executor_.set_observer(std::move(observer)); }
 
-private:
+  private:
     Session(const Model& model, const SessionOptions& options);
     base::Status reserve();
     base::Status run_prefill_chunk(std::span<const std::int32_t> ids, int offset, int n,

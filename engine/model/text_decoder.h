@@ -17,20 +17,20 @@ namespace qvl::model {
 
 struct TextGraphInputs {
     int n_tokens = 0;
-    int pos0 = 0;                      // cache index of the first token
+    int pos0 = 0;                       // cache index of the first token
     const std::int32_t* ids = nullptr;  // [n_tokens]
-    float* rope_cos = nullptr;         // [n_tokens, head_dim / 2]
+    float* rope_cos = nullptr;          // [n_tokens, head_dim / 2]
     float* rope_sin = nullptr;
     // Visual rows of this chunk (local row indices, ascending) and their features.
     int n_visual = 0;
-    const std::int32_t* visual_rows = nullptr;     // [n_visual]
-    float* image_embeds = nullptr;                  // [n_visual, hidden]
-    std::span<float* const> deepstack;              // each [n_visual, hidden]
-    bool want_logits = true;                        // lm_head on the last row
+    const std::int32_t* visual_rows = nullptr;  // [n_visual]
+    float* image_embeds = nullptr;              // [n_visual, hidden]
+    std::span<float* const> deepstack;          // each [n_visual, hidden]
+    bool want_logits = true;                    // lm_head on the last row
 };
 
 // Returns the logits tensor [1, vocab] (invalid when !want_logits).
-graph::Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg,
-                               const TextWeights& w, KvCache& kv, const TextGraphInputs& in);
+graph::Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const TextWeights& w,
+                               KvCache& kv, const TextGraphInputs& in);
 
 }  // namespace qvl::model

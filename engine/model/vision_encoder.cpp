@@ -18,13 +18,14 @@ Tensor patch_merger(graph::GraphBuilder& g, Tensor x, const MergerWeights& w, in
     const int hidden = g.desc(x).cols;
     Tensor h;
     if (postshuffle) {
-        h = g.reshape(x, n / merge_rows, hidden * merge_rows);        // [n/4, 4*hidden]
+        h = g.reshape(x, n / merge_rows, hidden * merge_rows);  // [n/4, 4*hidden]
         h = g.layer_norm("norm", h, w.norm_w.data, w.norm_b.data, eps);
     } else {
         h = g.layer_norm("norm", x, w.norm_w.data, w.norm_b.data, eps);  // [n, hidden]
         h = g.reshape(h, n / merge_rows, hidden * merge_rows);           // [n/4, 4*hidden]
     }
-    h = g.matmul("fc1", h, weight_ref(w.fc1), {.bias = w.fc1_b.data, .act = GemmActivation::kGeluErf});
+    h = g.matmul("fc1", h, weight_ref(w.fc1),
+                 {.bias = w.fc1_b.data, .act = GemmActivation::kGeluErf});
     return g.matmul("out", h, weight_ref(w.fc2), {.bias = w.fc2_b.data});  // [n/4, out_hidden]
 }
 
@@ -45,27 +46,29 @@ VisionGraphOutputs build_vision_graph(graph::GraphBuilder& g, const VisionConfig
     g.set_scope("vision");
     Tensor pixels = g.input("pixel_values", in.pixel_values, n, patch_cols);  // [n, 3*t*p*p]
     Tensor pos = g.input("pos_embed", in.pos_embed, n, d);                    // [n, d]
-    Tensor cos = g.input("rope_cos", in.rope_cos, n, head_dim / 2);          // [n, hd/2]
+    Tensor cos = g.input("rope_cos", in.rope_cos, n, head_dim / 2);           // [n, hd/2]
     Tensor sin = g.input("rope_sin", in.rope_sin, n, head_dim / 2);
     Tensor x = g.matmul("patch_embed", pixels, weight_ref(w.patch_embed),
-                        {.bias = w.patch_embed_b.data});                      // [n, d]
-    x = g.add("embed", x, pos);                                               // [n, d]
+                        {.bias = w.patch_embed_b.data});  // [n, d]
+    x = g.add("embed", x, pos);                           // [n, d]
 
     const float scale = 1.0f / std::sqrt(float(head_dim));
     out.deepstack.resize(cfg.deepstack_visual_indexes.size());
     for (int i = 0; i < cfg.depth; ++i) {
         const VisionBlockWeights& b = w.blocks[i];
         g.set_scope("vision.blocks", i);  // mirrors Qwen3VLVisionBlock.forward
-        Tensor h = g.layer_norm("norm1", x, b.norm1_w.data, b.norm1_b.data, eps);  // [n, d]
+        Tensor h = g.layer_norm("norm1", x, b.norm1_w.data, b.norm1_b.data, eps);    // [n, d]
         Tensor qkv = g.matmul("qkv", h, weight_ref(b.qkv), {.bias = b.qkv_b.data});  // [n, 3d]
-        Tensor q = g.view(qkv, 0, n, 0, d);                                   // [n, d]
+        Tensor q = g.view(qkv, 0, n, 0, d);                                          // [n, d]
         Tensor k = g.view(qkv, 0, n, d, d);
         Tensor v = g.view(qkv, 0, n, 2 * d, d);
         g.rope("q_rope", q, cos, sin, n_heads, head_dim);
         g.rope("k_rope", k, cos, sin, n_heads, head_dim);
         Tensor a = g.attention("attn", q, k, v,
-                               {.n_heads = n_heads, .n_kv_heads = n_heads,
-                                .head_dim = head_dim, .scale = scale});       // [n, d]
+                               {.n_heads = n_heads,
+                                .n_kv_heads = n_heads,
+                                .head_dim = head_dim,
+                                .scale = scale});  // [n, d]
         x = g.matmul("attn_res", a, weight_ref(b.proj), {.bias = b.proj_b.data, .residual = x});
         h = g.layer_norm("norm2", x, b.norm2_w.data, b.norm2_b.data, eps);
         Tensor u = g.matmul("fc1", h, weight_ref(b.fc1),

@@ -13,7 +13,7 @@
 namespace qvl::model {
 
 struct VisionGraphInputs {
-    int n_patches = 0;          // rows, in merge-window order
+    int n_patches = 0;              // rows, in merge-window order
     float* pixel_values = nullptr;  // [n_patches, 3 * t * p * p]
     float* pos_embed = nullptr;     // [n_patches, hidden] interpolated, merge-window order
     float* rope_cos = nullptr;      // [n_patches, head_dim / 2]

@@ -2,6 +2,8 @@
 // prompt ids and pixel values exact; vision, deepstack, per-layer hidden states and the last
 // logits within 2e-5 of max|reference| (the strict tier of the oracle's README: f32 compute
 // on exactly upcast bf16 weights); the 16 greedy tokens identical, with 1 and 2 threads.
+#include "support/golden.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -12,7 +14,6 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "support/alloc_counter.h"
-#include "support/golden.h"
 
 namespace qvl::model {
 namespace {
@@ -53,13 +54,14 @@ CaseRun run_case(const std::string& name, int threads) {
     auto session = Session::create(m, so);
     EXPECT_TRUE(session.ok()) << session.status().message();
     Session& s = *session.value();
-    s.set_observer([&](const std::string& node, const float* data, int rows, int cols,
-                       std::ptrdiff_t stride) {
-        if (node.rfind("text.", 0) == 0 && s.context_used() > 0) return;  // decode steps
-        std::vector<float>& v = run.trace[node];
-        v.clear();
-        for (int r = 0; r < rows; ++r) v.insert(v.end(), data + r * stride, data + r * stride + cols);
-    });
+    s.set_observer(
+        [&](const std::string& node, const float* data, int rows, int cols, std::ptrdiff_t stride) {
+            if (node.rfind("text.", 0) == 0 && s.context_used() > 0) return;  // decode steps
+            std::vector<float>& v = run.trace[node];
+            v.clear();
+            for (int r = 0; r < rows; ++r)
+                v.insert(v.end(), data + r * stride, data + r * stride + cols);
+        });
     GenerateParams gp;
     gp.n_predict = 16;
     gp.ignore_eos = true;
@@ -75,8 +77,8 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, MatchesReferenceStageByStage) {
     const std::string name = GetParam();
-    const auto golden = test::read_golden(test::test_data_dir() / "golden" / name /
-                                          "golden.safetensors");
+    const auto golden =
+        test::read_golden(test::test_data_dir() / "golden" / name / "golden.safetensors");
     const CaseRun run = run_case(name, 1);
 
     // Prompt ids and pixel values: exact.

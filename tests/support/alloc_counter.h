@@ -7,12 +7,12 @@
 namespace qvl::test {
 
 class AllocationCounter {
-public:
+  public:
     AllocationCounter();
     ~AllocationCounter();
     std::int64_t allocations() const;
 
-private:
+  private:
     std::int64_t start_;
 };
 

@@ -23,7 +23,7 @@ std::map<std::string, GoldenArray> read_golden(const std::filesystem::path& path
 // max|a - ref| / max|ref| over all elements (infinity when the sizes differ).
 double relative_error(std::span<const float> actual, const std::vector<double>& ref);
 
-std::filesystem::path test_data_dir();  // tests/data
+std::filesystem::path test_data_dir();         // tests/data
 std::vector<std::string> golden_case_names();  // folders of tests/data/golden with a case.json
 
 }  // namespace qvl::test
