@@ -49,7 +49,7 @@ class Executor {
   private:
     void run_node(const Graph& g, const Node& n, std::byte* arena);
     template <class Fn>
-    void parallel_rows(int rows, Fn&& fn);
+    void parallel_rows(int rows, int cols, Fn&& fn);
 
     base::ThreadPool* pool_;
     kernels::Isa isa_;

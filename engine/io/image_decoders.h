@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "io/image.h"
@@ -17,6 +18,11 @@ base::Result<Image> decode_jpeg(std::span<const std::uint8_t> bytes, const Image
                                 std::string_view name);
 base::Result<Image> decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
                                std::string_view name);
+
+// Encodes RGB as a baseline 4:2:0 JPEG (libjpeg-turbo defaults, like PIL's save). Not used by
+// the engine itself: benchmarks and tests generate their inputs with it. kInvalidArgument for a
+// malformed image or quality outside 1..100.
+base::Result<std::vector<std::uint8_t>> encode_jpeg(const Image& image, int quality);
 
 // The kOutOfRange error both decoders return for an image over the pixel limit.
 base::Status too_many_pixels(std::string_view name, std::string_view format, std::uint64_t width,

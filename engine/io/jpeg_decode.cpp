@@ -1,10 +1,13 @@
-// JPEG decoding with libjpeg-turbo; the only includer of <jpeglib.h>. libjpeg reports fatal
-// errors by calling error_exit, which must not return: it longjmps back into run_decoder, the
-// one function here that calls setjmp. That function holds only plain data (no C++ object with
-// a destructor is created between setjmp and a longjmp), every C++ object lives in its caller.
+// JPEG decoding (and, for benchmarks and tests, encoding) with libjpeg-turbo; the only includer
+// of <jpeglib.h>. libjpeg reports fatal errors by calling error_exit, which must not return: it
+// longjmps back into run_decoder / run_encoder, the two functions here that call setjmp. They
+// hold only plain data (no C++ object with a destructor is created between setjmp and a
+// longjmp); every C++ object lives in their callers.
+#include <algorithm>
 #include <csetjmp>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 // jpeglib.h uses FILE and size_t without including their headers; jerror.h must follow it.
@@ -13,6 +16,7 @@
 #include <jerror.h>
 // clang-format on
 
+#include "base/huge_pages.h"
 #include "io/image_decoders.h"
 
 namespace qvl::io::detail {
@@ -105,12 +109,20 @@ Outcome run_decoder(jpeg_decompress_struct* cinfo, ErrorState* state,
     const std::size_t width = cinfo->output_width;
     image->width = static_cast<int>(cinfo->output_width);
     image->height = static_cast<int>(cinfo->output_height);
+    base::reserve_huge(image->rgb, width * cinfo->output_height * 3);
     image->rgb.resize(width * cinfo->output_height * 3);
     if (cmyk) cmyk_row->resize(width * 4);
+    // Several rows per call: libjpeg-turbo then color-converts straight into the image.
+    constexpr unsigned kRowsPerCall = 16;
+    JSAMPROW rows[kRowsPerCall];
     while (cinfo->output_scanline < cinfo->output_height) {
         const std::size_t y = cinfo->output_scanline;
-        JSAMPROW row = cmyk ? cmyk_row->data() : image->rgb.data() + y * width * 3;
-        if (jpeg_read_scanlines(cinfo, &row, 1) != 1) return Outcome::kTruncated;
+        const unsigned n =
+            cmyk ? 1
+                 : std::min<unsigned>(kRowsPerCall, cinfo->output_height - cinfo->output_scanline);
+        for (unsigned i = 0; i < n; ++i)
+            rows[i] = cmyk ? cmyk_row->data() : image->rgb.data() + (y + i) * width * 3;
+        if (jpeg_read_scanlines(cinfo, rows, n) == 0) return Outcome::kTruncated;
         if (cmyk) cmyk_row_to_rgb(cmyk_row->data(), image->rgb.data() + y * width * 3, width);
     }
     // jpeg_finish_decompress is skipped: the pixels are complete and what follows the image
@@ -132,6 +144,39 @@ ErrorCode library_error_code(int msg_code) {
             return ErrorCode::kCorruptFile;
     }
 }
+
+// The encoder's setjmp function, under the same rules as run_decoder. `out`/`out_size` are
+// filled by jpeg_mem_dest (malloc'd by libjpeg, freed by the caller).
+Outcome run_encoder(jpeg_compress_struct* cinfo, ErrorState* state, const Image& image, int quality,
+                    unsigned char** out, unsigned long* out_size) {
+    if (setjmp(state->jump) != 0) return state->outcome;
+    jpeg_create_compress(cinfo);
+    jpeg_mem_dest(cinfo, out, out_size);
+    cinfo->image_width = static_cast<JDIMENSION>(image.width);
+    cinfo->image_height = static_cast<JDIMENSION>(image.height);
+    cinfo->input_components = 3;
+    cinfo->in_color_space = JCS_RGB;
+    jpeg_set_defaults(cinfo);
+    jpeg_set_quality(cinfo, quality, TRUE);
+    jpeg_start_compress(cinfo, TRUE);
+    const std::size_t stride = std::size_t(image.width) * 3;
+    while (cinfo->next_scanline < cinfo->image_height) {
+        // libjpeg's API is not const-correct; it only reads the rows.
+        JSAMPROW row = const_cast<std::uint8_t*>(image.rgb.data()) + cinfo->next_scanline * stride;
+        jpeg_write_scanlines(cinfo, &row, 1);
+    }
+    jpeg_finish_compress(cinfo);
+    return Outcome::kOk;
+}
+
+struct CompressGuard {
+    jpeg_compress_struct* cinfo;
+    unsigned char** buffer;
+    ~CompressGuard() {
+        jpeg_destroy_compress(cinfo);
+        std::free(*buffer);  // NOLINT: allocated by libjpeg's jpeg_mem_dest with malloc
+    }
+};
 
 struct DecompressGuard {
     jpeg_decompress_struct* cinfo;
@@ -178,6 +223,28 @@ base::Result<Image> decode_jpeg(std::span<const std::uint8_t> bytes, const Image
     return base::error(code, "{}: {} jpeg: {}", name,
                        code == ErrorCode::kCorruptFile ? "corrupt" : "unsupported",
                        static_cast<const char*>(state.message));
+}
+
+base::Result<std::vector<std::uint8_t>> encode_jpeg(const Image& image, int quality) {
+    if (image.width <= 0 || image.height <= 0 || quality < 1 || quality > 100 ||
+        image.rgb.size() != std::size_t(image.width) * image.height * 3) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "encode_jpeg: bad image {}x{} ({} bytes) or quality {}", image.width,
+                           image.height, image.rgb.size(), quality);
+    }
+    ErrorState state{};
+    jpeg_compress_struct cinfo{};
+    cinfo.err = jpeg_std_error(&state.manager);
+    state.manager.error_exit = on_error_exit;
+    state.manager.output_message = on_output_message;
+    unsigned char* buffer = nullptr;
+    unsigned long size = 0;
+    CompressGuard guard{&cinfo, &buffer};
+    if (run_encoder(&cinfo, &state, image, quality, &buffer, &size) != Outcome::kOk) {
+        return base::error(ErrorCode::kInternal, "encode_jpeg: {}",
+                           static_cast<const char*>(state.message));
+    }
+    return std::vector<std::uint8_t>(buffer, buffer + size);
 }
 
 }  // namespace qvl::io::detail

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "io/image_decoders.h"
 
 namespace qvl::io::detail {
@@ -69,6 +70,7 @@ base::Result<Image> decode_png(std::span<const std::uint8_t> bytes, const ImageL
     Image image;
     image.width = static_cast<int>(width);
     image.height = static_cast<int>(height);
+    base::reserve_huge(image.rgb, std::size_t(width * height * 3));
     if (!gray16) {
         image.rgb.resize(decoded_size);
         if (int err = spng_decode_image(ctx.get(), image.rgb.data(), decoded_size, fmt, 0))

@@ -24,8 +24,10 @@ inline int attention_row_granule(const AttentionArgs& a) {
     return std::max(1, 32 / group);
 }
 
-// Task t covers kv head t % n_kv_heads and query block (n_blocks - 1 - t / n_kv_heads): the
-// highest (for causal: the most expensive) blocks come first. False for an empty task.
+// Task t covers kv head t / n_blocks and query block n_blocks - 1 - t % n_blocks: tasks of one
+// head are adjacent (a thread picking up consecutive tasks finds that head's K/V in its cache)
+// and within a head the highest (for causal: the most expensive) blocks come first. False for
+// an empty task.
 inline bool attention_task(const AttentionArgs& a, int task, int num_tasks, AttentionTask* out) {
     const int n_kvh = attention_kv_heads(a);
     if (n_kvh <= 0 || a.n_q <= 0) return false;
@@ -34,8 +36,8 @@ inline bool attention_task(const AttentionArgs& a, int task, int num_tasks, Atte
     const int granule = attention_row_granule(a);
     int rows_per = (a.n_q + n_blocks - 1) / n_blocks;
     rows_per = (rows_per + granule - 1) / granule * granule;
-    const int block = n_blocks - 1 - task / n_kvh;
-    out->kv_head = task % n_kvh;
+    const int block = n_blocks - 1 - task % n_blocks;
+    out->kv_head = task / n_blocks;
     out->row_begin = block * rows_per;
     out->row_end = std::min(a.n_q, out->row_begin + rows_per);
     return out->row_begin < out->row_end;

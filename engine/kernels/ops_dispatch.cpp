@@ -67,8 +67,9 @@ int attention_num_tasks(const AttentionArgs& a, int n_threads) {
     if (n_kvh <= 0 || a.n_q <= 0) return 0;
     const int granule = attention_row_granule(a);
     const int max_blocks = (a.n_q + granule - 1) / granule;
-    // About 64 query rows per task, but enough tasks for every thread.
-    int blocks = std::max(1, (a.n_q + 63) / 64);
+    // About 128 query rows per task (the AVX-512 kernel streams each K/V block once for four
+    // blocks of 32 (head, row) items), but enough tasks for every thread.
+    int blocks = std::max(1, (a.n_q + 255) / 256);
     while (blocks < max_blocks && blocks * n_kvh < 2 * n_threads) ++blocks;
     return blocks * n_kvh;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <functional>
 
 #include "base/check.h"
 
@@ -249,29 +250,34 @@ void bpe_merge_heap(const MergeTable& merges, const std::array<std::int32_t, 256
         prev[i] = i - 1;
         next[i] = i + 1 < n ? i + 1 : -1;
     }
-    // Min-heap on (rank, pos): the lowest rank first, the leftmost among equal ranks.
-    auto later = [](const BpeScratch::Heap& a, const BpeScratch::Heap& b) {
-        return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
-    };
+    // Min-heap on (rank, pos): the lowest rank first, the leftmost among equal ranks. Entries
+    // are not removed when a merge invalidates them; a popped entry is used only if its pair is
+    // still there, i.e. the pair now at pos has the popped rank (ranks identify pairs).
     auto& heap = s.heap;
     heap.clear();
+    const auto later = std::greater<std::uint64_t>();
     auto push_pair = [&](std::int32_t p) {
-        const std::int32_t q = next[p];
-        const MergeTable::Merge* m = merges.find(ids[p], ids[q]);
+        const MergeTable::Merge* m = merges.find(ids[p], ids[next[p]]);
         if (m == nullptr) return;
-        heap.push_back({m->rank, p, ids[p], ids[q], m->merged});
+        heap.push_back(std::uint64_t(std::uint32_t(m->rank)) << 32 | std::uint32_t(p));
         std::push_heap(heap.begin(), heap.end(), later);
     };
-    for (std::int32_t i = 0; i + 1 < n; ++i) push_pair(i);
+    for (std::int32_t i = 0; i + 1 < n; ++i) {
+        if (const MergeTable::Merge* m = merges.find(ids[i], ids[i + 1])) {
+            heap.push_back(std::uint64_t(std::uint32_t(m->rank)) << 32 | std::uint32_t(i));
+        }
+    }
+    std::make_heap(heap.begin(), heap.end(), later);
     while (!heap.empty()) {
         std::pop_heap(heap.begin(), heap.end(), later);
-        const BpeScratch::Heap top = heap.back();
+        const std::uint64_t top = heap.back();
         heap.pop_back();
-        const std::int32_t p = top.pos;
+        const auto p = std::int32_t(top & 0xFFFFFFFFu);
         const std::int32_t q = next[p];
-        // Stale entries: p was absorbed, or either side changed since the push.
-        if (ids[p] != top.left_id || q < 0 || ids[q] != top.right_id) continue;
-        ids[p] = top.merged;
+        if (ids[p] < 0 || q < 0) continue;  // p was absorbed, or is now the last symbol
+        const MergeTable::Merge* m = merges.find(ids[p], ids[q]);
+        if (m == nullptr || std::uint64_t(std::uint32_t(m->rank)) != top >> 32) continue;
+        ids[p] = m->merged;
         ids[q] = -1;
         next[p] = next[q];
         if (next[q] >= 0) prev[next[q]] = p;

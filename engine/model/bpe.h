@@ -122,13 +122,8 @@ class MergeTable {
 
 // Reusable buffers for bpe_merge (one per encode call; not shared between threads).
 struct BpeScratch {
-    struct Heap {
-        std::int32_t rank;
-        std::int32_t pos;  // left symbol
-        std::int32_t left_id, right_id, merged;
-    };
     std::vector<std::int32_t> ids, prev, next, ranks, merged;
-    std::vector<Heap> heap;
+    std::vector<std::uint64_t> heap;  // (rank << 32 | left position), smallest first
 };
 
 // BPE of one pre-token: starts from one symbol per byte (byte_ids[b]) and repeatedly applies

@@ -1,11 +1,14 @@
 #include "model/image_preprocess.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 
+#include "base/huge_pages.h"
 #include "io/json.h"
+#include "kernels/image_patch.h"
+#include "kernels/isa.h"
+#include "model/image_resize.h"
 
 namespace qvl::model {
 
@@ -170,48 +173,53 @@ base::Result<std::pair<int, int>> smart_resize(int height, int width, int factor
     return std::pair<int, int>(int(h_bar), int(w_bar));
 }
 
-void normalization_lut(const PreprocessConfig& config, float lut[3][256]) {
+namespace {
+
+// HF fuses rescale into normalise: mean / rescale_factor and std / rescale_factor in double
+// (1 / (1/255) is exactly 255), then a float32 tensor op (x - mean') / std'.
+void normalization_constants(const PreprocessConfig& config, float mean[3], float std_dev[3]) {
     for (int c = 0; c < 3; ++c) {
-        // HF fuses rescale into normalise: mean / rescale_factor and std / rescale_factor in
-        // double (1 / (1/255) is exactly 255), then a float32 tensor op (x - mean') / std'.
-        const float mean = static_cast<float>(double(config.image_mean[c]) * 255.0);
-        const float std_dev = static_cast<float>(double(config.image_std[c]) * 255.0);
-        for (int x = 0; x < 256; ++x) lut[c][x] = (static_cast<float>(x) - mean) / std_dev;
+        mean[c] = static_cast<float>(double(config.image_mean[c]) * 255.0);
+        std_dev[c] = static_cast<float>(double(config.image_std[c]) * 255.0);
+    }
+}
+
+}  // namespace
+
+void normalization_lut(const PreprocessConfig& config, float lut[3][256]) {
+    float mean[3], std_dev[3];
+    normalization_constants(config, mean, std_dev);
+    for (int c = 0; c < 3; ++c) {
+        for (int x = 0; x < 256; ++x) lut[c][x] = (static_cast<float>(x) - mean[c]) / std_dev[c];
     }
 }
 
 namespace {
 
-// pixel_values row r = patch (bh*M+mh, bw*M+mw) in window order; each row is (c, t, y, x),
-// every temporal copy identical (a still image is one frame repeated).
-void patchify(const io::Image& img, const PreprocessConfig& config, const float lut[3][256],
-              int grid_h, int grid_w, std::vector<float>* out) {
+// Appends the pixel_values rows of window row bh (image rows bh*M*P .. +M*P): patch
+// (bh*M+mh, bw*M+mw) in window order, each row (c, t, y, x), every temporal copy identical (a
+// still image is one frame repeated). Rows are built in a small buffer and appended, so the
+// large output is written once (no zero-fill pass).
+void patchify_window_row(const io::Image& img, const PreprocessConfig& config, int bh, int grid_w,
+                         const float mean[3], const float std_dev[3], std::vector<float>* row,
+                         std::vector<float>* out) {
     const int P = config.patch_size, T = config.temporal_patch_size, M = config.merge_size;
-    const std::size_t plane = std::size_t(P) * P;
-    const std::size_t row_len = 3 * T * plane;
-    std::vector<float> row(row_len);
-    out->clear();
-    out->reserve(std::size_t(grid_h) * grid_w * row_len);
+    const kernels::Isa isa = kernels::best_isa();
     const std::size_t stride = std::size_t(img.width) * 3;
-    for (int bh = 0; bh < grid_h / M; ++bh) {
-        for (int bw = 0; bw < grid_w / M; ++bw) {
-            for (int mh = 0; mh < M; ++mh) {
-                for (int mw = 0; mw < M; ++mw) {
-                    const std::size_t y0 = std::size_t(bh * M + mh) * P;
-                    const std::size_t x0 = std::size_t(bw * M + mw) * P;
-                    for (int c = 0; c < 3; ++c) {
-                        float* dst = row.data() + c * T * plane;
-                        for (int iy = 0; iy < P; ++iy) {
-                            const std::uint8_t* src =
-                                img.rgb.data() + (y0 + iy) * stride + x0 * 3 + c;
-                            float* d = dst + std::size_t(iy) * P;
-                            for (int ix = 0; ix < P; ++ix) d[ix] = lut[c][src[3 * ix]];
-                        }
-                        for (int t = 1; t < T; ++t)
-                            std::memcpy(dst + t * plane, dst, plane * sizeof(float));
-                    }
-                    out->insert(out->end(), row.begin(), row.end());
-                }
+    for (int bw = 0; bw < grid_w / M; ++bw) {
+        for (int mh = 0; mh < M; ++mh) {
+            for (int mw = 0; mw < M; ++mw) {
+                const std::size_t y0 = std::size_t(bh * M + mh) * P;
+                const std::size_t x0 = std::size_t(bw * M + mw) * P;
+                kernels::patch_normalize_u8({.src = img.rgb.data() + y0 * stride + x0 * 3,
+                                             .src_stride = std::ptrdiff_t(stride),
+                                             .patch = P,
+                                             .temporal = T,
+                                             .mean = mean,
+                                             .std_dev = std_dev,
+                                             .dst = row->data()},
+                                            isa);
+                out->insert(out->end(), row->begin(), row->end());
             }
         }
     }
@@ -237,10 +245,18 @@ base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
     out.grid_h = size.first / config.patch_size;
     out.grid_w = size.second / config.patch_size;
     out.merge_size = config.merge_size;
-    out.resized = resize_bicubic_aa(image, size.first, size.second);
-    float lut[3][256];
-    normalization_lut(config, lut);
-    patchify(out.resized, config, lut, out.grid_h, out.grid_w, &out.pixel_values);
+    const int P = config.patch_size, T = config.temporal_patch_size, M = config.merge_size;
+    float mean[3], std_dev[3];  // 0..255 units, as normalization_lut
+    normalization_constants(config, mean, std_dev);
+    const std::size_t row_len = std::size_t(3) * T * P * P;
+    std::vector<float> row(row_len);
+    base::reserve_huge(out.pixel_values, std::size_t(out.grid_h) * out.grid_w * row_len);
+    // Each band of M*P resized rows is one row of merge windows: patchify it while it is hot.
+    detail::resize_bicubic_aa_banded(
+        image, size.first, size.second, M * P, &out.resized, [&](int y0, int /*rows*/) {
+            patchify_window_row(out.resized, config, y0 / (M * P), out.grid_w, mean, std_dev, &row,
+                                &out.pixel_values);
+        });
     return out;
 }
 

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 
 #include "base/check.h"
+#include "base/huge_pages.h"
 #include "io/image.h"
+#include "kernels/isa.h"
+#include "kernels/resize.h"
 #include "model/image_preprocess.h"
 
 namespace qvl::model {
@@ -20,11 +24,6 @@ double aa_cubic(double x) {
     if (x < 1.0) return ((a + 2) * x - (a + 3)) * x * x + 1;
     if (x < 2.0) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
     return 0.0;
-}
-
-inline std::uint8_t clamp_shift(std::int32_t acc, int precision) {
-    const std::int32_t v = acc >> precision;
-    return static_cast<std::uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
 }  // namespace
@@ -88,78 +87,88 @@ AxisWeights bicubic_aa_weights(int in_size, int out_size) {
     return out;
 }
 
-void resize_rows_horizontal(const std::uint8_t* src, std::uint8_t* dst, int rows,
-                            const AxisWeights& wx) {
-    const int taps = wx.taps;
-    const std::int32_t half = wx.precision > 0 ? std::int32_t(1) << (wx.precision - 1) : 0;
-    for (int r = 0; r < rows; ++r) {
-        const std::uint8_t* in = src + std::size_t(r) * wx.in_size * 3;
-        std::uint8_t* out = dst + std::size_t(r) * wx.out_size * 3;
-        for (int x = 0; x < wx.out_size; ++x) {
-            const std::uint8_t* p = in + std::size_t(wx.start[x]) * 3;
-            const std::int16_t* w = &wx.w[std::size_t(x) * taps];
-            std::int32_t a0 = half, a1 = half, a2 = half;
-            for (int k = 0; k < taps; ++k) {
-                a0 += p[3 * k + 0] * w[k];
-                a1 += p[3 * k + 1] * w[k];
-                a2 += p[3 * k + 2] * w[k];
-            }
-            out[3 * x + 0] = clamp_shift(a0, wx.precision);
-            out[3 * x + 1] = clamp_shift(a1, wx.precision);
-            out[3 * x + 2] = clamp_shift(a2, wx.precision);
-        }
-    }
+}  // namespace detail
+
+namespace {
+
+io::Image allocate_image(int width, int height) {
+    io::Image img;
+    img.width = width;
+    img.height = height;
+    base::reserve_huge(img.rgb, std::size_t(width) * height * 3);
+    img.rgb.resize(std::size_t(width) * height * 3);
+    return img;
 }
 
-void resize_columns_vertical(const std::uint8_t* src, std::uint8_t* dst, std::size_t row_bytes,
-                             const AxisWeights& wy) {
-    constexpr std::size_t kChunk = 512;
-    const int taps = wy.taps;
-    const std::int32_t half = wy.precision > 0 ? std::int32_t(1) << (wy.precision - 1) : 0;
-    std::int32_t acc[kChunk];
-    for (int y = 0; y < wy.out_size; ++y) {
-        const std::uint8_t* in = src + std::size_t(wy.start[y]) * row_bytes;
-        const std::int16_t* w = &wy.w[std::size_t(y) * taps];
-        std::uint8_t* out = dst + std::size_t(y) * row_bytes;
-        for (std::size_t x0 = 0; x0 < row_bytes; x0 += kChunk) {
-            const std::size_t n = std::min(kChunk, row_bytes - x0);
-            for (std::size_t i = 0; i < n; ++i) acc[i] = half;
-            for (int k = 0; k < taps; ++k) {
-                const std::uint8_t* row = in + std::size_t(k) * row_bytes + x0;
-                const std::int32_t wk = w[k];
-                for (std::size_t i = 0; i < n; ++i) acc[i] += std::int32_t(row[i]) * wk;
-            }
-            for (std::size_t i = 0; i < n; ++i) out[x0 + i] = clamp_shift(acc[i], wy.precision);
+}  // namespace
+
+namespace detail {
+
+void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_width, int band_rows,
+                              io::Image* out, const std::function<void(int, int)>& on_band) {
+    QVL_CHECK(out_height > 0 && out_width > 0 && band_rows > 0,
+              "resize_bicubic_aa: output size must be positive");
+    QVL_CHECK(src.width > 0 && src.height > 0 &&
+                  src.rgb.size() == std::size_t(src.width) * src.height * 3,
+              "resize_bicubic_aa: malformed source image");
+    const kernels::Isa isa = kernels::best_isa();
+    const bool horizontal = out_width != src.width;
+    const bool vertical = out_height != src.height;
+    AxisWeights wx, wy;
+    if (horizontal) wx = bicubic_aa_weights(src.width, out_width);
+    if (vertical) wy = bicubic_aa_weights(src.height, out_height);
+    auto horizontal_pass = [&](int y0, int rows, std::uint8_t* dst) {
+        kernels::resize_horizontal_rgb_u8({.src = src.rgb.data() + std::size_t(y0) * src.width * 3,
+                                           .src_stride = std::ptrdiff_t(src.width) * 3,
+                                           .dst = dst,
+                                           .dst_stride = std::ptrdiff_t(out_width) * 3,
+                                           .rows = rows,
+                                           .in_width = src.width,
+                                           .out_width = out_width,
+                                           .start = wx.start.data(),
+                                           .weights = wx.w.data(),
+                                           .taps = wx.taps,
+                                           .precision = wx.precision},
+                                          isa);
+    };
+    // Width first over the whole input when both axes change: the vertical pass reads it.
+    io::Image stage;
+    if (horizontal && vertical) {
+        stage = allocate_image(out_width, src.height);
+        horizontal_pass(0, src.height, stage.rgb.data());
+    }
+    const io::Image& vertical_src = horizontal ? stage : src;
+    *out = allocate_image(out_width, out_height);
+    const std::size_t row_bytes = std::size_t(out_width) * 3;
+    for (int y0 = 0; y0 < out_height; y0 += band_rows) {
+        const int rows = std::min(band_rows, out_height - y0);
+        std::uint8_t* dst = out->rgb.data() + std::size_t(y0) * row_bytes;
+        if (vertical) {
+            kernels::resize_vertical_u8({.src = vertical_src.rgb.data(),
+                                         .src_stride = std::ptrdiff_t(row_bytes),
+                                         .dst = dst,
+                                         .dst_stride = std::ptrdiff_t(row_bytes),
+                                         .row_bytes = row_bytes,
+                                         .out_rows = rows,
+                                         .start = wy.start.data() + y0,
+                                         .weights = wy.w.data() + std::size_t(y0) * wy.taps,
+                                         .taps = wy.taps,
+                                         .precision = wy.precision},
+                                        isa);
+        } else if (horizontal) {
+            horizontal_pass(y0, rows, dst);
+        } else {
+            std::memcpy(dst, src.rgb.data() + std::size_t(y0) * row_bytes, rows * row_bytes);
         }
+        if (on_band) on_band(y0, rows);
     }
 }
 
 }  // namespace detail
 
 io::Image resize_bicubic_aa(const io::Image& src, int out_height, int out_width) {
-    QVL_CHECK(out_height > 0 && out_width > 0, "resize_bicubic_aa: output size must be positive");
-    QVL_CHECK(src.width > 0 && src.height > 0 &&
-                  src.rgb.size() == std::size_t(src.width) * src.height * 3,
-              "resize_bicubic_aa: malformed source image");
-    if (out_height == src.height && out_width == src.width) return src;
-    io::Image horizontal;
-    const io::Image* stage = &src;
-    if (out_width != src.width) {
-        const detail::AxisWeights wx = detail::bicubic_aa_weights(src.width, out_width);
-        horizontal.width = out_width;
-        horizontal.height = src.height;
-        horizontal.rgb.resize(std::size_t(out_width) * src.height * 3);
-        detail::resize_rows_horizontal(src.rgb.data(), horizontal.rgb.data(), src.height, wx);
-        stage = &horizontal;
-    }
-    if (out_height == src.height) return horizontal;
-    const detail::AxisWeights wy = detail::bicubic_aa_weights(src.height, out_height);
     io::Image out;
-    out.width = out_width;
-    out.height = out_height;
-    out.rgb.resize(std::size_t(out_width) * out_height * 3);
-    detail::resize_columns_vertical(stage->rgb.data(), out.rgb.data(), std::size_t(out_width) * 3,
-                                    wy);
+    detail::resize_bicubic_aa_banded(src, out_height, out_width, out_height, &out, {});
     return out;
 }
 

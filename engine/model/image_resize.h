@@ -1,10 +1,14 @@
 // Internal to image preprocessing: the per-axis int16 weights of PyTorch's antialiased bicubic
-// uint8 resize and the two separable passes. resize_bicubic_aa (image_preprocess.h) is the
-// public entry; tests reach these to check the weights against the reference.
+// uint8 resize and a banded driver (the passes that apply them are kernels/resize.h).
+// resize_bicubic_aa (image_preprocess.h) is the public entry; tests reach this to check the
+// weights.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
+
+#include "io/image.h"
 
 namespace qvl::model::detail {
 
@@ -24,11 +28,10 @@ struct AxisWeights {
 // Mirrors PyTorch _compute_index_ranges_int16_weights (bicubic, antialias, align_corners off).
 AxisWeights bicubic_aa_weights(int in_size, int out_size);
 
-// Horizontal pass: src is rows x in_w x 3, dst rows x out_w x 3 (both packed).
-void resize_rows_horizontal(const std::uint8_t* src, std::uint8_t* dst, int rows,
-                            const AxisWeights& wx);
-// Vertical pass: src is in_h x row_bytes, dst out_h x row_bytes (both packed).
-void resize_columns_vertical(const std::uint8_t* src, std::uint8_t* dst, std::size_t row_bytes,
-                             const AxisWeights& wy);
+// resize_bicubic_aa (image_preprocess.h) into *out, produced in bands of band_rows output rows;
+// on_band(first_row, rows) runs after each band is written, so a consumer can read the rows
+// while they are still in cache. One band of out_height rows is the plain resize.
+void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_width, int band_rows,
+                              io::Image* out, const std::function<void(int, int)>& on_band);
 
 }  // namespace qvl::model::detail

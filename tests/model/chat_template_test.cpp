@@ -4,6 +4,7 @@
 #include "model/chat_template.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -160,7 +161,11 @@ TEST(ChatTemplate, ExpandImagePadsChecksCounts) {
 class MessagesFile : public testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::path(testing::TempDir()) / "qvl_messages";
+        // Unique per test and process: ctest runs tests in parallel processes.
+        dir_ = std::filesystem::path(testing::TempDir()) /
+               (std::string("qvl_messages_") +
+                testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                std::to_string(::getpid()));
         std::filesystem::remove_all(dir_);
         std::filesystem::create_directories(dir_);
     }

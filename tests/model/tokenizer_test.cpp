@@ -3,6 +3,7 @@
 #include "model/tokenizer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <utf8proc.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/json.h"
@@ -185,6 +187,23 @@ TEST(Tokenizer, StreamingHoldsBackPartialCharacters) {
     EXPECT_GT(held, 0) << "expected at least one token that ends inside a character";
 }
 
+TEST(Tokenizer, StreamingReusesItsBuffer) {
+    // No allocation per token once warm: after one pass the output buffer keeps its address.
+    const auto ids =
+        tok().encode("The quick brown fox 中文字 jumps 🦩 over the lazy dog.").value();
+    StreamDecoder d(tok());
+    for (const std::int32_t id : ids) (void)d.push(id);
+    const char* buffer = nullptr;
+    for (int round = 0; round < 3; ++round) {
+        for (const std::int32_t id : ids) {
+            const std::string_view s = d.push(id);
+            if (s.empty()) continue;
+            if (buffer == nullptr) buffer = s.data();
+            EXPECT_EQ(s.data(), buffer);
+        }
+    }
+}
+
 TEST(Tokenizer, InvalidUtf8IsDeterministic) {
     struct Bad {
         std::string text;
@@ -245,10 +264,65 @@ TEST(Tokenizer, LongInputsEncodeInLinearTime) {
     }
 }
 
+TEST(Tokenizer, RandomUnicodeRoundTripsThroughNfc) {
+    // Code points from ranges that exercise NFC (combining marks, Hangul jamo), the regex
+    // classes (letters, digits, spaces of several kinds) and 4-byte sequences.
+    const std::pair<char32_t, char32_t> ranges[] = {
+        {0x20, 0x7E},       {0x09, 0x0D},       {0xA0, 0x24F},    {0x300, 0x36F},
+        {0x391, 0x3C9},     {0x400, 0x45F},     {0x5D0, 0x5EA},   {0x660, 0x669},
+        {0x900, 0x97F},     {0x1100, 0x1175},   {0x2000, 0x200F}, {0x2028, 0x2029},
+        {0x3000, 0x3003},   {0x4E00, 0x4E80},   {0xAC00, 0xAC40}, {0xFF01, 0xFF5E},
+        {0x1F300, 0x1F64F}, {0x1D400, 0x1D4FF}, {0x180E, 0x180E}, {0x85, 0x85}};
+    std::mt19937 rng(2024);
+    for (int trial = 0; trial < 300; ++trial) {
+        std::string text;
+        const int len = 1 + int(rng() % 40);
+        for (int i = 0; i < len; ++i) {
+            const auto& r = ranges[rng() % std::size(ranges)];
+            detail::append_codepoint(text, r.first + char32_t(rng() % (r.second - r.first + 1)));
+        }
+        auto ids = tok().encode(text);
+        ASSERT_TRUE(ids.ok()) << ids.status().message();
+        EXPECT_EQ(tok().decode(*ids, false), nfc(text)) << text;
+        EXPECT_EQ(stream_decode(*ids, false), nfc(text)) << text;
+    }
+    // Arbitrary bytes: either an error naming an offset or ids that decode back exactly.
+    for (int trial = 0; trial < 300; ++trial) {
+        std::string bytes(1 + rng() % 24, '\0');
+        for (char& c : bytes) c = char(rng() % 4 == 0 ? rng() % 256 : 'a' + rng() % 26);
+        auto ids = tok().encode(bytes);
+        if (ids.ok()) {
+            EXPECT_EQ(tok().decode(*ids, false), nfc(bytes));
+        } else {
+            EXPECT_EQ(ids.status().code(), base::ErrorCode::kInvalidArgument);
+        }
+    }
+}
+
+TEST(Tokenizer, ConcurrentEncodesAgree) {
+    const std::vector<Case> cases = load_cases();
+    std::vector<std::vector<std::int32_t>> got(cases.size());
+    std::thread other([&] {
+        for (std::size_t i = 0; i < cases.size(); i += 2)
+            got[i] = tok().encode(cases[i].text).value();
+    });
+    for (std::size_t i = 1; i < cases.size(); i += 2) got[i] = tok().encode(cases[i].text).value();
+    other.join();
+    for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i], cases[i].ids) << cases[i].text;
+    // A copy shares the tables and outlives the original.
+    Tokenizer copy = tok();
+    EXPECT_EQ(copy.encode("Hello world").value(), (std::vector<std::int32_t>{9707, 1879}));
+    EXPECT_TRUE(tok().encode("").value().empty());
+}
+
 class TokenizerLoadError : public testing::Test {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::path(testing::TempDir()) / "qvl_tok_load";
+        // Unique per test and process: ctest runs tests in parallel processes.
+        dir_ = std::filesystem::path(testing::TempDir()) /
+               (std::string("qvl_tok_load_") +
+                testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                std::to_string(::getpid()));
         std::filesystem::remove_all(dir_);
         std::filesystem::create_directories(dir_);
     }

@@ -187,6 +187,34 @@ TEST(ModelWeights, UnsupportedDtypeIsNamed) {
                                         "not supported (qvl reads BF16, F16, F32)");
 }
 
+TEST(ModelWeights, MisalignedDataIsCopied) {
+    // One extra space at the end of the header shifts the data section to an odd address, so
+    // no bf16 matrix can be used in place; each gets an aligned copy with the same bits.
+    std::ifstream in(std::string(kTinyDir) + "/model.safetensors", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::uint64_t header = 0;
+    for (int i = 7; i >= 0; --i) header = (header << 8) | std::uint8_t(bytes[std::size_t(i)]);
+    const std::string_view all(bytes);
+    std::string shifted;
+    for (int i = 0; i < 8; ++i) shifted.push_back(char(((header + 1) >> (8 * i)) & 0xff));
+    shifted.append(all.substr(8, header));
+    shifted.push_back(' ');
+    shifted.append(all.substr(8 + header));
+    ScratchDir dir;
+    dir.write("model.safetensors", shifted);
+    const auto w = ModelWeights::load(dir.path(), tiny_config());
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    const Matrix& up = w->text().layers[1].up;
+    EXPECT_EQ(up.type, WeightType::kBF16);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(up.data) % 2, 0u);
+    EXPECT_NE(up.data, static_cast<const void*>(w->store().find(up.name)->data));
+    EXPECT_EQ(bf16_bits_at(up, 100, 7), 0x3df6);
+    EXPECT_EQ(bf16_bits_at(w->text().embed, 151655, 3), 0xbcc4);
+    EXPECT_EQ(w->text().lm_head.data, w->text().embed.data);
+    EXPECT_EQ(w->text().final_norm.data[1], 3.84375f);
+    EXPECT_GT(w->copied_bytes(), 151936u * 64 * 2);
+}
+
 TEST(ModelWeights, F16AndF32TensorsAreConverted) {
     // q_proj of layer 0 as F16 (widened to an f32 copy), o_proj as F32 (zero copy), the final
     // norm as F32.
@@ -263,6 +291,88 @@ TEST(ModelWeights, MissingFolder) {
     const auto w = ModelWeights::load(dir.path() / "nope", tiny_config());
     ASSERT_FALSE(w.ok());
     EXPECT_EQ(w.status().code(), ErrorCode::kNotFound);
+}
+
+// The real 2B layout (spec §2.1, names and shapes typed in from the spec table, not from
+// weight_names.h) in a sparse file: the header is real, the 4.26 GB data section is a hole that
+// reads as zeros. Binds against the checked-in 2B config.
+TEST(ModelWeights, BindsReal2bLayoutFromSparseFile) {
+    const auto config = load_model_config(QVL_TEST_DATA_DIR "/configs/qwen3vl-2b-config.json");
+    ASSERT_TRUE(config.ok()) << config.status().message();
+    std::vector<io::TensorSpec> specs;
+    const auto add = [&](std::string name, std::vector<std::int64_t> shape) {
+        specs.push_back({std::move(name), io::DType::kBF16, std::move(shape)});
+    };
+    const std::string v = "model.visual.";
+    add(v + "patch_embed.proj.weight", {1024, 3, 2, 16, 16});
+    add(v + "patch_embed.proj.bias", {1024});
+    add(v + "pos_embed.weight", {2304, 1024});
+    for (int i = 0; i < 24; ++i) {
+        const std::string b = fmt::format("{}blocks.{}.", v, i);
+        add(b + "norm1.weight", {1024});
+        add(b + "norm1.bias", {1024});
+        add(b + "attn.qkv.weight", {3072, 1024});
+        add(b + "attn.qkv.bias", {3072});
+        add(b + "attn.proj.weight", {1024, 1024});
+        add(b + "attn.proj.bias", {1024});
+        add(b + "norm2.weight", {1024});
+        add(b + "norm2.bias", {1024});
+        add(b + "mlp.linear_fc1.weight", {4096, 1024});
+        add(b + "mlp.linear_fc1.bias", {4096});
+        add(b + "mlp.linear_fc2.weight", {1024, 4096});
+        add(b + "mlp.linear_fc2.bias", {1024});
+    }
+    const auto merger = [&](const std::string& m, int norm) {
+        add(m + "norm.weight", {norm});
+        add(m + "norm.bias", {norm});
+        add(m + "linear_fc1.weight", {4096, 4096});
+        add(m + "linear_fc1.bias", {4096});
+        add(m + "linear_fc2.weight", {2048, 4096});
+        add(m + "linear_fc2.bias", {2048});
+    };
+    merger(v + "merger.", 1024);
+    for (int k = 0; k < 3; ++k) merger(fmt::format("{}deepstack_merger_list.{}.", v, k), 4096);
+    const std::string t = "model.language_model.";
+    add(t + "embed_tokens.weight", {151936, 2048});
+    for (int j = 0; j < 28; ++j) {
+        const std::string l = fmt::format("{}layers.{}.", t, j);
+        add(l + "input_layernorm.weight", {2048});
+        add(l + "self_attn.q_proj.weight", {2048, 2048});
+        add(l + "self_attn.k_proj.weight", {1024, 2048});
+        add(l + "self_attn.v_proj.weight", {1024, 2048});
+        add(l + "self_attn.o_proj.weight", {2048, 2048});
+        add(l + "self_attn.q_norm.weight", {128});
+        add(l + "self_attn.k_norm.weight", {128});
+        add(l + "post_attention_layernorm.weight", {2048});
+        add(l + "mlp.gate_proj.weight", {6144, 2048});
+        add(l + "mlp.up_proj.weight", {6144, 2048});
+        add(l + "mlp.down_proj.weight", {2048, 6144});
+    }
+    add(t + "norm.weight", {2048});
+    ASSERT_EQ(specs.size(), 625u);  // spec §2.1: 315 vision + 310 text
+
+    ScratchDir dir;
+    const auto path = dir.path() / "model.safetensors";
+    std::uint64_t data_bytes = 0;
+    {
+        auto writer = io::SafetensorsWriter::create(path, specs);
+        ASSERT_TRUE(writer.ok()) << writer.status().message();
+        data_bytes = writer->data_bytes_expected();
+    }                                    // closed without data: only the header is on disk
+    EXPECT_EQ(data_bytes, 4255064064u);  // spec §2.3
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) + data_bytes);
+
+    const auto w = ModelWeights::load(dir.path(), config.value());
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    EXPECT_EQ(w->vision().blocks.size(), 24u);
+    EXPECT_EQ(w->vision().deepstack.size(), 3u);
+    EXPECT_EQ(w->vision().patch_embed.cols, 1536);
+    EXPECT_EQ(w->vision().deepstack[0].norm_w.size, 4096);
+    EXPECT_EQ(w->text().layers.size(), 28u);
+    EXPECT_EQ(w->text().layers[27].down.cols, 6144);
+    EXPECT_EQ(w->text().lm_head.data, w->text().embed.data);
+    EXPECT_EQ(w->text().final_norm.data[2047], 0.0f);
+    EXPECT_GT(w->mapped_bytes(), data_bytes);
 }
 
 }  // namespace

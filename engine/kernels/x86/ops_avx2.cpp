@@ -1,6 +1,7 @@
 // The avx2 table of the non-GEMM kernel families (x86/ops_table.h): the simd/ templates
 // instantiated for xsimd::fma3<xsimd::avx2>.
 #include "kernels/simd/activation_simd.h"
+#include "kernels/simd/attention_simd.h"
 #include "kernels/simd/norm_simd.h"
 #include "kernels/simd/pos_embed_simd.h"
 #include "kernels/simd/rope_simd.h"
@@ -23,7 +24,7 @@ const OpsTable kOpsAvx2 = {
     .softmax_f32 = &simd::softmax_f32<avx2::Arch>,
     .rope_f32 = &simd::rope_f32<avx2::Arch>,
     .pos_embed_interpolate = &simd::pos_embed_interpolate<avx2::Arch>,
-    .attention_run_task = &ref::attention_run_task,
+    .attention_run_task = &simd::attention_run_task<avx2::Arch>,
 };
 
 }  // namespace qvl::kernels

@@ -1,8 +1,9 @@
 // The avx512 table of the non-GEMM kernel families (x86/ops_table.h): the simd/ templates
 // instantiated for xsimd::avx512bw.
-// GCC 12 reports the deliberately undefined upper lanes of xsimd's AVX-512 reductions
-// (_mm512_undefined_ps) as maybe-uninitialized; a false positive, silenced for this file only.
+// GCC 12 reports the deliberately undefined lanes of AVX-512 intrinsics (_mm512_undefined_*,
+// used by xsimd) as (maybe-)uninitialized; a false positive, silenced for this file only.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/simd/activation_simd.h"
 #include "kernels/simd/norm_simd.h"
