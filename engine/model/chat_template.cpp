@@ -135,7 +135,10 @@ class MessagesParser {
                         j);
         }
         const io::JsonValue* type = v.find("type");
-        const std::string_view t = type && type->is_string() ? type->as_string() : "";
+        // Both arms must be string_views: with a const char* arm the conditional's type is a
+        // temporary std::string and the view would dangle.
+        const std::string_view t =
+            type && type->is_string() ? std::string_view(type->as_string()) : std::string_view();
         if (t == "image" || v.find("image") || v.find("image_url")) {
             const io::JsonValue* src = v.find("image");
             if (src == nullptr) src = v.find("image_url");
