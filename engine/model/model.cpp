@@ -4,9 +4,13 @@ namespace qvl::model {
 
 base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& dir) {
     std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) {
+    if (!std::filesystem::exists(dir, ec)) {
         return base::error(base::ErrorCode::kNotFound, "{}: model folder does not exist",
                            dir.string());
+    }
+    if (!std::filesystem::is_directory(dir, ec)) {
+        return base::error(base::ErrorCode::kInvalidArgument,
+                           "{}: is a file; -m takes the model folder", dir.string());
     }
     QVL_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(dir / "config.json"));
     QVL_ASSIGN_OR_RETURN(ModelWeights weights, ModelWeights::load(dir, config));
