@@ -158,8 +158,9 @@ int run(const RunOptions& o) {
     so.threads = o.threads;
     so.ctx_size = o.ctx_size;
     so.max_image_tokens = o.image_max_tokens.value_or(0);
-    if (const char* p = std::getenv("QVL_PRECISION"); p != nullptr && std::string(p) == "bf16") {
-        so.precision = kernels::GemmPrecision::kBF16;
+    if (const char* p = std::getenv("QVL_PRECISION"); p != nullptr) {
+        if (std::string(p) == "bf16") so.precision = model::Precision::kBF16;
+        if (std::string(p) == "f32") so.precision = model::Precision::kF32;
     }
     const char* profile_env = std::getenv("QVL_PROFILE");
     so.profile = profile_env != nullptr && std::string(profile_env) == "1";
