@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds qvl (Release) and runs the whole test suite, then builds and runs the tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then checks formatting. Exit 0 = all green.
+# AddressSanitizer + UndefinedBehaviorSanitizer, runs every libFuzzer target for a bounded
+# time, then checks formatting. Exit 0 = all green.
 # Usage: scripts/test.sh [--quick]   (--quick: Release tests only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,9 @@ echo "== ASan+UBSan tests"
 (cd build/sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest -j "$jobs" --output-on-failure --timeout 1800 -LE slow)
+
+echo "== Fuzz (libFuzzer, bounded: ${QVL_FUZZ_SECONDS:-20} s per target)"
+bash scripts/fuzz.sh "${QVL_FUZZ_SECONDS:-20}"
 
 echo "== Format"
 bash scripts/format.sh --check
