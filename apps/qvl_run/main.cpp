@@ -113,8 +113,9 @@ int run(const RunOptions& o) {
     const model::Model& m = *loaded.value();
     const double load_ms = t.elapsed_ms();
 
-    const model::PreprocessConfig pp = model::effective_preprocess(
-        m, o.image_min_tokens.value_or(0), o.image_max_tokens.value_or(0));
+    model::PreprocessConfig pp = model::effective_preprocess(m, o.image_min_tokens.value_or(0),
+                                                             o.image_max_tokens.value_or(0));
+    pp.pixel_values = !o.dump_pixels.empty();  // the vision tower reads the resized image
     base::Result<model::PreparedPrompt> prepared = base::Status();
     if (o.raw) {
         prepared = model::prepare_raw_prompt(m, text);

@@ -83,6 +83,26 @@ Tensor GraphBuilder::embed(const char* name, const WeightRef& table, const std::
     return out;
 }
 
+Tensor GraphBuilder::patch_embed(const char* name, const std::uint8_t* rgb, int height, int width,
+                                 const float* lut, int patch, int temporal, int merge,
+                                 const WeightRef& w, const float* bias) {
+    QVL_CHECK(height % (patch * merge) == 0 && width % (patch * merge) == 0, "patch_embed: size");
+    QVL_CHECK(w.cols == 3 * temporal * patch * patch, "patch_embed: weight cols");
+    Tensor out = activation(name, (height / patch) * (width / patch), w.rows);
+    Node& n = new_node(OpKind::kPatchEmbed, name, out);
+    n.p.w = w;
+    n.p.bias = bias;
+    n.p.rgb = rgb;
+    n.p.image_height = height;
+    n.p.image_width = width;
+    n.p.lut = lut;
+    n.p.patch = patch;
+    n.p.temporal = temporal;
+    n.p.merge = merge;
+    n.p.precision = precision_;
+    return out;
+}
+
 Tensor GraphBuilder::matmul(const char* name, Tensor x, const WeightRef& w,
                             const MatmulOptions& options) {
     QVL_CHECK(desc(x).cols == w.cols, "matmul: x cols != weight cols");

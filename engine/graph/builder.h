@@ -45,6 +45,10 @@ class GraphBuilder {
 
     // Ops.
     Tensor embed(const char* name, const WeightRef& table, const std::int32_t* ids, int n_ids);
+    // [n_patches, w.rows] from a resized HWC image (sides multiples of patch * merge).
+    Tensor patch_embed(const char* name, const std::uint8_t* rgb, int height, int width,
+                       const float* lut, int patch, int temporal, int merge, const WeightRef& w,
+                       const float* bias);
     Tensor matmul(const char* name, Tensor x, const WeightRef& w,
                   const MatmulOptions& options = {});
     Tensor matmul_gated(const char* name, Tensor x, const WeightRef& gate, const WeightRef& up);

@@ -13,6 +13,7 @@
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
+#include "kernels/patch_embed.h"
 #include "kernels/rope.h"
 
 namespace qvl::graph {
@@ -118,6 +119,26 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
                     }
                 }
             });
+            break;
+        }
+        case OpKind::kPatchEmbed: {
+            PatchEmbedArgs a{.rgb = p.rgb,
+                             .height = p.image_height,
+                             .width = p.image_width,
+                             .patch = p.patch,
+                             .temporal = p.temporal,
+                             .merge = p.merge,
+                             .lut = p.lut,
+                             .w = p.w.data,
+                             .w_type = p.w.type,
+                             .ldw = p.w.ld,
+                             .bias = p.bias,
+                             .out = out,
+                             .ld_out = od.stride,
+                             .out_dim = od.cols,
+                             .precision = p.precision};
+            const int nt = patch_embed_num_tasks(a, pool_->size());
+            pool_->parallel_for(nt, [&](int t) { patch_embed_run_task(a, t, nt, isa_); });
             break;
         }
         case OpKind::kMatmul: {

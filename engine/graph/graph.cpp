@@ -6,6 +6,8 @@ const char* op_name(OpKind op) {
     switch (op) {
         case OpKind::kEmbed:
             return "embed";
+        case OpKind::kPatchEmbed:
+            return "patch_embed";
         case OpKind::kMatmul:
             return "matmul";
         case OpKind::kMatmulGated:

@@ -15,6 +15,7 @@ namespace qvl::graph {
 
 enum class OpKind {
     kEmbed,        // out[i] = table row ids[i] (bf16 or f32 table)
+    kPatchEmbed,   // out = patchify(lut[rgb image]) · Wᵀ + bias (fused vision patch embedding)
     kMatmul,       // out = act(in0 · Wᵀ + bias) + in1 (in1 optional residual)
     kMatmulGated,  // out = silu(in0 · Wgᵀ) ⊙ (in0 · Wuᵀ)
     kLayerNorm,    // out = LayerNorm(in0) over cols
@@ -52,6 +53,11 @@ struct NodeParams {
     kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
     // kEmbed / kAddRows / kScatterRows
     const std::int32_t* ids = nullptr;
+    // kPatchEmbed: the resized image (HWC bytes) and the 256-entry normalisation table
+    const std::uint8_t* rgb = nullptr;
+    int image_height = 0, image_width = 0;
+    int patch = 0, temporal = 0, merge = 0;
+    const float* lut = nullptr;
     // norms
     const float* norm_w = nullptr;
     const float* norm_b = nullptr;

@@ -250,10 +250,13 @@ base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
     normalization_constants(config, mean, std_dev);
     const std::size_t row_len = std::size_t(3) * T * P * P;
     std::vector<float> row(row_len);
-    base::reserve_huge(out.pixel_values, std::size_t(out.grid_h) * out.grid_w * row_len);
+    if (config.pixel_values) {
+        base::reserve_huge(out.pixel_values, std::size_t(out.grid_h) * out.grid_w * row_len);
+    }
     // Each band of M*P resized rows is one row of merge windows: patchify it while it is hot.
     detail::resize_bicubic_aa_banded(
         image, size.first, size.second, M * P, &out.resized, [&](int y0, int /*rows*/) {
+            if (!config.pixel_values) return;
             patchify_window_row(out.resized, config, y0 / (M * P), out.grid_w, mean, std_dev, &row,
                                 &out.pixel_values);
         });

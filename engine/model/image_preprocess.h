@@ -22,6 +22,9 @@ struct PreprocessConfig {
     std::int64_t max_pixels = 16777216;
     float image_mean[3] = {0.5f, 0.5f, 0.5f};
     float image_std[3] = {0.5f, 0.5f, 0.5f};
+    // false: preprocess_image leaves pixel_values empty (the vision tower gathers patches from
+    // the resized image itself, the fused patch embedding); true also builds the HF matrix.
+    bool pixel_values = true;
 };
 
 // Reads preprocessor_config.json: size.shortest_edge / size.longest_edge, overridden by

@@ -103,6 +103,13 @@ base::Status Session::reserve() {
     chunk_pos_w_.resize(chunk_);
     visual_rows_.resize(chunk_);
     logits_.resize(tc.vocab_size);
+    const PreprocessConfig& pp = model_->preprocess();
+    fused_patch_embed_ = pp.image_mean[0] == pp.image_mean[1] &&
+                         pp.image_mean[0] == pp.image_mean[2] &&
+                         pp.image_std[0] == pp.image_std[1] && pp.image_std[0] == pp.image_std[2];
+    float lut3[3][256];
+    normalization_lut(pp, lut3);
+    std::copy(lut3[0], lut3[0] + 256, pixel_lut_);
 
     // Visual features: merger output + one block per deepstack level, [ctx, hidden] each.
     const std::size_t n_levels = 1 + vc.deepstack_visual_indexes.size();

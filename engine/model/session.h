@@ -118,6 +118,10 @@ class Session {
     std::vector<float> text_cos_, text_sin_;
     std::vector<std::int32_t> chunk_pos_t_, chunk_pos_h_, chunk_pos_w_, visual_rows_;
     std::vector<float> logits_;
+    // The normalisation table of the fused patch embedding; usable when every channel has the
+    // same mean and std (true for Qwen3-VL), else images go through pixel_values.
+    float pixel_lut_[256] = {};
+    bool fused_patch_embed_ = false;
     std::int32_t decode_id_ = 0;
 
     // Visual features for the next prefill: merger output and one buffer per deepstack level,

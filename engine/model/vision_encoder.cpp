@@ -44,13 +44,20 @@ VisionGraphOutputs build_vision_graph(graph::GraphBuilder& g, const VisionConfig
     VisionGraphOutputs out;
 
     g.set_scope("vision");
-    Tensor pixels = g.input("pixel_values", in.pixel_values, n, patch_cols);  // [n, 3*t*p*p]
-    Tensor pos = g.input("pos_embed", in.pos_embed, n, d);                    // [n, d]
-    Tensor cos = g.input("rope_cos", in.rope_cos, n, head_dim / 2);           // [n, hd/2]
+    Tensor pos = g.input("pos_embed", in.pos_embed, n, d);           // [n, d]
+    Tensor cos = g.input("rope_cos", in.rope_cos, n, head_dim / 2);  // [n, hd/2]
     Tensor sin = g.input("rope_sin", in.rope_sin, n, head_dim / 2);
-    Tensor x = g.matmul("patch_embed", pixels, weight_ref(w.patch_embed),
-                        {.bias = w.patch_embed_b.data});  // [n, d]
-    x = g.add("embed", x, pos);                           // [n, d]
+    Tensor x;                 // [n, d]
+    if (in.rgb != nullptr) {  // fused: patches gathered from the image inside the GEMM packing
+        x = g.patch_embed("patch_embed", in.rgb, in.image_height, in.image_width, in.lut,
+                          cfg.patch_size, cfg.temporal_patch_size, cfg.spatial_merge_size,
+                          weight_ref(w.patch_embed), w.patch_embed_b.data);
+    } else {
+        Tensor pixels = g.input("pixel_values", in.pixel_values, n, patch_cols);  // [n, 3*t*p*p]
+        x = g.matmul("patch_embed", pixels, weight_ref(w.patch_embed),
+                     {.bias = w.patch_embed_b.data});
+    }
+    x = g.add("embed", x, pos);  // [n, d]
 
     const float scale = 1.0f / std::sqrt(float(head_dim));
     out.deepstack.resize(cfg.deepstack_visual_indexes.size());

@@ -13,10 +13,13 @@
 namespace qvl::model {
 
 struct VisionGraphInputs {
-    int n_patches = 0;              // rows, in merge-window order
-    float* pixel_values = nullptr;  // [n_patches, 3 * t * p * p]
-    float* pos_embed = nullptr;     // [n_patches, hidden] interpolated, merge-window order
-    float* rope_cos = nullptr;      // [n_patches, head_dim / 2]
+    int n_patches = 0;                  // rows, in merge-window order
+    float* pixel_values = nullptr;      // [n_patches, 3 * t * p * p], or null with rgb:
+    const std::uint8_t* rgb = nullptr;  // the resized image (HWC) for the fused patch embedding
+    int image_height = 0, image_width = 0;
+    const float* lut = nullptr;  // [256] normalised value of each byte
+    float* pos_embed = nullptr;  // [n_patches, hidden] interpolated, merge-window order
+    float* rope_cos = nullptr;   // [n_patches, head_dim / 2]
     float* rope_sin = nullptr;
 };
 
