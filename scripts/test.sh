@@ -20,7 +20,7 @@ cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQVL_SA
       -DQVL_BUILD_BENCH=OFF >/dev/null
 cmake --build build/sanitize -j "$jobs"
 echo "== ASan+UBSan tests"
-(cd build/sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+(cd build/sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest -j "$jobs" --output-on-failure --timeout 1800 -LE slow)
 
