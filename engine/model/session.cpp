@@ -227,15 +227,27 @@ base::Status Session::encode_image(const PreprocessedImage& image) {
         kernels::vision_rope_tables(patch_rows_.data(), patch_cols_.data(), n, vc.head_dim(),
                                     vc.rope_theta, vision_cos_.data(), vision_sin_.data());
 
+        VisionGraphInputs in{.n_patches = n,
+                             .pos_embed = vision_pos_.data(),
+                             .rope_cos = vision_cos_.data(),
+                             .rope_sin = vision_sin_.data()};
+        const bool fused =
+            fused_patch_embed_ && image.grid_t == 1 &&
+            image.resized.rgb.size() == std::size_t(image.resized_height) * image.resized_width * 3;
+        if (fused) {  // patches gathered from the resized image inside the GEMM packing
+            in.rgb = image.resized.rgb.data();
+            in.image_height = image.resized_height;
+            in.image_width = image.resized_width;
+            in.lut = pixel_lut_;
+        } else if (image.pixel_values.size() == std::size_t(n) * w.patch_embed.cols) {
+            in.pixel_values = const_cast<float*>(image.pixel_values.data());
+        } else {
+            return base::error(ErrorCode::kInvalidArgument,
+                               "image has neither its resized pixels nor its pixel_values");
+        }
         graph_.clear();
         graph::GraphBuilder g(&graph_, gemm_precision_);
-        const VisionGraphOutputs out =
-            build_vision_graph(g, vc, w,
-                               {.n_patches = n,
-                                .pixel_values = const_cast<float*>(image.pixel_values.data()),
-                                .pos_embed = vision_pos_.data(),
-                                .rope_cos = vision_cos_.data(),
-                                .rope_sin = vision_sin_.data()});
+        const VisionGraphOutputs out = build_vision_graph(g, vc, w, in);
         run_graph();
 
         const int out_hidden = model_->config().text.hidden_size;

@@ -1,6 +1,7 @@
 #include "support/alloc_counter.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 
