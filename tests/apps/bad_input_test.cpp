@@ -69,7 +69,9 @@ double now_seconds() {
 
 // Runs qvl-run with `args`, capturing stdout and stderr; kills it after kTimeoutSeconds.
 // address_space_mb > 0 sets RLIMIT_AS in the child (memory-budget cases).
-RunResult run_qvl(const std::vector<std::string>& args, long address_space_mb = 0) {
+// interrupt_after_output: send SIGINT once stdout has at least that many bytes.
+RunResult run_qvl(const std::vector<std::string>& args, long address_space_mb = 0,
+                  std::size_t interrupt_after_output = 0) {
     RunResult r;
     int out_pipe[2], err_pipe[2];
     if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -117,6 +119,10 @@ RunResult run_qvl(const std::vector<std::string>& args, long address_space_mb = 
             const ssize_t n = read(fds[i].fd, buf, sizeof(buf));
             if (n > 0) {
                 sinks[i]->append(buf, std::size_t(n));
+                if (interrupt_after_output > 0 && r.out.size() >= interrupt_after_output) {
+                    kill(pid, SIGINT);
+                    interrupt_after_output = 0;
+                }
             } else {
                 close(fds[i].fd);
                 fds[i].fd = -1;
@@ -626,6 +632,17 @@ TEST_F(BadInput, ContextBeyondMemory) {
         << r.err;
     EXPECT_EQ(lines_starting_with(r.err, "hint: ").size(), 1u) << r.err;
 #endif
+}
+
+// SIGINT during generation: the text so far is on stdout and the exit code is 130.
+TEST_F(BadInput, InterruptFlushesAndExits130) {
+    const RunResult r =
+        run_qvl(args(kTiny, {"-c", "100000", "-n", "99000", "--ignore-eos"}), 0, 16);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.signal, 0) << r.err;
+    EXPECT_EQ(r.exit_code, 130) << r.err;
+    EXPECT_GE(r.out.size(), 16u);
+    EXPECT_TRUE(lines_starting_with(r.err, "qvl-run: error: ").empty()) << r.err;
 }
 
 TEST_F(BadInput, MessagesFileMissing) {
