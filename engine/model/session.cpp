@@ -11,6 +11,7 @@
 #include "graph/trace.h"
 #include "kernels/pos_embed.h"
 #include "kernels/rope.h"
+#include "model/memory_budget.h"
 #include "model/mrope.h"
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
@@ -152,6 +153,9 @@ base::Status Session::reserve() {
         arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
     }
     graph_.clear();
+    // Refuse now, with the numbers, rather than be killed half-way through a prefill.
+    QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), kv_.bytes(),
+                                visual_.size() + arena_bytes, available_memory_bytes()));
     QVL_ASSIGN_OR_RETURN(arena_,
                          base::AlignedBuffer::allocate(arena_bytes, "activation arena", false));
     return base::Status();
