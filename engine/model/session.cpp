@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "base/check.h"
+#include "base/checked_math.h"
 #include "base/cpu_features.h"
 #include "graph/builder.h"
 #include "graph/trace.h"
@@ -90,6 +91,28 @@ base::Status Session::reserve() {
     max_patches_ = max_image_tokens_ * merge_rows;
     chunk_ = std::min(kPrefillChunk, options_.ctx_size);
 
+    // What the session will hold besides the activation arena (planned below): KV arena,
+    // visual features, vision scratch. Checked before anything is allocated, so a hostile
+    // --ctx-size or --image-max-tokens is refused with numbers instead of paging to death.
+    std::uint64_t kv_bytes = 0, visual_bytes = 0, scratch_bytes = 0, fixed = 0;
+    const bool sizes_ok =
+        base::checked_product(
+            {2, std::uint64_t(tc.num_hidden_layers), std::uint64_t(tc.num_key_value_heads),
+             std::uint64_t(tc.head_dim), std::uint64_t(options_.ctx_size), sizeof(float)},
+            &kv_bytes) &&
+        base::checked_product(
+            {1 + vc.deepstack_visual_indexes.size(), std::uint64_t(options_.ctx_size),
+             std::uint64_t(tc.hidden_size), sizeof(float)},
+            &visual_bytes) &&
+        base::checked_product({std::uint64_t(max_patches_),
+                               std::uint64_t(vc.hidden_size + vc.head_dim() + 2), sizeof(float)},
+                              &scratch_bytes) &&
+        base::checked_add(kv_bytes, visual_bytes, &fixed) &&
+        base::checked_add(fixed, scratch_bytes, &fixed);
+    const std::uint64_t available = available_memory_bytes();
+    QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(),
+                                sizes_ok ? fixed : ~std::uint64_t(0), 0, available));
+
     QVL_ASSIGN_OR_RETURN(kv_, KvCache::create(tc.num_hidden_layers, tc.num_key_value_heads,
                                               tc.head_dim, options_.ctx_size));
     vision_pos_.resize(std::size_t(max_patches_) * vc.hidden_size);
@@ -154,8 +177,7 @@ base::Status Session::reserve() {
     }
     graph_.clear();
     // Refuse now, with the numbers, rather than be killed half-way through a prefill.
-    QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), kv_.bytes(),
-                                visual_.size() + arena_bytes, available_memory_bytes()));
+    QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), fixed, arena_bytes, available));
     QVL_ASSIGN_OR_RETURN(arena_,
                          base::AlignedBuffer::allocate(arena_bytes, "activation arena", false));
     return base::Status();
