@@ -6,6 +6,17 @@ namespace qvl::graph {
 
 namespace {
 bool is_contiguous(const TensorDesc& d) { return d.stride == d.cols; }
+
+void set_attention_params(NodeParams* p, const AttentionOptions& o) {
+    p->n_heads = o.n_heads;
+    p->n_kv_heads = o.n_kv_heads;
+    p->head_dim = o.head_dim;
+    p->scale = o.scale;
+    p->causal = o.causal;
+    p->pos0 = o.pos0;
+    p->segments = o.segments;
+    p->n_segments = o.n_segments;
+}
 }  // namespace
 
 GraphBuilder::GraphBuilder(Graph* graph, kernels::GemmPrecision precision)
@@ -181,14 +192,7 @@ Tensor GraphBuilder::attention(const char* name, Tensor q, Tensor k, Tensor v,
     n.in[0] = q;
     n.in[1] = k;
     n.in[2] = v;
-    n.p.n_heads = o.n_heads;
-    n.p.n_kv_heads = o.n_kv_heads;
-    n.p.head_dim = o.head_dim;
-    n.p.scale = o.scale;
-    n.p.causal = o.causal;
-    n.p.pos0 = o.pos0;
-    n.p.segments = o.segments;
-    n.p.n_segments = o.n_segments;
+    set_attention_params(&n.p, o);
     n.p.n_kv = desc(k).rows;
     return out;
 }
@@ -199,12 +203,7 @@ Tensor GraphBuilder::attention_cached(const char* name, Tensor q, const KvLayerV
     Tensor out = activation(name, desc(q).rows, o.n_heads * o.head_dim);
     Node& n = new_node(OpKind::kAttention, name, out);
     n.in[0] = q;
-    n.p.n_heads = o.n_heads;
-    n.p.n_kv_heads = o.n_kv_heads;
-    n.p.head_dim = o.head_dim;
-    n.p.scale = o.scale;
-    n.p.causal = o.causal;
-    n.p.pos0 = o.pos0;
+    set_attention_params(&n.p, o);
     n.p.kv = kv;
     n.p.n_kv = n_kv;
     n.p.use_cache = true;
