@@ -1,6 +1,8 @@
 // Graph runtime: the planner never lets two tensors that are live at the same time share
 // bytes (property test on random graphs), offsets are aligned, and the executor runs small
 // graphs exactly as direct kernel calls do.
+#include "graph/planner.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include "base/thread_pool.h"
 #include "graph/builder.h"
 #include "graph/executor.h"
-#include "graph/planner.h"
 #include "kernels/gemm.h"
 
 namespace qvl::graph {
@@ -119,8 +120,8 @@ TEST(Executor, MatchesDirectKernelCalls) {
     Graph g;
     GraphBuilder b(&g, kernels::GemmPrecision::kF32);
     Tensor xt = b.input("x", x.data(), m, k);
-    const WeightRef wr{.data = w.data(), .type = kernels::WeightType::kBF16, .ld = k, .rows = n,
-                       .cols = k};
+    const WeightRef wr{
+        .data = w.data(), .type = kernels::WeightType::kBF16, .ld = k, .rows = n, .cols = k};
     Tensor y = b.matmul("y", xt, wr, {.bias = bias.data()});
     Tensor z = b.add("z", y, y);
     b.keep(z);
@@ -133,9 +134,17 @@ TEST(Executor, MatchesDirectKernelCalls) {
     const float* got = exec.data(g, z, arena->data());
 
     std::vector<float> want(m * n);
-    kernels::ref::gemm_f32({.m = m, .n = n, .k = k, .a = x.data(), .lda = k, .w = w.data(),
-                            .ldw = k, .w_type = kernels::WeightType::kBF16, .bias = bias.data(),
-                            .c = want.data(), .ldc = n});
+    kernels::ref::gemm_f32({.m = m,
+                            .n = n,
+                            .k = k,
+                            .a = x.data(),
+                            .lda = k,
+                            .w = w.data(),
+                            .ldw = k,
+                            .w_type = kernels::WeightType::kBF16,
+                            .bias = bias.data(),
+                            .c = want.data(),
+                            .ldc = n});
     for (int i = 0; i < m * n; ++i) EXPECT_NEAR(got[i], 2 * want[i], 1e-5f) << i;
 }
 
