@@ -1,7 +1,8 @@
 // Attention on the Qwen3-VL-2B shapes: vision (16 heads x 64, one segment of N patches),
 // causal GQA prefill (16 query heads over 8 kv heads x 128, KV arena layout) and decode (one
 // query over ctx cached positions). Vision/prefill report GFLOPS (4 * head_dim FLOP per visible
-// (query, key, head)); decode reports GBps of K and V bytes streamed.
+// (query, key, head)); decode reports GBps of K and V bytes streamed. The avx512bf16 rows run
+// with round_bf16 (bf16 products, as the model does by default).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -32,15 +33,20 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
 }
 
 // GFLOPS (or GBps) counter and, when the peaks helper is present, pct_peak against the FP32
-// FMA peak (or the DRAM read bandwidth) measured in this process for the same thread count.
-void report(benchmark::State& state, const char* unit, double amount, int threads) {
+// FMA peak, the BF16 dot peak for the avx512bf16 rows (their products run on vdpbf16ps), or the
+// DRAM read bandwidth, measured in this process for the same thread count.
+void report(benchmark::State& state, const char* unit, double amount, int threads, Isa isa) {
     state.counters[unit] =
         benchmark::Counter(amount * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 #ifdef QVL_HAVE_BENCH_PEAKS
-    const double peak = std::string(unit) == "GFLOPS" ? bench::peak_gflops_f32(threads)
-                                                      : bench::dram_read_gbps(threads);
+    const bool flops = std::string(unit) == "GFLOPS";
+    const double peak = !flops                    ? bench::dram_read_gbps(threads)
+                        : isa == Isa::kAvx512Bf16 ? bench::peak_gflops_bf16(threads)
+                                                  : bench::peak_gflops_f32(threads);
     state.counters["pct_peak"] = benchmark::Counter(100.0 * amount * 1e-9 / peak,
                                                     benchmark::Counter::kIsIterationInvariantRate);
+#else
+    (void)threads, (void)isa;
 #endif
 }
 
@@ -73,13 +79,14 @@ void bm_vision(benchmark::State& state, int n, Isa isa, int threads) {
                     .out_head_stride = hd,
                     .scale = 0.125f,
                     .segments = seg,
-                    .n_segments = 1};
+                    .n_segments = 1,
+                    .round_bf16 = isa == Isa::kAvx512Bf16};
     base::ThreadPool pool(threads);
     for (auto _ : state) {
         run(a, isa, pool);
         benchmark::ClobberMemory();
     }
-    report(state, "GFLOPS", 4.0 * double(n) * n * hd * heads, threads);
+    report(state, "GFLOPS", 4.0 * double(n) * n * hd * heads, threads, isa);
 }
 
 struct TextProblem {
@@ -115,13 +122,14 @@ struct TextProblem {
 
 void bm_prefill(benchmark::State& state, int n, Isa isa, int threads) {
     TextProblem p(n, n);
+    p.a.round_bf16 = isa == Isa::kAvx512Bf16;
     base::ThreadPool pool(threads);
     for (auto _ : state) {
         run(p.a, isa, pool);
         benchmark::ClobberMemory();
     }
     const double visible = double(n) * (n + 1) / 2;
-    report(state, "GFLOPS", 4.0 * visible * 128 * 16, threads);
+    report(state, "GFLOPS", 4.0 * visible * 128 * 16, threads, isa);
 }
 
 void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads) {
@@ -137,7 +145,7 @@ void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads) {
         l = (l + 1) % layers;
         benchmark::ClobberMemory();
     }
-    report(state, "GBps", 2.0 * 8 * ctx * 128 * sizeof(float), threads);
+    report(state, "GBps", 2.0 * 8 * ctx * 128 * sizeof(float), threads, isa);
 }
 
 int register_all() {

@@ -26,11 +26,11 @@ void report_peak(benchmark::State& state, double (*measure)(int), const char* co
 [[maybe_unused]] const bool registered = [] {
     for (int threads : {1, 2}) {
         const std::string suffix = "/threads=" + std::to_string(threads);
-        benchmark::RegisterBenchmark(("peak/fp32" + suffix).c_str(), report_peak,
-                                     &peak_gflops_f32, "GFLOPS", threads)
+        benchmark::RegisterBenchmark(("peak/fp32" + suffix).c_str(), report_peak, &peak_gflops_f32,
+                                     "GFLOPS", threads)
             ->Iterations(1);
-        benchmark::RegisterBenchmark(("peak/bf16" + suffix).c_str(), report_peak,
-                                     &peak_gflops_bf16, "GFLOPS", threads)
+        benchmark::RegisterBenchmark(("peak/bf16" + suffix).c_str(), report_peak, &peak_gflops_bf16,
+                                     "GFLOPS", threads)
             ->Iterations(1);
         benchmark::RegisterBenchmark(("peak/dram" + suffix).c_str(), report_peak, &dram_read_gbps,
                                      "GBps", threads)

@@ -193,6 +193,7 @@ Tensor GraphBuilder::attention(const char* name, Tensor q, Tensor k, Tensor v,
     n.in[1] = k;
     n.in[2] = v;
     set_attention_params(&n.p, o);
+    n.p.precision = precision_;
     n.p.n_kv = desc(k).rows;
     return out;
 }
@@ -204,6 +205,7 @@ Tensor GraphBuilder::attention_cached(const char* name, Tensor q, const KvLayerV
     Node& n = new_node(OpKind::kAttention, name, out);
     n.in[0] = q;
     set_attention_params(&n.p, o);
+    n.p.precision = precision_;
     n.p.kv = kv;
     n.p.n_kv = n_kv;
     n.p.use_cache = true;

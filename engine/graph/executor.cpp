@@ -265,7 +265,8 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
                             .causal = p.causal,
                             .q_pos0 = p.pos0,
                             .segments = p.segments,
-                            .n_segments = p.n_segments};
+                            .n_segments = p.n_segments,
+                            .round_bf16 = p.precision == GemmPrecision::kBF16};
             if (p.use_cache) {
                 a.k = p.kv.k;
                 a.v = p.kv.v;

@@ -50,6 +50,7 @@ struct NodeParams {
     WeightRef w, w2;
     const float* bias = nullptr;
     kernels::GemmActivation act = kernels::GemmActivation::kNone;
+    // matmuls, attention: kBF16 rounds the operands of the products to bf16 (kernels/gemm.h)
     kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
     // kEmbed / kAddRows / kScatterRows
     const std::int32_t* ids = nullptr;

@@ -54,6 +54,10 @@ struct AttentionArgs {
     int q_pos0 = 0;
     const std::int32_t* segments = nullptr;
     int n_segments = 0;
+    // Products on bf16-rounded operands (Q·scale, K, the softmax weights, V; f32 accumulation),
+    // on vdpbf16ps, where the Isa is kAvx512Bf16 and the shape suits its flash kernel (head_dim
+    // % 16 == 0, <= 128; more than 4 (head, row) items: decode stays f32). Elsewhere f32.
+    bool round_bf16 = false;
 };
 
 // A good task count for n_threads workers (>= 1 whenever there is work).

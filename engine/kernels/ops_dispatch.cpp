@@ -1,4 +1,6 @@
 // Public entry points of the non-GEMM kernel families: each forwards to the Isa's table.
+#include <algorithm>
+
 #include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
@@ -75,6 +77,12 @@ int attention_num_tasks(const AttentionArgs& a, int n_threads) {
 }
 
 void attention_run_task(const AttentionArgs& args, int task, int num_tasks, Isa isa) {
+    // bf16 products pay off once a flash block has more than a few items; decode stays f32.
+    const int group = args.n_heads / std::max(1, attention_kv_heads(args));
+    if (isa == Isa::kAvx512Bf16 && args.round_bf16 && args.n_q * group > 4 &&
+        avx512bf16::attention_supported(args)) {
+        return avx512bf16::attention_run_task(args, task, num_tasks);
+    }
     ops_table(isa).attention_run_task(args, task, num_tasks);
 }
 

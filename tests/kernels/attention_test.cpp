@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -196,6 +197,57 @@ TEST_P(AttentionTest, SharpScoresPickOneValue) {
     p.run(GetParam(), 1);
     const float* v = p.args.v + 23 * 16;
     EXPECT_TRUE(all_close(p.out.data(), v, 16, 1e-6, 1e-6));
+}
+
+// round_bf16: Q, K, P and V rounded to bf16 (8 significant bits) before the products. Against
+// the exact result the outputs (averages of values in [-2, 2], magnitude ~0.3) then err by a
+// few 1e-3; a wrong mask, scale or key pairing errs by > 1e-1.
+TEST_P(AttentionTest, Bf16ProductsStayCloseToExact) {
+    QVL_SKIP_IF_UNSUPPORTED(GetParam());
+    struct Case {
+        int n_q, n_kv, n_heads, n_kv_heads, hd;
+        bool causal;
+        std::vector<std::int32_t> segments;
+        bool fused;
+    };
+    const Case cases[] = {
+        {100, 100, 3, 3, 64, false, {0, 37, 38, 100}, true},  // vision: segments, odd keys
+        {200, 200, 2, 2, 64, false, {}, true},                // several key blocks
+        {17, 17, 1, 1, 48, false, {}, true},                  // head_dim % 32 == 16
+        {45, 130, 4, 2, 128, true, {}, false},                // causal GQA prefill over a cache
+        {31, 40, 4, 2, 16, true, {}, false},                  // tiny-model head_dim
+        {3, 3, 1, 1, 64, false, {}, true},                    // few items: stays f32
+        {33, 33, 2, 2, 72, false, {}, true},                  // unsupported head_dim: f32
+    };
+    for (const Case& c : cases) {
+        Problem p(c.n_q, c.n_kv, c.n_heads, c.n_kv_heads, c.hd, c.causal, c.segments, c.fused,
+                  c.n_q + c.hd);
+        const std::vector<float> want = p.naive();
+        p.args.round_bf16 = true;
+        p.run(GetParam(), 2);
+        const std::string what =
+            "bf16 n_q=" + std::to_string(c.n_q) + " hd=" + std::to_string(c.hd);
+        for (int i = 0; i < p.n_q; ++i) {
+            const std::ptrdiff_t r = i * p.args.out_row_stride;
+            ASSERT_TRUE(
+                all_close(p.out.data() + r, want.data() + r, p.n_heads * p.head_dim, 0.05, 0.3))
+                << what << " row " << i;
+            EXPECT_TRUE(std::isnan(p.out[r + p.n_heads * p.head_dim])) << what << " past row " << i;
+        }
+        const std::vector<float> bf16_two = p.out.vec();
+        p.run(GetParam(), 5);
+        EXPECT_TRUE(all_close(p.out.data(), bf16_two.data(), bf16_two.size(), 0, 0))
+            << what << ": results depend on the task split";
+        // Where the bf16 kernel runs its results must differ from the f32 kernel's (else this
+        // test would not be exercising it).
+        p.args.round_bf16 = false;
+        p.run(GetParam(), 2);
+        const bool bf16_kernel = GetParam() == Isa::kAvx512Bf16 &&
+                                 c.n_q * c.n_heads / c.n_kv_heads > 4 && c.hd % 16 == 0 &&
+                                 c.hd <= 128;
+        EXPECT_EQ(!all_close(p.out.data(), bf16_two.data(), bf16_two.size(), 0, 0), bf16_kernel)
+            << what;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionTest, ::testing::ValuesIn(all_isas()),

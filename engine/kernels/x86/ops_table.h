@@ -36,6 +36,11 @@ extern const OpsTable kOpsAvx512;  // x86/ops_avx512.cpp (also used by kAvx512Bf
 namespace avx512 {
 void attention_run_task(const AttentionArgs& args, int task, int num_tasks);
 }  // namespace avx512
+// The same with bf16 products (x86/attention_avx512bf16.cpp) for the shapes it supports.
+namespace avx512bf16 {
+bool attention_supported(const AttentionArgs& args);
+void attention_run_task(const AttentionArgs& args, int task, int num_tasks);
+}  // namespace avx512bf16
 
 // The table for isa; the caller has checked isa_supported(isa).
 const OpsTable& ops_table(Isa isa);

@@ -1,0 +1,226 @@
+// AVX512_BF16 attention (kernels/attention.h, AttentionArgs::round_bf16): the flash driver of
+// x86/attention_flash.h with both products on vdpbf16ps. Q (already scaled), K, the softmax
+// weights P and V are rounded to bf16 (round to nearest even); the scores, the online softmax
+// and the output accumulate in f32. One vdpbf16ps does the work of two f32 FMAs, and the
+// products are ~70 % of the work, so a key block costs a bit over half of the f32 kernel's.
+//
+// Operand layouts, all bf16 pairs in 32-bit lanes (low half = the first of the pair):
+//   Qt2[d/2][item]   pairs along head_dim    (per flash block, from the f32 Qt)
+//   K2[key][d/2]     pairs along head_dim    (per task, for all the keys it reads)
+//   V2[key/2][d]     pairs of keys (2i, 2i+1) (per task; keys it does not read are zero)
+//   Pt2[key/2][item] pairs of adjacent keys  (per flash block and key block)
+// so St = K2 · Qt2 broadcasts a K2 pair against 32 items, and Ot += V2 · Pt2 a V2 pair.
+// GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
+// which -W(maybe-)uninitialized reports once inlined here; the value is never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "base/aligned_buffer.h"
+#include "base/check.h"
+#include "kernels/attention.h"
+#include "kernels/x86/attention_flash.h"
+
+namespace qvl::kernels::avx512bf16 {
+namespace {
+
+using namespace x86;
+
+// 16 + 16 f32 values rounded to bf16 and interleaved: lane i = (lo[i], hi[i]).
+inline __m512i pairs16(__m512 lo, __m512 hi) {
+    const __m512i both = __m512i(_mm512_cvtne2ps_pbh(hi, lo));  // lo[0..15], hi[0..15]
+    const __m512i interleave =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(interleave, both);
+}
+
+// St[r][0:32] = sum_p K2[r][p] · Qt2[p][0:32] for r < MR (p over head_dim / 2 pairs).
+template <int MR>
+inline void qk_tile(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, float* st) {
+    __m512 acc0[MR], acc1[MR];
+    for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    for (int p = 0; p < pairs; ++p) {
+        const __m512bh b0 = __m512bh(_mm512_load_si512(qt2 + p * kItems));
+        const __m512bh b1 = __m512bh(_mm512_load_si512(qt2 + p * kItems + 16));
+        for (int r = 0; r < MR; ++r) {
+            const __m512bh av = __m512bh(_mm512_set1_epi32(int(k2[r * pairs + p])));
+            acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
+            acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
+        }
+    }
+    for (int r = 0; r < MR; ++r) {
+        _mm512_store_ps(st + r * kItems, acc0[r]);
+        _mm512_store_ps(st + r * kItems + 16, acc1[r]);
+    }
+}
+
+void qk_rows(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, int n, float* st) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) qk_tile<8>(k2 + j * pairs, pairs, qt2, st + j * kItems);
+    const std::uint32_t* kj = k2 + j * pairs;
+    float* sj = st + j * kItems;
+    switch (n - j) {
+        case 7:
+            return qk_tile<7>(kj, pairs, qt2, sj);
+        case 6:
+            return qk_tile<6>(kj, pairs, qt2, sj);
+        case 5:
+            return qk_tile<5>(kj, pairs, qt2, sj);
+        case 4:
+            return qk_tile<4>(kj, pairs, qt2, sj);
+        case 3:
+            return qk_tile<3>(kj, pairs, qt2, sj);
+        case 2:
+            return qk_tile<2>(kj, pairs, qt2, sj);
+        case 1:
+            return qk_tile<1>(kj, pairs, qt2, sj);
+        default:
+            return;
+    }
+}
+
+// Ot[r][0:32] += sum_p V2[p][r] · Pt2[p][0:32] for r < 8 head dims, p < key_pairs.
+inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, int key_pairs,
+                    float* ot) {
+    __m512 acc0[8], acc1[8];
+    for (int r = 0; r < 8; ++r) {
+        acc0[r] = _mm512_load_ps(ot + r * kItems);
+        acc1[r] = _mm512_load_ps(ot + r * kItems + 16);
+    }
+    for (int p = 0; p < key_pairs; ++p) {
+        const __m512bh b0 = __m512bh(_mm512_load_si512(pt2 + p * kItems));
+        const __m512bh b1 = __m512bh(_mm512_load_si512(pt2 + p * kItems + 16));
+        const std::uint32_t* vp = v2 + p * hd;
+        for (int r = 0; r < 8; ++r) {
+            const __m512bh av = __m512bh(_mm512_set1_epi32(int(vp[r])));
+            acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
+            acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
+        }
+    }
+    for (int r = 0; r < 8; ++r) {
+        _mm512_store_ps(ot + r * kItems, acc0[r]);
+        _mm512_store_ps(ot + r * kItems + 16, acc1[r]);
+    }
+}
+
+// Traits of the shared flash driver (x86/attention_flash.h) for bf16 products.
+struct Bf16Tiles {
+    static constexpr int kExpDegree = 3;
+
+    struct Operands {
+        alignas(64) std::uint32_t qt2[kBatch][kMaxHeadDim / 2 * kItems];
+        // An odd block start adds a pair in front (its first key has weight zero).
+        alignas(64) std::uint32_t pt2[(kKeyBlock / 2 + 1) * kItems];
+        // The task's keys [base, base + n), base even, keys outside the task's range zero:
+        // K2 [key - base][hd / 2] then V2 [(key - base) / 2][hd].
+        base::AlignedBuffer kv;
+        const std::uint32_t* k2 = nullptr;
+        const std::uint32_t* v2 = nullptr;
+        int base = 0;
+        const std::uint32_t* block_k2 = nullptr;  // K2 of the current key block
+    };
+
+    static void prepare_q(int hd, const float* qt, int slot, Operands* o) {
+        std::uint32_t* q2 = o->qt2[slot];
+        for (int p = 0; p < hd / 2; ++p) {
+            const float* even = qt + 2 * p * kItems;
+            const float* odd = even + kItems;
+            for (int h = 0; h < kItems; h += 16) {
+                _mm512_store_si512(q2 + p * kItems + h,
+                                   pairs16(_mm512_load_ps(even + h), _mm512_load_ps(odd + h)));
+            }
+        }
+    }
+
+    // Converts the task's keys once: every query block of the task then reads K2/V2 densely.
+    // Converting per key block instead re-read K and V for every batch of query blocks, rows
+    // 12 KiB apart in the fused vision qkv (a page each), and cost a third of the time.
+    static void begin_task(const AttentionArgs& a, int g, int key_lo, int key_hi, Operands* o) {
+        const int hd = a.head_dim;
+        o->base = key_lo & ~1;
+        const int end = (key_hi + 1) & ~1;
+        const std::size_t n = std::size_t(end - o->base);
+        const std::size_t bytes = 2 * n * std::size_t(hd) * sizeof(std::uint16_t);
+        if (o->kv.size() < bytes) {
+            auto grown = base::AlignedBuffer::allocate(bytes + bytes / 4, "attention scratch");
+            QVL_CHECK(grown.ok(), "attention scratch: out of memory");
+            o->kv = std::move(grown).value();
+        }
+        auto* k2 = reinterpret_cast<std::uint32_t*>(o->kv.data());
+        std::uint32_t* v2 = k2 + n * std::size_t(hd / 2);
+        o->k2 = k2;
+        o->v2 = v2;
+        const float* kg = a.k + g * a.k_head_stride;
+        const float* vg = a.v + g * a.v_head_stride;
+        constexpr int kAhead = 24;  // rows prefetched ahead (strided rows defeat the prefetcher)
+        auto row = [&](const float* head, std::ptrdiff_t stride, int key, int c) {
+            if (key < key_lo || key >= key_hi) return _mm512_setzero_ps();
+            const float* src = head + key * stride + c;
+            if (key + kAhead < key_hi) {
+                _mm_prefetch(reinterpret_cast<const char*>(src + kAhead * stride), _MM_HINT_T0);
+            }
+            return _mm512_loadu_ps(src);
+        };
+        for (int key = o->base; key < end; ++key) {
+            std::uint32_t* dst = k2 + std::size_t(key - o->base) * (hd / 2);
+            for (int c = 0; c < hd; c += 16) {
+                _mm256_store_si256(reinterpret_cast<__m256i*>(dst + c / 2),
+                                   __m256i(_mm512_cvtneps_pbh(row(kg, a.k_row_stride, key, c))));
+            }
+        }
+        for (int key = o->base; key < end; key += 2) {
+            std::uint32_t* dst = v2 + std::size_t(key - o->base) / 2 * hd;
+            for (int c = 0; c < hd; c += 16) {
+                _mm512_store_si512(dst + c, pairs16(row(vg, a.v_row_stride, key, c),
+                                                    row(vg, a.v_row_stride, key + 1, c)));
+            }
+        }
+    }
+
+    static void load_kv(const AttentionArgs& a, int, int j0, int, int, Operands* o) {
+        o->block_k2 = o->k2 + std::size_t(j0 - o->base) * (a.head_dim / 2);
+    }
+
+    static void scores(const Operands& o, int slot, const float*, int hd, int nb, float* st) {
+        qk_rows(o.block_k2, hd / 2, o.qt2[slot], nb, st);
+    }
+
+    // Pairs start at an even key (V2's pairing); with j0 odd the first pair is (zero, P[0]).
+    static void accumulate(Operands& o, const float* pt, int j0, int nb, int hd, float* ot) {
+        const int first = (j0 - o.base) & 1;
+        const int key_pairs = (first + nb + 1) / 2;
+        const __m512 zero = _mm512_setzero_ps();
+        for (int p = 0; p < key_pairs; ++p) {
+            const int i0 = 2 * p - first, i1 = i0 + 1;  // block-relative keys of the pair
+            for (int h = 0; h < kItems; h += 16) {
+                const __m512 lo = i0 >= 0 ? _mm512_load_ps(pt + i0 * kItems + h) : zero;
+                const __m512 hi = i1 < nb ? _mm512_load_ps(pt + i1 * kItems + h) : zero;
+                _mm512_store_si512(o.pt2 + p * kItems + h, pairs16(lo, hi));
+            }
+        }
+        const std::uint32_t* v2 = o.v2 + std::size_t(j0 - first - o.base) / 2 * hd;
+        for (int d0 = 0; d0 < hd; d0 += 8) pv_tile(v2 + d0, hd, o.pt2, key_pairs, ot + d0 * kItems);
+    }
+
+    static bool try_small(const AttentionArgs&, int, int, int, int, int, const int*) {
+        return false;
+    }
+};
+
+}  // namespace
+
+// Whether attention_run_task below handles a; otherwise the caller uses the f32 kernel.
+bool attention_supported(const AttentionArgs& a) { return flash_supported(a); }
+
+void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
+    flash_run_task<Bf16Tiles>(a, task, num_tasks);
+}
+
+}  // namespace qvl::kernels::avx512bf16

@@ -1,0 +1,327 @@
+// The flash-attention driver shared by the AVX-512 f32 kernel (attention_avx512.cpp) and the
+// AVX512_BF16 kernel (attention_avx512bf16.cpp): task loop, query blocks, online softmax and the
+// final normalisation. The two products are supplied by a traits type T (below), so each ISA file
+// instantiates the same driver with its own tiles.
+//
+// Up to 32 (head, row) items of one kv-head group share the lanes of two zmm registers. Q is
+// packed transposed, Qt[d][item], so both products are register-blocked outer products with the
+// broadcast operand taken from K or V:
+//   St[key][item]  = sum_d K[key][d] * Qt[d][item]
+//   Ot[d][item]   += sum_key V[key][d] * Pt[key][item]
+// and the online softmax runs vertically (one lane per item), with no transposes in the loop.
+// Scores are pre-scaled by log2(e) so the softmax uses exp2.
+//
+// Blocks are cut at absolute multiples of the row granule and at segment starts, and key blocks
+// start at the segment start, so every row is computed the same way whatever the task split
+// (results do not depend on the thread count).
+//
+// Traits T provide (all static):
+//   kExpDegree                            6 or 3: the exp2 polynomial (exp2_ps below)
+//   struct Operands;                      per-thread buffers the products need
+//   prepare_q(hd, qt, slot, ops)          Qt (f32, scaled) of batch slot `slot` was just written
+//   begin_task(a, g, key_lo, key_hi, ops) a task of kv head g will read keys [key_lo, key_hi)
+//   load_kv(a, g, j0, nb, next, ops)      key block [j0, j0 + nb) of kv head g; `next` rows of
+//                                         the following block may be prefetched
+//   scores(ops, slot, qt, hd, nb, st)     St[0:nb][0:32]
+//   accumulate(ops, pt, j0, nb, hd, ot)   Ot += V^T Pt over the block (Pt rows nb.. unused)
+//   try_small(a, g, group, row, n, lo, hi) -> bool: handle a block of n rows some other way
+//                                         (e.g. decode), false to use the flash path
+//
+// This header holds definitions for one translation unit per ISA: everything is in an anonymous
+// namespace, so the copies built with different -m flags never meet at link time.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/attention_plan.h"
+
+namespace qvl::kernels::x86 {
+namespace {
+
+constexpr int kItems = 32;     // (head, row) lanes of a flash block
+constexpr int kKeyBlock = 64;  // keys per online-softmax step
+constexpr int kMaxHeadDim = 128;
+constexpr int kBatch = 8;  // flash blocks sharing each packed key block
+constexpr float kLog2e = 1.4426950408889634f;
+
+// 2^x for x <= 0 (scores minus their running max): x = n + f with |f| <= 1/2, 2^f by a
+// near-minimax polynomial in relative error with constant term exactly 1 (so 2^0 == 1 and a key
+// block that leaves the max unchanged leaves the state bit-identical), 2^n applied exactly by
+// vscalefps; -inf (anything below -160) gives 0. Degree 6: relative error ~1e-7 (f32 products);
+// degree 3: ~1e-4, ample where the weights are then rounded to bf16 (~4e-3) and three FMAs
+// cheaper per score.
+template <int Degree>
+inline __m512 exp2_ps(__m512 x) {
+    static_assert(Degree == 6 || Degree == 3);
+    x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(x, n);
+    __m512 p;
+    if constexpr (Degree == 6) {
+        p = _mm512_set1_ps(1.5345591236837208e-04f);
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3399904128164053e-03f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618490003049374e-03f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550329014658928e-02f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022646248340607e-01f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471824645996e-01f));
+    } else {
+        p = _mm512_set1_ps(5.500892549753189e-02f);
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.422109991312027e-01f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.932829022407532e-01f));
+    }
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+// A flash block: rows [row0, row0 + n_rows) of one kv head's group, row r seeing keys
+// [lo, hi[r - row0]); lane (hh, rr) = hh * (kItems / group) + rr. Its running max m and sum l
+// per lane live here between key blocks.
+struct FlashBlock {
+    int row0 = 0, n_rows = 0;
+    int hi_min = 0, hi_max = 0;
+    alignas(64) int lane_hi[kItems];
+    __m512 m0, m1, l0, l1;
+};
+
+template <class T>
+struct FlashScratch {
+    alignas(64) float qt[kBatch][kMaxHeadDim * kItems];
+    alignas(64) float ot[kBatch][kMaxHeadDim * kItems];
+    alignas(64) float st[kKeyBlock * kItems];
+    typename T::Operands ops;
+};
+
+template <class T>
+void flash_init(const AttentionArgs& a, int g, int group, int row0, int n_rows, const int* hi,
+                int slot, FlashBlock* b, FlashScratch<T>* s) {
+    float* qt = s->qt[slot];
+    const int hd = a.head_dim;
+    const int rows_per_head = kItems / group;
+    b->row0 = row0;
+    b->n_rows = n_rows;
+    b->hi_max = hi[0];
+    b->hi_min = hi[0];
+    for (int rr = 1; rr < n_rows; ++rr) {
+        b->hi_max = std::max(b->hi_max, hi[rr]);
+        b->hi_min = std::min(b->hi_min, hi[rr]);
+    }
+    // Q scaled into the exp2 domain; empty lanes are zero and never masked.
+    std::memset(s->ot[slot], 0, sizeof(float) * hd * kItems);
+    const float qscale = a.scale * kLog2e;
+    const float* q0 = a.q + row0 * a.q_row_stride + g * group * a.q_head_stride;
+    alignas(64) std::int32_t offset[kItems];
+    std::uint32_t valid = 0;
+    bool fits = true;  // gather offsets are int32
+    for (int lane = 0; lane < kItems; ++lane) {
+        const int hh = lane / rows_per_head, rr = lane % rows_per_head;
+        b->lane_hi[lane] = b->hi_max;
+        offset[lane] = 0;
+        if (hh >= group || rr >= n_rows) continue;
+        b->lane_hi[lane] = hi[rr];
+        valid |= 1u << lane;
+        const std::ptrdiff_t off = rr * a.q_row_stride + hh * a.q_head_stride;
+        fits = fits && off >= 0 && off + hd <= INT32_MAX;
+        offset[lane] = std::int32_t(off);
+    }
+    if (fits) {  // Qt[d][lanes] by gathers: one instruction per 16 lanes
+        const __m512i off0 = _mm512_load_si512(offset), off1 = _mm512_load_si512(offset + 16);
+        const __mmask16 v0 = __mmask16(valid), v1 = __mmask16(valid >> 16);
+        const __m512 sc = _mm512_set1_ps(qscale);
+        for (int d = 0; d < hd; ++d) {
+            const __m512 g0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), v0, off0, q0 + d, 4);
+            const __m512 g1 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), v1, off1, q0 + d, 4);
+            _mm512_store_ps(qt + d * kItems, _mm512_mul_ps(g0, sc));
+            _mm512_store_ps(qt + d * kItems + 16, _mm512_mul_ps(g1, sc));
+        }
+    } else {
+        std::memset(qt, 0, sizeof(float) * hd * kItems);
+        for (int lane = 0; lane < kItems; ++lane) {
+            if ((valid >> lane & 1u) == 0) continue;
+            const int hh = lane / rows_per_head, rr = lane % rows_per_head;
+            const float* q = q0 + rr * a.q_row_stride + hh * a.q_head_stride;
+            for (int d = 0; d < hd; ++d) qt[d * kItems + lane] = q[d] * qscale;
+        }
+    }
+    T::prepare_q(hd, qt, slot, &s->ops);
+    b->m0 = b->m1 = _mm512_set1_ps(-INFINITY);
+    b->l0 = b->l1 = _mm512_setzero_ps();
+}
+
+// One key block [j0, j0 + nb) (nb clipped to the block's hi_max) for the flash block in `slot`.
+template <class T>
+void flash_step(int hd, int j0, int nb, int slot, FlashBlock* b, FlashScratch<T>* s) {
+    float* st = s->st;
+    float* ot = s->ot[slot];
+    T::scores(s->ops, slot, s->qt[slot], hd, nb, st);
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    if (j0 + nb > b->hi_min) {  // some lane stops inside this block: mask its later keys
+        const __m512i hi0 = _mm512_load_si512(b->lane_hi);
+        const __m512i hi1 = _mm512_load_si512(b->lane_hi + 16);
+        for (int j = 0; j < nb; ++j) {
+            const __m512i jv = _mm512_set1_epi32(j0 + j);
+            float* sj = st + j * kItems;
+            _mm512_store_ps(sj, _mm512_mask_mov_ps(neg_inf, _mm512_cmplt_epi32_mask(jv, hi0),
+                                                   _mm512_load_ps(sj)));
+            _mm512_store_ps(sj + 16, _mm512_mask_mov_ps(neg_inf, _mm512_cmplt_epi32_mask(jv, hi1),
+                                                        _mm512_load_ps(sj + 16)));
+        }
+    }
+    __m512 mx0 = b->m0, mx1 = b->m1;
+    for (int j = 0; j < nb; ++j) {
+        mx0 = _mm512_max_ps(mx0, _mm512_load_ps(st + j * kItems));
+        mx1 = _mm512_max_ps(mx1, _mm512_load_ps(st + j * kItems + 16));
+    }
+    // A lane that has seen only masked keys keeps max -inf; subtract 0 there instead.
+    const __m512 sub0 =
+        _mm512_mask_mov_ps(mx0, _mm512_cmpeq_ps_mask(mx0, neg_inf), _mm512_setzero_ps());
+    const __m512 sub1 =
+        _mm512_mask_mov_ps(mx1, _mm512_cmpeq_ps_mask(mx1, neg_inf), _mm512_setzero_ps());
+    const __m512 alpha0 = exp2_ps<T::kExpDegree>(_mm512_sub_ps(b->m0, sub0));
+    const __m512 alpha1 = exp2_ps<T::kExpDegree>(_mm512_sub_ps(b->m1, sub1));
+    b->m0 = mx0;
+    b->m1 = mx1;
+    __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
+    for (int j = 0; j < nb; ++j) {
+        float* sj = st + j * kItems;
+        const __m512 p0 = exp2_ps<T::kExpDegree>(_mm512_sub_ps(_mm512_load_ps(sj), sub0));
+        const __m512 p1 = exp2_ps<T::kExpDegree>(_mm512_sub_ps(_mm512_load_ps(sj + 16), sub1));
+        _mm512_store_ps(sj, p0);
+        _mm512_store_ps(sj + 16, p1);
+        sum0 = _mm512_add_ps(sum0, p0);
+        sum1 = _mm512_add_ps(sum1, p1);
+    }
+    b->l0 = _mm512_fmadd_ps(b->l0, alpha0, sum0);
+    b->l1 = _mm512_fmadd_ps(b->l1, alpha1, sum1);
+    const __mmask16 same = _mm512_cmpeq_ps_mask(alpha0, _mm512_set1_ps(1.0f)) &
+                           _mm512_cmpeq_ps_mask(alpha1, _mm512_set1_ps(1.0f));
+    if (same != 0xffff) {
+        for (int d = 0; d < hd; ++d) {
+            float* o = ot + d * kItems;
+            _mm512_store_ps(o, _mm512_mul_ps(_mm512_load_ps(o), alpha0));
+            _mm512_store_ps(o + 16, _mm512_mul_ps(_mm512_load_ps(o + 16), alpha1));
+        }
+    }
+    T::accumulate(s->ops, st, j0, nb, hd, ot);
+}
+
+inline void flash_finish(const AttentionArgs& a, int g, int group, const FlashBlock& b,
+                         const float* ot) {
+    const int rows_per_head = kItems / group;
+    alignas(64) float inv_l[kItems];
+    _mm512_store_ps(inv_l, _mm512_div_ps(_mm512_set1_ps(1.0f), b.l0));
+    _mm512_store_ps(inv_l + 16, _mm512_div_ps(_mm512_set1_ps(1.0f), b.l1));
+    for (int hh = 0; hh < group; ++hh) {
+        for (int rr = 0; rr < b.n_rows; ++rr) {
+            const int lane = hh * rows_per_head + rr;
+            float* out =
+                a.out + (b.row0 + rr) * a.out_row_stride + (g * group + hh) * a.out_head_stride;
+            // Column `lane` of Ot, 16 head dims per gather.
+            const __m512i idx = _mm512_add_epi32(
+                _mm512_mullo_epi32(
+                    _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                    _mm512_set1_epi32(kItems)),
+                _mm512_set1_epi32(lane));
+            const __m512 inv = _mm512_set1_ps(inv_l[lane]);
+            for (int d = 0; d < a.head_dim; d += 16) {
+                const __m512 o = _mm512_i32gather_ps(idx, ot + d * kItems, 4);
+                _mm512_storeu_ps(out + d, _mm512_mul_ps(o, inv));
+            }
+        }
+    }
+}
+
+// Runs n_blocks initialised flash blocks of kv head g that all start at key lo.
+template <class T>
+void flash_batch(const AttentionArgs& a, int g, int group, int lo, FlashBlock* blocks, int n_blocks,
+                 FlashScratch<T>* s) {
+    const int hd = a.head_dim;
+    int hi_max = lo;
+    for (int i = 0; i < n_blocks; ++i) hi_max = std::max(hi_max, blocks[i].hi_max);
+    for (int j0 = lo; j0 < hi_max; j0 += kKeyBlock) {
+        const int nb = std::min(kKeyBlock, hi_max - j0);
+        const int next = std::min(kKeyBlock, hi_max - j0 - nb);
+        T::load_kv(a, g, j0, nb, next, &s->ops);
+        for (int i = 0; i < n_blocks; ++i) {
+            FlashBlock& b = blocks[i];
+            if (j0 >= b.hi_max) continue;
+            flash_step<T>(hd, j0, std::min(nb, b.hi_max - j0), i, &b, s);
+        }
+    }
+    for (int i = 0; i < n_blocks; ++i) flash_finish(a, g, group, blocks[i], s->ot[i]);
+}
+
+inline void zero_row(const AttentionArgs& a, int g, int group, int row) {
+    for (int hh = 0; hh < group; ++hh) {
+        float* out = a.out + row * a.out_row_stride + (g * group + hh) * a.out_head_stride;
+        std::fill(out, out + a.head_dim, 0.0f);
+    }
+}
+
+// Whether the flash driver handles this problem (else the caller falls back).
+inline bool flash_supported(const AttentionArgs& a) {
+    const int group = a.n_heads / std::max(1, attention_kv_heads(a));
+    return a.head_dim % 16 == 0 && a.head_dim <= kMaxHeadDim && group >= 1 && group <= kItems;
+}
+
+// One task (kernels/attention_plan.h) of a problem flash_supported() accepts.
+template <class T>
+void flash_run_task(const AttentionArgs& a, int task, int num_tasks) {
+    const int group = a.n_heads / std::max(1, attention_kv_heads(a));
+    AttentionTask t;
+    if (!attention_task(a, task, num_tasks, &t)) return;
+    const int granule = attention_row_granule(a);
+    static thread_local FlashScratch<T> scratch;
+    {
+        int seg = 0, key_lo = a.n_kv, key_hi = 0;
+        for (int r = t.row_begin; r < t.row_end; ++r) {
+            int lo, h;
+            attention_key_range(a, r, &seg, &lo, &h);
+            if (h > lo) key_lo = std::min(key_lo, lo), key_hi = std::max(key_hi, h);
+        }
+        if (key_hi > key_lo) T::begin_task(a, t.kv_head, key_lo, key_hi, &scratch.ops);
+    }
+    FlashBlock blocks[kBatch];
+    int n_blocks = 0, batch_lo = 0;
+    int seg = 0;
+    int hi[kItems];
+    for (int r = t.row_begin; r < t.row_end;) {
+        int lo, h;
+        attention_key_range(a, r, &seg, &lo, &h);
+        if (h <= lo) {
+            zero_row(a, t.kv_head, group, r);
+            ++r;
+            continue;
+        }
+        // Extend the block while rows share lo, stay inside the granule and see some key.
+        const int limit = std::min(t.row_end, (r / granule + 1) * granule);
+        int n = 0;
+        hi[n++] = h;
+        while (r + n < limit) {
+            int lo2, h2, seg2 = seg;
+            attention_key_range(a, r + n, &seg2, &lo2, &h2);
+            if (lo2 != lo || h2 <= lo2) break;
+            hi[n++] = h2;
+        }
+        if (!T::try_small(a, t.kv_head, group, r, n, lo, hi)) {
+            if (n_blocks == kBatch || (n_blocks > 0 && lo != batch_lo)) {
+                flash_batch<T>(a, t.kv_head, group, batch_lo, blocks, n_blocks, &scratch);
+                n_blocks = 0;
+            }
+            batch_lo = lo;
+            flash_init<T>(a, t.kv_head, group, r, n, hi, n_blocks, &blocks[n_blocks], &scratch);
+            ++n_blocks;
+        }
+        r += n;
+    }
+    if (n_blocks > 0) flash_batch<T>(a, t.kv_head, group, batch_lo, blocks, n_blocks, &scratch);
+}
+
+}  // namespace
+}  // namespace qvl::kernels::x86
