@@ -43,16 +43,19 @@ template <int MR>
 inline void qk_tile(const float* k, std::ptrdiff_t k_stride, const float* qt, int head_dim,
                     float* st) {
     __m512 acc0[MR], acc1[MR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
     for (int d = 0; d < head_dim; ++d) {
         const __m512 b0 = _mm512_load_ps(qt + d * kItems);
         const __m512 b1 = _mm512_load_ps(qt + d * kItems + 16);
+#pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
             const __m512 av = _mm512_set1_ps(k[r * k_stride + d]);
             acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
             acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
         _mm512_store_ps(st + r * kItems, acc0[r]);
         _mm512_store_ps(st + r * kItems + 16, acc1[r]);
@@ -63,6 +66,7 @@ inline void qk_tile(const float* k, std::ptrdiff_t k_stride, const float* qt, in
 inline void pv_tile(const float* v, std::ptrdiff_t v_stride, const float* pt, int n_keys,
                     float* ot) {
     __m512 acc0[8], acc1[8];
+#pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
         acc0[r] = _mm512_load_ps(ot + r * kItems);
         acc1[r] = _mm512_load_ps(ot + r * kItems + 16);
@@ -71,12 +75,14 @@ inline void pv_tile(const float* v, std::ptrdiff_t v_stride, const float* pt, in
         const __m512 b0 = _mm512_load_ps(pt + j * kItems);
         const __m512 b1 = _mm512_load_ps(pt + j * kItems + 16);
         const float* vj = v + j * v_stride;
+#pragma GCC unroll 8
         for (int r = 0; r < 8; ++r) {
             const __m512 av = _mm512_set1_ps(vj[r]);
             acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
             acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
         _mm512_store_ps(ot + r * kItems, acc0[r]);
         _mm512_store_ps(ot + r * kItems + 16, acc1[r]);

@@ -45,16 +45,19 @@ inline __m512i pairs16(__m512 lo, __m512 hi) {
 template <int MR>
 inline void qk_tile(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, float* st) {
     __m512 acc0[MR], acc1[MR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
     for (int p = 0; p < pairs; ++p) {
         const __m512bh b0 = __m512bh(_mm512_load_si512(qt2 + p * kItems));
         const __m512bh b1 = __m512bh(_mm512_load_si512(qt2 + p * kItems + 16));
+#pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
             const __m512bh av = __m512bh(_mm512_set1_epi32(int(k2[r * pairs + p])));
             acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
             acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
         _mm512_store_ps(st + r * kItems, acc0[r]);
         _mm512_store_ps(st + r * kItems + 16, acc1[r]);
@@ -90,6 +93,7 @@ void qk_rows(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, int n
 inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, int key_pairs,
                     float* ot) {
     __m512 acc0[8], acc1[8];
+#pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
         acc0[r] = _mm512_load_ps(ot + r * kItems);
         acc1[r] = _mm512_load_ps(ot + r * kItems + 16);
@@ -98,12 +102,14 @@ inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, i
         const __m512bh b0 = __m512bh(_mm512_load_si512(pt2 + p * kItems));
         const __m512bh b1 = __m512bh(_mm512_load_si512(pt2 + p * kItems + 16));
         const std::uint32_t* vp = v2 + p * hd;
+#pragma GCC unroll 8
         for (int r = 0; r < 8; ++r) {
             const __m512bh av = __m512bh(_mm512_set1_epi32(int(vp[r])));
             acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
             acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
         _mm512_store_ps(ot + r * kItems, acc0[r]);
         _mm512_store_ps(ot + r * kItems + 16, acc1[r]);
