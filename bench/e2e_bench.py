@@ -73,6 +73,9 @@ def parse_args():
     p.add_argument("--peak-bf16", type=float,
                    help="BF16 GFLOP/s at 2 threads (scaled by threads/2 for other counts)")
     p.add_argument("--dram", type=float, help="DRAM read GB/s")
+    p.add_argument("--precision", choices=("f32", "bf16", "bf16-all"),
+                   help="QVL_PRECISION for qvl-run (default: its own choice, bf16 matrix "
+                        "products where the CPU has AVX512_BF16)")
     p.add_argument("--no-measure-peaks", action="store_true",
                    help="do not run qvl-bench-kernels for the peaks")
     p.add_argument("--json", metavar="OUT", help="also write all figures to OUT as JSON")
@@ -206,9 +209,13 @@ def resolve_peaks(args, thread_counts):
 def run_case(args, image_path, threads):
     cmd = [args.qvl_run, "-m", args.model, "-i", image_path, "-p", QUESTION,
            "-n", str(args.n_predict), "--ignore-eos", "--temp", "0", "--json", "-t", str(threads)]
-    log("e2e_bench: " + shlex.join(cmd))
+    env = dict(os.environ)
+    if args.precision:
+        env["QVL_PRECISION"] = args.precision
+    log("e2e_bench: " + (f"QVL_PRECISION={args.precision} " if args.precision else "")
+        + shlex.join(cmd))
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {args.timeout:.0f} s"
     except OSError as e:

@@ -161,6 +161,7 @@ int run(const RunOptions& o) {
     so.max_image_tokens = o.image_max_tokens.value_or(0);
     if (const char* p = std::getenv("QVL_PRECISION"); p != nullptr) {
         if (std::string(p) == "bf16") so.precision = model::Precision::kBF16;
+        if (std::string(p) == "bf16-all") so.precision = model::Precision::kBF16All;
         if (std::string(p) == "f32") so.precision = model::Precision::kF32;
     }
     const char* profile_env = std::getenv("QVL_PROFILE");

@@ -19,8 +19,9 @@ void set_attention_params(NodeParams* p, const AttentionOptions& o) {
 }
 }  // namespace
 
-GraphBuilder::GraphBuilder(Graph* graph, kernels::GemmPrecision precision)
-    : graph_(graph), precision_(precision) {}
+GraphBuilder::GraphBuilder(Graph* graph, kernels::GemmPrecision matmul_precision,
+                           kernels::GemmPrecision attention_precision)
+    : graph_(graph), precision_(matmul_precision), attention_precision_(attention_precision) {}
 
 Tensor GraphBuilder::new_tensor(const TensorDesc& d) {
     graph_->tensors.push_back(d);
@@ -193,7 +194,7 @@ Tensor GraphBuilder::attention(const char* name, Tensor q, Tensor k, Tensor v,
     n.in[1] = k;
     n.in[2] = v;
     set_attention_params(&n.p, o);
-    n.p.precision = precision_;
+    n.p.precision = attention_precision_;
     n.p.n_kv = desc(k).rows;
     return out;
 }
@@ -205,7 +206,7 @@ Tensor GraphBuilder::attention_cached(const char* name, Tensor q, const KvLayerV
     Node& n = new_node(OpKind::kAttention, name, out);
     n.in[0] = q;
     set_attention_params(&n.p, o);
-    n.p.precision = precision_;
+    n.p.precision = attention_precision_;
     n.p.kv = kv;
     n.p.n_kv = n_kv;
     n.p.use_cache = true;

@@ -26,7 +26,10 @@ struct AttentionOptions {
 
 class GraphBuilder {
   public:
-    explicit GraphBuilder(Graph* graph, kernels::GemmPrecision precision);
+    // matmul_precision for every matrix product; attention_precision for attention (kBF16:
+    // bf16 products where the kernel supports them, see kernels/attention.h round_bf16).
+    GraphBuilder(Graph* graph, kernels::GemmPrecision matmul_precision,
+                 kernels::GemmPrecision attention_precision = kernels::GemmPrecision::kF32);
 
     void set_scope(const char* scope, int layer = -1) {
         scope_ = scope;
@@ -72,6 +75,7 @@ class GraphBuilder {
 
     Graph* graph_;
     kernels::GemmPrecision precision_;
+    kernels::GemmPrecision attention_precision_;
     const char* scope_ = "";
     int layer_ = -1;
 };

@@ -55,10 +55,12 @@ Session::Session(const Model& model, const SessionOptions& options)
       options_(options),
       isa_(kernels::best_isa()),
       gemm_precision_(
-          options.precision == Precision::kBF16 ||
+          options.precision == Precision::kBF16 || options.precision == Precision::kBF16All ||
                   (options.precision == Precision::kAuto && isa_ == kernels::Isa::kAvx512Bf16)
               ? kernels::GemmPrecision::kBF16
               : kernels::GemmPrecision::kF32),
+      attention_precision_(options.precision == Precision::kBF16All ? kernels::GemmPrecision::kBF16
+                                                                    : kernels::GemmPrecision::kF32),
       pool_(std::make_unique<base::ThreadPool>(
           options.threads > 0 ? options.threads : base::cpu_features().physical_cores,
           options.pin_threads)),
@@ -151,7 +153,7 @@ base::Status Session::reserve() {
     std::size_t arena_bytes = 0;
     {
         graph_.clear();
-        graph::GraphBuilder g(&graph_, gemm_precision_);
+        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
         build_vision_graph(g, vc, model_->weights().vision(),
                            {.n_patches = max_patches_,
                             .pixel_values = vision_pos_.data(),
@@ -162,7 +164,7 @@ base::Status Session::reserve() {
     }
     {
         graph_.clear();
-        graph::GraphBuilder g(&graph_, gemm_precision_);
+        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
         build_text_graph(g, tc, model_->weights().text(), kv_,
                          {.n_tokens = chunk_,
                           .pos0 = 0,
@@ -272,7 +274,7 @@ base::Status Session::encode_image(const PreprocessedImage& image) {
                                "image has neither its resized pixels nor its pixel_values");
         }
         graph_.clear();
-        graph::GraphBuilder g(&graph_, gemm_precision_);
+        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
         const VisionGraphOutputs out = build_vision_graph(g, vc, w, in);
         run_graph();
 
@@ -353,7 +355,7 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
     }
     const bool last = offset + n == int(ids.size());
     graph_.clear();
-    graph::GraphBuilder g(&graph_, gemm_precision_);
+    graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
     const graph::Tensor logits = build_text_graph(
         g, tc, model_->weights().text(), kv_,
         {.n_tokens = n,
@@ -392,7 +394,7 @@ base::Status Session::decode(std::int32_t token) {
                                tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
                                text_sin_.data());
     graph_.clear();
-    graph::GraphBuilder g(&graph_, gemm_precision_);
+    graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
     const graph::Tensor logits = build_text_graph(g, tc, model_->weights().text(), kv_,
                                                   {.n_tokens = 1,
                                                    .pos0 = kv_.size(),

@@ -25,12 +25,15 @@
 
 namespace qvl::model {
 
-// How the matrix products round their activations. kF32 keeps f32 activations (bf16 weights
-// widened exactly): within 2e-5 of the float64 reference. kBF16 rounds activations to bf16 and
-// uses vdpbf16ps: about twice as fast on CPUs with AVX512_BF16, within ~1e-2 of the reference
-// (the precision Hugging Face itself runs a bf16 checkpoint in). kAuto picks kBF16 where the CPU
-// has AVX512_BF16, else kF32.
-enum class Precision { kAuto, kF32, kBF16 };
+// How the products round their operands. kF32 keeps f32 activations (bf16 weights widened
+// exactly): within 2e-5 of the float64 reference. kBF16 rounds the matrix products' activations
+// to bf16 and uses vdpbf16ps: about twice as fast on CPUs with AVX512_BF16, within ~1e-2 of the
+// reference (the precision Hugging Face itself runs a bf16 checkpoint in); attention stays f32.
+// kBF16All also runs attention (vision tower, prefill) on bf16 operands: ~1.6x faster attention,
+// which dominates large images, for similar logits error; greedy continuations whose top logits
+// are nearly tied can then differ from kBF16's. kAuto picks kBF16 where the CPU has
+// AVX512_BF16, else kF32.
+enum class Precision { kAuto, kF32, kBF16, kBF16All };
 
 struct SessionOptions {
     int threads = 0;      // 0: one per physical core
@@ -76,8 +79,9 @@ class Session {
     kernels::Isa isa() const { return isa_; }
     // The precision in effect (kAuto resolved).
     Precision precision() const {
-        return gemm_precision_ == kernels::GemmPrecision::kBF16 ? Precision::kBF16
-                                                                : Precision::kF32;
+        if (gemm_precision_ == kernels::GemmPrecision::kF32) return Precision::kF32;
+        return attention_precision_ == kernels::GemmPrecision::kBF16 ? Precision::kBF16All
+                                                                     : Precision::kBF16;
     }
     const Model& model() const { return *model_; }
     const graph::Profile& profile() const { return executor_.profile(); }
@@ -102,6 +106,7 @@ class Session {
     SessionOptions options_;
     kernels::Isa isa_;
     kernels::GemmPrecision gemm_precision_;
+    kernels::GemmPrecision attention_precision_;
     std::unique_ptr<base::ThreadPool> pool_;
     graph::Executor executor_;
     graph::Graph graph_;
