@@ -1,5 +1,6 @@
 // qvl-run: answers a prompt about images with a Qwen3-VL model folder. The command-line
 // contract (flags, output, exit codes) is stable: scripts depend on it (README, cli.md).
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -22,6 +23,7 @@
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/session.h"
+#include "model/tokenizer.h"
 
 namespace qvl::app {
 namespace {
@@ -101,6 +103,11 @@ int run(const RunOptions& o) {
         base::Result<std::string> file = io::read_text_file(o.prompt_file, 64u << 20);
         if (!file.ok()) return fail(kExitInput, file.status());
         text = std::move(file).value();
+    }
+    // Offsets must point into what the user wrote, not into the rendered chat prompt.
+    if (base::Status utf8 = model::Tokenizer::check_utf8(text); !utf8.ok()) {
+        return fail(kExitInput, fmt::format("{}: {}", o.prompt_file.empty() ? "-p" : o.prompt_file,
+                                            utf8.message()));
     }
 
     base::Timer t;

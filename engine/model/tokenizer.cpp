@@ -268,12 +268,17 @@ base::Result<Tokenizer> Tokenizer::load(const std::filesystem::path& model_dir) 
     return tok;
 }
 
-base::Result<std::vector<std::int32_t>> Tokenizer::encode(std::string_view text) const {
+base::Status Tokenizer::check_utf8(std::string_view text) {
     if (const std::size_t bad = detail::find_invalid_utf8(text); bad != std::string_view::npos) {
         return base::error(ErrorCode::kInvalidArgument,
                            "text is not valid UTF-8: bad byte 0x{:02x} at byte offset {}",
                            std::uint8_t(text[bad]), bad);
     }
+    return base::Status();
+}
+
+base::Result<std::vector<std::int32_t>> Tokenizer::encode(std::string_view text) const {
+    QVL_TRY(check_utf8(text));
     const TokenizerImpl& t = *impl_;
     std::vector<std::int32_t> ids;
     ids.reserve(text.size() / 4 + 16);

@@ -41,6 +41,11 @@ class Tokenizer {
     // Linear-ish in the text length (no quadratic BPE on long runs).
     base::Result<std::vector<std::int32_t>> encode(std::string_view text) const;
 
+    // The check encode() makes, for callers that want to report invalid UTF-8 against their own
+    // input (a prompt file) before it is embedded in a larger text: kInvalidArgument naming the
+    // first bad byte and its offset in `text`.
+    static base::Status check_utf8(std::string_view text);
+
     // Decodes ids to UTF-8; special (added, special=true) tokens are skipped when skip_special.
     // Ids the tokenizer does not define (e.g. the padded logits range 151669..151935) decode to
     // nothing, as in HF. Byte sequences that are not valid UTF-8 become U+FFFD (one per maximal

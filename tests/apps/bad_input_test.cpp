@@ -599,7 +599,10 @@ TEST_F(BadInput, PromptFileMissing) {
 
 TEST_F(BadInput, PromptInvalidUtf8IsRefused) {
     const fs::path p = scratch_.write("bad.txt", "hello \xff\xfe world \xc3");
-    expect_refused(run_qvl(args(kTiny, {"-f", p.string()})), kInput, "UTF-8");
+    const RunResult r = run_qvl(args(kTiny, {"-f", p.string()}));
+    expect_refused(r, kInput, "bad.txt");
+    // The offset is into the file (6: the 0xff), not into the rendered chat prompt.
+    expect_refused(r, kInput, "bad byte 0xff at byte offset 6");
 }
 
 TEST_F(BadInput, PromptLongerThanContext) {
