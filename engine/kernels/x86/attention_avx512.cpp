@@ -91,29 +91,9 @@ inline void pv_tile(const float* v, std::ptrdiff_t v_stride, const float* pt, in
 
 void qk_rows(const float* k, std::ptrdiff_t k_stride, const float* qt, int head_dim, int n,
              float* st) {
-    int j = 0;
-    for (; j + 8 <= n; j += 8)
-        qk_tile<8>(k + j * k_stride, k_stride, qt, head_dim, st + j * kItems);
-    const float* kj = k + j * k_stride;
-    float* sj = st + j * kItems;
-    switch (n - j) {
-        case 7:
-            return qk_tile<7>(kj, k_stride, qt, head_dim, sj);
-        case 6:
-            return qk_tile<6>(kj, k_stride, qt, head_dim, sj);
-        case 5:
-            return qk_tile<5>(kj, k_stride, qt, head_dim, sj);
-        case 4:
-            return qk_tile<4>(kj, k_stride, qt, head_dim, sj);
-        case 3:
-            return qk_tile<3>(kj, k_stride, qt, head_dim, sj);
-        case 2:
-            return qk_tile<2>(kj, k_stride, qt, head_dim, sj);
-        case 1:
-            return qk_tile<1>(kj, k_stride, qt, head_dim, sj);
-        default:
-            return;
-    }
+    for_key_tiles(n, [&](auto mr, int j) {
+        qk_tile<decltype(mr)::value>(k + j * k_stride, k_stride, qt, head_dim, st + j * kItems);
+    });
 }
 
 // Copies rows x cols floats (cols % 16 == 0) from rows `stride` apart into a dense buffer.

@@ -65,28 +65,9 @@ inline void qk_tile(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2
 }
 
 void qk_rows(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, int n, float* st) {
-    int j = 0;
-    for (; j + 8 <= n; j += 8) qk_tile<8>(k2 + j * pairs, pairs, qt2, st + j * kItems);
-    const std::uint32_t* kj = k2 + j * pairs;
-    float* sj = st + j * kItems;
-    switch (n - j) {
-        case 7:
-            return qk_tile<7>(kj, pairs, qt2, sj);
-        case 6:
-            return qk_tile<6>(kj, pairs, qt2, sj);
-        case 5:
-            return qk_tile<5>(kj, pairs, qt2, sj);
-        case 4:
-            return qk_tile<4>(kj, pairs, qt2, sj);
-        case 3:
-            return qk_tile<3>(kj, pairs, qt2, sj);
-        case 2:
-            return qk_tile<2>(kj, pairs, qt2, sj);
-        case 1:
-            return qk_tile<1>(kj, pairs, qt2, sj);
-        default:
-            return;
-    }
+    for_key_tiles(n, [&](auto mr, int j) {
+        qk_tile<decltype(mr)::value>(k2 + j * pairs, pairs, qt2, st + j * kItems);
+    });
 }
 
 // Ot[r][0:32] += sum_p V2[p][r] · Pt2[p][0:32] for r < 8 head dims, p < key_pairs.

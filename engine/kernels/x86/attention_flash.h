@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
@@ -79,6 +80,32 @@ inline __m512 exp2_ps(__m512 x) {
     }
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
+}
+
+// Calls tile(std::integral_constant<int, R>{}, j) over keys [0, n) in tiles of R = 8 keys and
+// one last tile of R = n % 8: the score tiles are templates on their key count.
+template <class Tile>
+inline void for_key_tiles(int n, Tile&& tile) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) tile(std::integral_constant<int, 8>{}, j);
+    switch (n - j) {
+        case 7:
+            return tile(std::integral_constant<int, 7>{}, j);
+        case 6:
+            return tile(std::integral_constant<int, 6>{}, j);
+        case 5:
+            return tile(std::integral_constant<int, 5>{}, j);
+        case 4:
+            return tile(std::integral_constant<int, 4>{}, j);
+        case 3:
+            return tile(std::integral_constant<int, 3>{}, j);
+        case 2:
+            return tile(std::integral_constant<int, 2>{}, j);
+        case 1:
+            return tile(std::integral_constant<int, 1>{}, j);
+        default:
+            return;
+    }
 }
 
 // A flash block: rows [row0, row0 + n_rows) of one kv head's group, row r seeing keys
