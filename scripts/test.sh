@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds qvl (Release) and runs the whole test suite, then builds and runs the tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, runs every libFuzzer target for a bounded
-# time, then checks formatting. Exit 0 = all green.
+# time, then checks formatting and runs clang-tidy. Exit 0 = all green.
 # Usage: scripts/test.sh [--quick]   (--quick: Release tests only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 echo "== Release build"
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 cmake --build build/release -j "$jobs"
 echo "== Release tests"
 (cd build/release && ctest -j "$jobs" --output-on-failure --timeout 900)
@@ -29,4 +30,6 @@ bash scripts/fuzz.sh "${QVL_FUZZ_SECONDS:-20}"
 
 echo "== Format"
 bash scripts/format.sh --check
+echo "== clang-tidy"
+bash scripts/tidy.sh build/release
 echo "== all green"

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -248,7 +249,9 @@ int run(const RunOptions& o) {
 }  // namespace
 }  // namespace qvl::app
 
-int main(int argc, char** argv) {
+// The engine reports errors as Status; only the standard library can throw here (bad_alloc
+// outside the budgeted arenas), and even then the contract holds: one error line, exit 1.
+int main(int argc, char** argv) try {
     qvl::app::RunOptions options;
     const qvl::app::ParseOutcome outcome =
         qvl::app::parse_args(argc, argv, &options, stdout, stderr);
@@ -258,4 +261,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     return qvl::app::run(options);
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "qvl-run: error: %s\n", e.what());
+    return 1;
 }

@@ -41,8 +41,11 @@ AxisWeights bicubic_aa_weights(int in_size, int out_size) {
     int taps = 0;
     for (int i = 0; i < out_size; ++i) {
         const double center = scale * (i + 0.5);
+        // PyTorch truncates x + 0.5 here (not round-to-nearest); bit-exactness needs the same.
+        // NOLINTBEGIN(bugprone-incorrect-roundings)
         const auto lo = std::max<std::int64_t>(std::int64_t(center - support + 0.5), 0);
         const auto hi = std::min<std::int64_t>(std::int64_t(center + support + 0.5), in_size);
+        // NOLINTEND(bugprone-incorrect-roundings)
         const int n = int(std::clamp<std::int64_t>(hi - lo, 0, max_taps));
         double* w = &weights[std::size_t(i) * max_taps];
         double total = 0.0;
@@ -63,6 +66,8 @@ AxisWeights bicubic_aa_weights(int in_size, int out_size) {
     // The largest precision that keeps round(wt_max * 2^p) inside int16.
     int precision = 0;
     while (precision < 22) {
+        // PyTorch's own truncation of x + 0.5 (x >= 0), kept for bit-exactness.
+        // NOLINTNEXTLINE(bugprone-incorrect-roundings)
         if (std::int64_t(0.5 + wt_max * double(1 << (precision + 1))) >= (1 << 15)) break;
         ++precision;
     }
@@ -80,8 +85,8 @@ AxisWeights bicubic_aa_weights(int in_size, int out_size) {
         for (int j = 0; j < xsize[i]; ++j) {
             const double v = weights[std::size_t(i) * max_taps + j] * double(1 << precision);
             // (int)(v +- 0.5): rounds half away from zero.
-            out.w[std::size_t(i) * taps + (xmin[i] - start) + j] =
-                static_cast<std::int16_t>(v < 0 ? int(v - 0.5) : int(v + 0.5));
+            out.w[std::size_t(i) * taps + (xmin[i] - start) + j] = static_cast<std::int16_t>(
+                v < 0 ? int(v - 0.5) : int(v + 0.5));  // NOLINT(bugprone-incorrect-roundings)
         }
     }
     return out;

@@ -47,7 +47,7 @@ class Binder {
     }
 
     // A tensor of any rank viewed as a [rows, cols] matrix (e.g. the Conv3d patch embedding).
-    void matrix_shaped(Matrix* out, const std::string& name, std::vector<std::int64_t> shape,
+    void matrix_shaped(Matrix* out, const std::string& name, const std::vector<std::int64_t>& shape,
                        int rows, int cols) {
         const TensorInfo* info = lookup(name, shape);
         if (info == nullptr) return;

@@ -8,8 +8,10 @@
 //
 // GCC 12 reports the undefined lanes inside _mm512_reduce_*_ps and friends as (maybe-)
 // uninitialized; a false positive, silenced for this file only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include <immintrin.h>
 

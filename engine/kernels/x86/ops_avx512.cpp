@@ -2,8 +2,10 @@
 // instantiated for xsimd::avx512bw.
 // GCC 12 reports the deliberately undefined lanes of AVX-512 intrinsics (_mm512_undefined_*,
 // used by xsimd) as (maybe-)uninitialized; a false positive, silenced for this file only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include "kernels/simd/activation_simd.h"
 #include "kernels/simd/norm_simd.h"
