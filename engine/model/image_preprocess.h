@@ -66,6 +66,14 @@ struct PreprocessedImage {
 base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
                                                  const PreprocessConfig& config);
 
+// preprocess_image into *out, reusing the storage of out->resized and out->pixel_values when it
+// is large enough: a program that preprocesses many images (a server) keeps one
+// PreprocessedImage (and one io::Image for io::decode_image_into), and only an image larger
+// than any before it allocates and page-faults new memory; the results are bit-identical to
+// preprocess_image's. On error *out is left empty (no pixels, grid 0x0, storage kept).
+base::Status preprocess_image_into(const io::Image& image, const PreprocessConfig& config,
+                                   PreprocessedImage* out);
+
 // lut[c][x] = (float(x) - float(mean[c] * 255)) / float(std[c] * 255) in float32, as the HF fast
 // processor's fused rescale+normalise computes it (mean*255 and std*255 in double, then f32).
 void normalization_lut(const PreprocessConfig& config, float lut[3][256]);

@@ -1,8 +1,10 @@
 // AVX2 kernels/image_patch.h: eight pixels at a time, 24 bytes de-interleaved with byte
 // shuffles into R, G, B, widened to float, normalised with vsubps/vdivps (correctly rounded,
 // like the reference), stored to every temporal copy. Patches narrower than 8 and the last
-// (patch % 8) columns go through the scalar formula.
+// (patch % 8) columns go through the scalar formula. Also the streaming copy of the same header.
 #include <immintrin.h>
+
+#include <cstdint>
 
 #include "kernels/image_patch.h"
 
@@ -48,6 +50,19 @@ void patch_normalize_u8(const PatchNormalizeArgs& a) {
             }
         }
     }
+}
+
+void copy_f32_streaming(const float* src, float* dst, std::size_t n) {
+    std::size_t i = 0;
+    // Plain stores up to the first 32-byte boundary of dst (vmovntps needs it), streaming
+    // stores for whole vectors after it, plain stores for the tail.
+    while (i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & 31) != 0) {
+        dst[i] = src[i];
+        ++i;
+    }
+    for (; i + 8 <= n; i += 8) _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
+    for (; i < n; ++i) dst[i] = src[i];
+    _mm_sfence();  // streaming stores are weakly ordered: make them visible like plain ones
 }
 
 }  // namespace qvl::kernels::avx2
