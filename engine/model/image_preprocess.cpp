@@ -135,6 +135,21 @@ base::Result<PreprocessConfig> load_preprocess_config(const std::filesystem::pat
     return config;
 }
 
+base::Status check_preprocess_matches_vision(const PreprocessConfig& config,
+                                             const VisionConfig& vision, std::string_view file) {
+    if (config.patch_size != vision.patch_size ||
+        config.temporal_patch_size != vision.temporal_patch_size ||
+        config.merge_size != vision.spatial_merge_size) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "{}: patch_size {} / temporal_patch_size {} / merge_size {} differ from "
+                           "the model's vision_config ({} / {} / {})",
+                           file, config.patch_size, config.temporal_patch_size, config.merge_size,
+                           vision.patch_size, vision.temporal_patch_size,
+                           vision.spatial_merge_size);
+    }
+    return {};
+}
+
 base::Result<std::pair<int, int>> smart_resize(int height, int width, int factor,
                                                std::int64_t min_pixels, std::int64_t max_pixels) {
     if (height <= 0 || width <= 0 || factor <= 0) {

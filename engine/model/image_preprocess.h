@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "io/image.h"
+#include "model/config.h"
 
 namespace qvl::model {
 
@@ -35,6 +37,12 @@ struct PreprocessConfig {
 // do_rescale / do_normalize false or a rescale_factor other than 1/255 -> an error naming the
 // file and the key (kInvalidArgument, or kUnsupported for the do_* switches).
 base::Result<PreprocessConfig> load_preprocess_config(const std::filesystem::path& path);
+
+// Refuses (kInvalidArgument, naming `file` and both triples) a config whose patch_size /
+// temporal_patch_size / merge_size differ from the vision tower's (config.json vision_config):
+// its patches would not fit the patch embedding. Model::load calls it.
+base::Status check_preprocess_matches_vision(const PreprocessConfig& config,
+                                             const VisionConfig& vision, std::string_view file);
 
 // HF smart_resize: rounds each side to a multiple of `factor` (Python round, half to even, so
 // 1280x720 -> 1280x704), then rescales into [min_pixels, max_pixels] keeping the aspect ratio.

@@ -406,6 +406,28 @@ TEST(PreprocessImageInto, ReusedOutputMatchesFreshCalls) {
     }
 }
 
+TEST(PreprocessConfig, MustMatchTheVisionTower) {
+    VisionConfig vision;
+    vision.patch_size = 16;
+    vision.temporal_patch_size = 2;
+    vision.spatial_merge_size = 2;
+    EXPECT_TRUE(check_preprocess_matches_vision(PreprocessConfig{}, vision, "pp.json").ok());
+    for (int field = 0; field < 3; ++field) {
+        PreprocessConfig config;
+        (field == 0   ? config.patch_size
+         : field == 1 ? config.temporal_patch_size
+                      : config.merge_size) = 1;
+        const base::Status status = check_preprocess_matches_vision(config, vision, "pp.json");
+        ASSERT_FALSE(status.ok()) << field;
+        EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(status.message().find("pp.json: patch_size"), std::string::npos)
+            << status.message();
+        EXPECT_NE(status.message().find("differ from the model's vision_config (16 / 2 / 2)"),
+                  std::string::npos)
+            << status.message();
+    }
+}
+
 class ConfigFile : public ::testing::Test {
   protected:
     std::filesystem::path write(const std::string& text) {
