@@ -78,7 +78,8 @@ base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
 // is large enough: a program that preprocesses many images (a server) keeps one
 // PreprocessedImage (and one io::Image for io::decode_image_into), and only an image larger
 // than any before it allocates and page-faults new memory; the results are bit-identical to
-// preprocess_image's. On error *out is left empty (no pixels, grid 0x0, storage kept).
+// preprocess_image's. `image` must not be out->resized. On error *out is left empty (no pixels,
+// grid 0x0, storage kept).
 base::Status preprocess_image_into(const io::Image& image, const PreprocessConfig& config,
                                    PreprocessedImage* out);
 
