@@ -12,7 +12,8 @@ namespace qvl::base {
 inline constexpr std::size_t kHugePageBytes = std::size_t(2) << 20;
 
 // Advises MADV_HUGEPAGE for every 2 MiB page that [data, data + bytes) touches (the advice only
-// changes how untouched memory is backed, so covering a neighbour's part of a page is harmless).
+// changes how untouched memory is backed, so covering a neighbour's part of a page is harmless),
+// and collapses the first one (which malloc's header has already touched) into a huge page.
 // Call before the memory is first touched; ranges under 4 MiB are left alone.
 void advise_huge_pages(const void* data, std::size_t bytes);
 
@@ -28,6 +29,27 @@ void reserve_huge(std::vector<T>& v, std::size_t n) {
     }
     v.reserve(bytes / sizeof(T));
     advise_huge_pages(v.data(), v.capacity() * sizeof(T));
+}
+
+// Makes v empty with room for n elements, keeping its storage when the capacity suffices (a
+// reused buffer costs no allocation and no page faults); otherwise the storage is replaced
+// (contents dropped, not copied) by reserve_huge's. Fill it with insert/push_back, which
+// write each element once (resize would zero-fill first).
+template <class T>
+void reserve_reusing(std::vector<T>& v, std::size_t n) {
+    v.clear();
+    if (v.capacity() >= n) return;
+    std::vector<T>().swap(v);
+    reserve_huge(v, n);
+}
+
+// v.resize(n) over reserve_reusing's storage: only elements past the old size are zero-filled,
+// so resizing a reused buffer to the size it had is free. The contents are not preserved when
+// the storage is replaced.
+template <class T>
+void resize_reusing(std::vector<T>& v, std::size_t n) {
+    if (v.capacity() < n) reserve_reusing(v, n);
+    v.resize(n);
 }
 
 }  // namespace qvl::base

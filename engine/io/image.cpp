@@ -46,8 +46,10 @@ base::Status too_many_pixels(std::string_view name, std::string_view format, std
 
 }  // namespace detail
 
-base::Result<Image> decode_image(std::span<const std::byte> bytes, const ImageLimits& limits,
-                                 std::string_view name) {
+namespace {
+
+base::Status decode_sniffed(std::span<const std::byte> bytes, const ImageLimits& limits,
+                            std::string_view name, Image* out) {
     const std::span<const std::uint8_t> b(reinterpret_cast<const std::uint8_t*>(bytes.data()),
                                           bytes.size());
     if (b.empty()) return base::error(ErrorCode::kCorruptFile, "{}: empty file (0 bytes)", name);
@@ -57,8 +59,8 @@ base::Result<Image> decode_image(std::span<const std::byte> bytes, const ImageLi
                            limits.max_file_bytes);
     }
     static constexpr std::string_view kPngSignature("\x89PNG\r\n\x1a\n", 8);
-    if (starts_with(b, kPngSignature)) return detail::decode_png(b, limits, name);
-    if (starts_with(b, "\xff\xd8\xff")) return detail::decode_jpeg(b, limits, name);
+    if (starts_with(b, kPngSignature)) return detail::decode_png(b, limits, name, out);
+    if (starts_with(b, "\xff\xd8\xff")) return detail::decode_jpeg(b, limits, name, out);
     if (b.size() < kPngSignature.size() &&
         std::memcmp(b.data(), kPngSignature.data(), b.size()) == 0) {
         return base::error(ErrorCode::kCorruptFile, "{}: truncated png: only {} bytes", name,
@@ -75,7 +77,29 @@ base::Result<Image> decode_image(std::span<const std::byte> bytes, const ImageLi
                        "{}: not a jpeg or png image (the file starts with bytes {})", name, head);
 }
 
-base::Result<Image> load_image(const std::filesystem::path& path, const ImageLimits& limits) {
+}  // namespace
+
+base::Status decode_image_into(std::span<const std::byte> bytes, const ImageLimits& limits,
+                               std::string_view name, Image* out) {
+    base::Status status = decode_sniffed(bytes, limits, name, out);
+    if (!status.ok()) {
+        out->width = out->height = 0;
+        out->rgb.clear();
+    }
+    return status;
+}
+
+base::Result<Image> decode_image(std::span<const std::byte> bytes, const ImageLimits& limits,
+                                 std::string_view name) {
+    Image image;
+    QVL_TRY(decode_image_into(bytes, limits, name, &image));
+    return image;
+}
+
+base::Status load_image_into(const std::filesystem::path& path, const ImageLimits& limits,
+                             Image* out) {
+    out->width = out->height = 0;
+    out->rgb.clear();
     const std::string name = path.string();
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
@@ -85,7 +109,13 @@ base::Result<Image> load_image(const std::filesystem::path& path, const ImageLim
                            limits.max_file_bytes);
     }
     QVL_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open_read_only(path));
-    return decode_image(file.bytes(), limits, name);
+    return decode_image_into(file.bytes(), limits, name, out);
+}
+
+base::Result<Image> load_image(const std::filesystem::path& path, const ImageLimits& limits) {
+    Image image;
+    QVL_TRY(load_image_into(path, limits, &image));
+    return image;
 }
 
 }  // namespace qvl::io

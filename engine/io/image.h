@@ -45,4 +45,13 @@ base::Result<Image> decode_image(std::span<const std::byte> bytes, const ImageLi
 // than limits.max_file_bytes -> kOutOfRange (checked before reading); otherwise as decode_image.
 base::Result<Image> load_image(const std::filesystem::path& path, const ImageLimits& limits);
 
+// decode_image / load_image into *out, reusing out->rgb's storage when it is large enough: a
+// program that decodes many images keeps one Image, and only an image larger than any before
+// it allocates (and page-faults) new memory. Same pixels and errors as the functions above; on
+// error *out is left empty (0x0, no pixels, storage kept).
+base::Status decode_image_into(std::span<const std::byte> bytes, const ImageLimits& limits,
+                               std::string_view name, Image* out);
+base::Status load_image_into(const std::filesystem::path& path, const ImageLimits& limits,
+                             Image* out);
+
 }  // namespace qvl::io

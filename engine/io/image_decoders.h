@@ -1,7 +1,8 @@
-// Internal to engine/io: the two format decoders behind decode_image (image.h). Each expects
-// the format already sniffed, checks the header's pixel count against limits.max_pixels before
-// allocating, and prefixes messages with `name`. jpeg_decode.cpp is the only includer of
-// <jpeglib.h>, png_decode.cpp the only includer of <spng.h>.
+// Internal to engine/io: the two format decoders behind decode_image_into (image.h). Each
+// expects the format already sniffed, checks the header's pixel count against limits.max_pixels
+// before allocating, prefixes messages with `name`, and writes *out reusing its storage (on
+// error *out may hold partial pixels: the caller empties it). jpeg_decode.cpp is the only includer
+// of <jpeglib.h>, png_decode.cpp the only includer of <spng.h>.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,10 @@
 
 namespace qvl::io::detail {
 
-base::Result<Image> decode_jpeg(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
-                                std::string_view name);
-base::Result<Image> decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
-                               std::string_view name);
+base::Status decode_jpeg(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
+                         std::string_view name, Image* out);
+base::Status decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
+                        std::string_view name, Image* out);
 
 // Encodes RGB as a baseline 4:2:0 JPEG (libjpeg-turbo defaults, like PIL's save). Not used by
 // the engine itself: benchmarks and tests generate their inputs with it. kInvalidArgument for a

@@ -109,8 +109,7 @@ Outcome run_decoder(jpeg_decompress_struct* cinfo, ErrorState* state,
     const std::size_t width = cinfo->output_width;
     image->width = static_cast<int>(cinfo->output_width);
     image->height = static_cast<int>(cinfo->output_height);
-    base::reserve_huge(image->rgb, width * cinfo->output_height * 3);
-    image->rgb.resize(width * cinfo->output_height * 3);
+    base::resize_reusing(image->rgb, width * cinfo->output_height * 3);
     if (cmyk) cmyk_row->resize(width * 4);
     // Several rows per call: libjpeg-turbo then color-converts straight into the image.
     constexpr unsigned kRowsPerCall = 16;
@@ -185,9 +184,8 @@ struct DecompressGuard {
 
 }  // namespace
 
-base::Result<Image> decode_jpeg(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
-                                std::string_view name) {
-    Image image;
+base::Status decode_jpeg(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
+                         std::string_view name, Image* out) {
     std::vector<std::uint8_t> cmyk_row;
     ErrorState state{};
     jpeg_decompress_struct cinfo{};
@@ -199,10 +197,10 @@ base::Result<Image> decode_jpeg(std::span<const std::uint8_t> bytes, const Image
     Header header{};
     DecompressGuard guard{&cinfo};  // jpeg_destroy of a never-created (zeroed) struct is a no-op
     const Outcome outcome =
-        run_decoder(&cinfo, &state, bytes, limits.max_pixels, &header, &image, &cmyk_row);
+        run_decoder(&cinfo, &state, bytes, limits.max_pixels, &header, out, &cmyk_row);
     switch (outcome) {
         case Outcome::kOk:
-            return image;
+            return {};
         case Outcome::kTooManyPixels:
             return too_many_pixels(name, "jpeg", header.width, header.height, limits.max_pixels);
         case Outcome::kTruncated:

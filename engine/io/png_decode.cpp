@@ -37,8 +37,8 @@ base::Status spng_failure(std::string_view name, int err) {
 
 }  // namespace
 
-base::Result<Image> decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
-                               std::string_view name) {
+base::Status decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& limits,
+                        std::string_view name, Image* out) {
     CtxPtr ctx(spng_ctx_new(0));
     if (!ctx) return base::error(ErrorCode::kResourceExhausted, "{}: png: out of memory", name);
     // CRC errors are fatal in every chunk (libspng's default; PIL refuses them too).
@@ -67,26 +67,25 @@ base::Result<Image> decode_png(std::span<const std::uint8_t> bytes, const ImageL
                            "{}: png: libspng reports {} decoded bytes for {}x{}, expected {}", name,
                            decoded_size, width, height, expected);
     }
-    Image image;
+    Image& image = *out;
     image.width = static_cast<int>(width);
     image.height = static_cast<int>(height);
-    base::reserve_huge(image.rgb, std::size_t(width * height * 3));
     if (!gray16) {
-        image.rgb.resize(decoded_size);
+        base::resize_reusing(image.rgb, decoded_size);
         if (int err = spng_decode_image(ctx.get(), image.rgb.data(), decoded_size, fmt, 0))
             return spng_failure(name, err);
-        return image;
+        return {};
     }
     std::vector<std::uint8_t> raw(decoded_size);
     if (int err = spng_decode_image(ctx.get(), raw.data(), decoded_size, fmt, 0))
         return spng_failure(name, err);
-    image.rgb.resize(width * height * 3);
+    base::resize_reusing(image.rgb, std::size_t(width * height * 3));
     for (std::size_t i = 0; i < width * height; ++i) {
         const unsigned v = (unsigned(raw[2 * i]) << 8) | raw[2 * i + 1];  // big-endian
         const auto g = static_cast<std::uint8_t>(std::min(v, 255u));
         image.rgb[3 * i] = image.rgb[3 * i + 1] = image.rgb[3 * i + 2] = g;
     }
-    return image;
+    return {};
 }
 
 }  // namespace qvl::io::detail

@@ -21,4 +21,9 @@ void patch_normalize_u8(const PatchNormalizeArgs& args, Isa isa) {
     avx2::patch_normalize_u8(args);
 }
 
+void copy_f32_streaming(const float* src, float* dst, std::size_t n, Isa isa) {
+    if (isa == Isa::kScalar) return ref::copy_f32_streaming(src, dst, n);
+    avx2::copy_f32_streaming(src, dst, n);
+}
+
 }  // namespace qvl::kernels

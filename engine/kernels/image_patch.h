@@ -25,11 +25,21 @@ struct PatchNormalizeArgs {
 };
 void patch_normalize_u8(const PatchNormalizeArgs& args, Isa isa);
 
+// dst[i] = src[i] for i < n, the same bits as memcpy, but the aligned part of dst is written
+// with non-temporal stores (fenced before returning): for a large output written once and not
+// read soon (pixel_values, 50 MB for a 1920x1080 image), which then costs one write to DRAM
+// instead of a read for ownership plus a write, and does not evict the working set. Slower
+// than plain stores into memory the kernel has just zeroed (a first touch). No alignment
+// required; src and dst must not overlap.
+void copy_f32_streaming(const float* src, float* dst, std::size_t n, Isa isa);
+
 namespace ref {
 void patch_normalize_u8(const PatchNormalizeArgs& args);
-}
+void copy_f32_streaming(const float* src, float* dst, std::size_t n);
+}  // namespace ref
 namespace avx2 {
 void patch_normalize_u8(const PatchNormalizeArgs& args);
-}
+void copy_f32_streaming(const float* src, float* dst, std::size_t n);
+}  // namespace avx2
 
 }  // namespace qvl::kernels

@@ -92,24 +92,4 @@ struct GenerationConfig {
 // top_k < 0, top_p outside (0, 1], repetition_penalty <= 0, negative token ids.
 base::Result<GenerationConfig> load_generation_config(const std::filesystem::path& path);
 
-// Image preprocessing settings (preprocessor_config.json, spec §3.1). Pixel bounds come from
-// size.shortest_edge / size.longest_edge (Qwen3-VL) or min_pixels / max_pixels (older files);
-// absent keys keep the Qwen3-VL defaults below. A missing file is kNotFound.
-struct PreprocessorConfig {
-    int patch_size = 16;
-    int temporal_patch_size = 2;
-    int merge_size = 2;
-    std::int64_t min_pixels = 65536;     // 256 x 256
-    std::int64_t max_pixels = 16777216;  // 4096 x 4096
-    float rescale_factor = 1.0f / 255.0f;
-    float image_mean[3] = {0.5f, 0.5f, 0.5f};
-    float image_std[3] = {0.5f, 0.5f, 0.5f};
-};
-
-// Refused: wrong JSON types, sizes outside 1..1024 (patch) / 1..64 (temporal, merge), pixel
-// bounds outside 1..2^31 or min > max, std <= 0, and (when `model` is given) patch sizes that
-// differ from its vision_config.
-base::Result<PreprocessorConfig> load_preprocessor_config(const std::filesystem::path& path,
-                                                          const ModelConfig* model = nullptr);
-
 }  // namespace qvl::model

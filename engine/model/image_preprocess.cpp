@@ -135,6 +135,21 @@ base::Result<PreprocessConfig> load_preprocess_config(const std::filesystem::pat
     return config;
 }
 
+base::Status check_preprocess_matches_vision(const PreprocessConfig& config,
+                                             const VisionConfig& vision, std::string_view file) {
+    if (config.patch_size != vision.patch_size ||
+        config.temporal_patch_size != vision.temporal_patch_size ||
+        config.merge_size != vision.spatial_merge_size) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "{}: patch_size {} / temporal_patch_size {} / merge_size {} differ from "
+                           "the model's vision_config ({} / {} / {})",
+                           file, config.patch_size, config.temporal_patch_size, config.merge_size,
+                           vision.patch_size, vision.temporal_patch_size,
+                           vision.spatial_merge_size);
+    }
+    return {};
+}
+
 base::Result<std::pair<int, int>> smart_resize(int height, int width, int factor,
                                                std::int64_t min_pixels, std::int64_t max_pixels) {
     if (height <= 0 || width <= 0 || factor <= 0) {
@@ -196,13 +211,15 @@ void normalization_lut(const PreprocessConfig& config, float lut[3][256]) {
 
 namespace {
 
-// Appends the pixel_values rows of window row bh (image rows bh*M*P .. +M*P): patch
+// Writes the pixel_values rows of window row bh (image rows bh*M*P .. +M*P): patch
 // (bh*M+mh, bw*M+mw) in window order, each row (c, t, y, x), every temporal copy identical (a
-// still image is one frame repeated). Rows are built in a small buffer and appended, so the
-// large output is written once (no zero-fill pass).
+// still image is one frame repeated). Rows are built in a small buffer and then either appended
+// to `out` (storage just allocated: plain stores into freshly zeroed pages are cheapest) or
+// streamed over its elements from `at` on (reused storage: no read for ownership). Either way
+// the large output is written once (no zero-fill pass).
 void patchify_window_row(const io::Image& img, const PreprocessConfig& config, int bh, int grid_w,
                          const float mean[3], const float std_dev[3], std::vector<float>* row,
-                         std::vector<float>* out) {
+                         bool overwrite, std::size_t at, std::vector<float>* out) {
     const int P = config.patch_size, T = config.temporal_patch_size, M = config.merge_size;
     const kernels::Isa isa = kernels::best_isa();
     const std::size_t stride = std::size_t(img.width) * 3;
@@ -219,7 +236,12 @@ void patchify_window_row(const io::Image& img, const PreprocessConfig& config, i
                                              .std_dev = std_dev,
                                              .dst = row->data()},
                                             isa);
-                out->insert(out->end(), row->begin(), row->end());
+                if (overwrite) {
+                    kernels::copy_f32_streaming(row->data(), out->data() + at, row->size(), isa);
+                    at += row->size();
+                } else {
+                    out->insert(out->end(), row->begin(), row->end());
+                }
             }
         }
     }
@@ -227,39 +249,62 @@ void patchify_window_row(const io::Image& img, const PreprocessConfig& config, i
 
 }  // namespace
 
-base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
-                                                 const PreprocessConfig& config) {
+base::Status preprocess_image_into(const io::Image& image, const PreprocessConfig& config,
+                                   PreprocessedImage* out) {
+    auto fail = [out](base::Status status) {
+        out->resized_height = out->resized_width = out->grid_h = out->grid_w = 0;
+        out->resized.width = out->resized.height = 0;
+        out->resized.rgb.clear();
+        out->pixel_values.clear();
+        return status;
+    };
     if (image.width <= 0 || image.height <= 0 ||
         image.rgb.size() != std::size_t(image.width) * image.height * 3) {
-        return base::error(ErrorCode::kInvalidArgument,
-                           "image of {}x{} with {} bytes is not a packed RGB image", image.width,
-                           image.height, image.rgb.size());
+        return fail(base::error(ErrorCode::kInvalidArgument,
+                                "image of {}x{} with {} bytes is not a packed RGB image",
+                                image.width, image.height, image.rgb.size()));
     }
     const int factor = config.patch_size * config.merge_size;
-    QVL_ASSIGN_OR_RETURN(const auto size, smart_resize(image.height, image.width, factor,
-                                                       config.min_pixels, config.max_pixels));
-    PreprocessedImage out;
-    out.resized_height = size.first;
-    out.resized_width = size.second;
-    out.grid_t = 1;
-    out.grid_h = size.first / config.patch_size;
-    out.grid_w = size.second / config.patch_size;
-    out.merge_size = config.merge_size;
+    const auto size =
+        smart_resize(image.height, image.width, factor, config.min_pixels, config.max_pixels);
+    if (!size.ok()) return fail(size.status());
+    const int out_height = size->first, out_width = size->second;
     const int P = config.patch_size, T = config.temporal_patch_size, M = config.merge_size;
+    const std::size_t row_len = std::size_t(3) * T * P * P;
+    const int grid_h = out_height / P, grid_w = out_width / P;
+    const std::size_t n_values = config.pixel_values ? std::size_t(grid_h) * grid_w * row_len : 0;
     float mean[3], std_dev[3];  // 0..255 units, as normalization_lut
     normalization_constants(config, mean, std_dev);
-    const std::size_t row_len = std::size_t(3) * T * P * P;
     std::vector<float> row(row_len);
-    if (config.pixel_values) {
-        base::reserve_huge(out.pixel_values, std::size_t(out.grid_h) * out.grid_w * row_len);
+    // Elements that already exist (a reused output) are overwritten in place; otherwise the
+    // storage is (re)reserved and filled by appending.
+    const bool overwrite = out->pixel_values.size() >= n_values;
+    if (overwrite) {
+        out->pixel_values.resize(n_values);
+    } else {
+        base::reserve_reusing(out->pixel_values, n_values);
     }
     // Each band of M*P resized rows is one row of merge windows: patchify it while it is hot.
     detail::resize_bicubic_aa_banded(
-        image, size.first, size.second, M * P, &out.resized, [&](int y0, int /*rows*/) {
-            if (!config.pixel_values) return;
-            patchify_window_row(out.resized, config, y0 / (M * P), out.grid_w, mean, std_dev, &row,
-                                &out.pixel_values);
+        image, out_height, out_width, M * P, &out->resized, [&](int y0, int /*rows*/) {
+            if (n_values == 0) return;
+            const int bh = y0 / (M * P);
+            patchify_window_row(out->resized, config, bh, grid_w, mean, std_dev, &row, overwrite,
+                                std::size_t(bh) * grid_w * M * row_len, &out->pixel_values);
         });
+    out->resized_height = out_height;
+    out->resized_width = out_width;
+    out->grid_t = 1;
+    out->grid_h = grid_h;
+    out->grid_w = grid_w;
+    out->merge_size = config.merge_size;
+    return {};
+}
+
+base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
+                                                 const PreprocessConfig& config) {
+    PreprocessedImage out;
+    QVL_TRY(preprocess_image_into(image, config, &out));
     return out;
 }
 

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "io/image.h"
+#include "model/config.h"
 
 namespace qvl::model {
 
@@ -35,6 +37,12 @@ struct PreprocessConfig {
 // do_rescale / do_normalize false or a rescale_factor other than 1/255 -> an error naming the
 // file and the key (kInvalidArgument, or kUnsupported for the do_* switches).
 base::Result<PreprocessConfig> load_preprocess_config(const std::filesystem::path& path);
+
+// Refuses (kInvalidArgument, naming `file` and both triples) a config whose patch_size /
+// temporal_patch_size / merge_size differ from the vision tower's (config.json vision_config):
+// its patches would not fit the patch embedding. Model::load calls it.
+base::Status check_preprocess_matches_vision(const PreprocessConfig& config,
+                                             const VisionConfig& vision, std::string_view file);
 
 // HF smart_resize: rounds each side to a multiple of `factor` (Python round, half to even, so
 // 1280x720 -> 1280x704), then rescales into [min_pixels, max_pixels] keeping the aspect ratio.
@@ -65,6 +73,15 @@ struct PreprocessedImage {
 // Errors: those of smart_resize (kInvalidArgument naming the image size).
 base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
                                                  const PreprocessConfig& config);
+
+// preprocess_image into *out, reusing the storage of out->resized and out->pixel_values when it
+// is large enough: a program that preprocesses many images (a server) keeps one
+// PreprocessedImage (and one io::Image for io::decode_image_into), and only an image larger
+// than any before it allocates and page-faults new memory; the results are bit-identical to
+// preprocess_image's. `image` must not be out->resized. On error *out is left empty (no pixels,
+// grid 0x0, storage kept).
+base::Status preprocess_image_into(const io::Image& image, const PreprocessConfig& config,
+                                   PreprocessedImage* out);
 
 // lut[c][x] = (float(x) - float(mean[c] * 255)) / float(std[c] * 255) in float32, as the HF fast
 // processor's fused rescale+normalise computes it (mean*255 and std*255 in double, then f32).

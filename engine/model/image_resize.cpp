@@ -92,23 +92,6 @@ AxisWeights bicubic_aa_weights(int in_size, int out_size) {
     return out;
 }
 
-}  // namespace detail
-
-namespace {
-
-io::Image allocate_image(int width, int height) {
-    io::Image img;
-    img.width = width;
-    img.height = height;
-    base::reserve_huge(img.rgb, std::size_t(width) * height * 3);
-    img.rgb.resize(std::size_t(width) * height * 3);
-    return img;
-}
-
-}  // namespace
-
-namespace detail {
-
 void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_width, int band_rows,
                               io::Image* out, const std::function<void(int, int)>& on_band) {
     QVL_CHECK(out_height > 0 && out_width > 0 && band_rows > 0,
@@ -116,17 +99,19 @@ void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_widt
     QVL_CHECK(src.width > 0 && src.height > 0 &&
                   src.rgb.size() == std::size_t(src.width) * src.height * 3,
               "resize_bicubic_aa: malformed source image");
+    QVL_CHECK(out != &src, "resize_bicubic_aa: output aliases the source");
     const kernels::Isa isa = kernels::best_isa();
     const bool horizontal = out_width != src.width;
     const bool vertical = out_height != src.height;
     AxisWeights wx, wy;
     if (horizontal) wx = bicubic_aa_weights(src.width, out_width);
     if (vertical) wy = bicubic_aa_weights(src.height, out_height);
+    const std::size_t row_bytes = std::size_t(out_width) * 3;
     auto horizontal_pass = [&](int y0, int rows, std::uint8_t* dst) {
         kernels::resize_horizontal_rgb_u8({.src = src.rgb.data() + std::size_t(y0) * src.width * 3,
                                            .src_stride = std::ptrdiff_t(src.width) * 3,
                                            .dst = dst,
-                                           .dst_stride = std::ptrdiff_t(out_width) * 3,
+                                           .dst_stride = std::ptrdiff_t(row_bytes),
                                            .rows = rows,
                                            .in_width = src.width,
                                            .out_width = out_width,
@@ -136,30 +121,58 @@ void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_widt
                                            .precision = wx.precision},
                                           isa);
     };
-    // Width first over the whole input when both axes change: the vertical pass reads it.
-    io::Image stage;
+    // When both axes change, the width pass runs band by band into `stage`, which holds input
+    // rows [stage_first, stage_end) (the rows one output band reads, a few dozen): no
+    // full-height intermediate image is allocated, and the vertical pass reads cached rows.
+    // Tap windows only move down (start[] is non-decreasing), so the rows two bands share are
+    // moved to the top of the buffer instead of being recomputed.
+    std::vector<std::uint8_t> stage;
+    std::vector<int> stage_start;
+    int stage_first = 0, stage_end = 0;
     if (horizontal && vertical) {
-        stage = allocate_image(out_width, src.height);
-        horizontal_pass(0, src.height, stage.rgb.data());
+        int max_rows = 0;
+        for (int y0 = 0; y0 < out_height; y0 += band_rows) {
+            const int last = std::min(band_rows, out_height - y0) - 1 + y0;
+            max_rows = std::max(max_rows, wy.start[last] + wy.taps - wy.start[y0]);
+        }
+        stage.resize(std::size_t(max_rows) * row_bytes);
+        stage_start.resize(std::size_t(std::min(band_rows, out_height)));
     }
-    const io::Image& vertical_src = horizontal ? stage : src;
-    *out = allocate_image(out_width, out_height);
-    const std::size_t row_bytes = std::size_t(out_width) * 3;
+    base::resize_reusing(out->rgb, std::size_t(out_height) * row_bytes);
+    out->width = out_width;
+    out->height = out_height;
     for (int y0 = 0; y0 < out_height; y0 += band_rows) {
         const int rows = std::min(band_rows, out_height - y0);
         std::uint8_t* dst = out->rgb.data() + std::size_t(y0) * row_bytes;
+        if (horizontal && vertical) {
+            const int first = wy.start[y0];
+            const int end = wy.start[y0 + rows - 1] + wy.taps;
+            const int kept = std::max(0, stage_end - first);
+            if (kept > 0) {
+                std::memmove(stage.data(),
+                             stage.data() + std::size_t(first - stage_first) * row_bytes,
+                             std::size_t(kept) * row_bytes);
+            }
+            horizontal_pass(first + kept, end - first - kept,
+                            stage.data() + std::size_t(kept) * row_bytes);
+            stage_first = first;
+            stage_end = end;
+            for (int i = 0; i < rows; ++i) stage_start[i] = wy.start[y0 + i] - first;
+        }
         if (vertical) {
-            kernels::resize_vertical_u8({.src = vertical_src.rgb.data(),
-                                         .src_stride = std::ptrdiff_t(row_bytes),
-                                         .dst = dst,
-                                         .dst_stride = std::ptrdiff_t(row_bytes),
-                                         .row_bytes = row_bytes,
-                                         .out_rows = rows,
-                                         .start = wy.start.data() + y0,
-                                         .weights = wy.w.data() + std::size_t(y0) * wy.taps,
-                                         .taps = wy.taps,
-                                         .precision = wy.precision},
-                                        isa);
+            const bool staged = horizontal;
+            kernels::resize_vertical_u8(
+                {.src = staged ? stage.data() : src.rgb.data(),
+                 .src_stride = std::ptrdiff_t(row_bytes),
+                 .dst = dst,
+                 .dst_stride = std::ptrdiff_t(row_bytes),
+                 .row_bytes = row_bytes,
+                 .out_rows = rows,
+                 .start = staged ? stage_start.data() : wy.start.data() + y0,
+                 .weights = wy.w.data() + std::size_t(y0) * wy.taps,
+                 .taps = wy.taps,
+                 .precision = wy.precision},
+                isa);
         } else if (horizontal) {
             horizontal_pass(y0, rows, dst);
         } else {

@@ -28,9 +28,10 @@ struct AxisWeights {
 // Mirrors PyTorch _compute_index_ranges_int16_weights (bicubic, antialias, align_corners off).
 AxisWeights bicubic_aa_weights(int in_size, int out_size);
 
-// resize_bicubic_aa (image_preprocess.h) into *out, produced in bands of band_rows output rows;
-// on_band(first_row, rows) runs after each band is written, so a consumer can read the rows
-// while they are still in cache. One band of out_height rows is the plain resize.
+// resize_bicubic_aa (image_preprocess.h) into *out (its storage reused when large enough; out
+// must not be &src), produced in bands of band_rows output rows; on_band(first_row, rows) runs
+// after each band is written, so a consumer can read the rows while they are still in cache.
+// One band of out_height rows is the plain resize.
 void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_width, int band_rows,
                               io::Image* out, const std::function<void(int, int)>& on_band);
 

@@ -3,6 +3,7 @@
 // and truncation/bit-flip sweeps that must never crash (run under ASan/UBSan in CI).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -185,6 +186,47 @@ TEST(DecodeImage, TinyAndThinImagesDecode) {
     ASSERT_TRUE(thin.ok()) << thin.status().message();
     EXPECT_EQ(thin->width, 1);
     EXPECT_EQ(thin->height, 1000);
+}
+
+// One Image reused for every format, sizes growing and shrinking (37x23, 1x1, 1x1000), in both
+// orders, with failures in between: each decode_image_into gives exactly the pixels of a fresh
+// decode, and a failure leaves the image empty.
+TEST(DecodeImageInto, ReusedImageMatchesFreshDecodes) {
+    std::vector<std::string> files = {"tiny1x1.png",     "rgb8.png",         "thin1x1000.png",
+                                      "cmyk.jpg",        "gray16.png",       "baseline420.jpg",
+                                      "tiny1x1.png",     "progressive.jpg",  "gray4_interlaced.png",
+                                      "baseline444.jpg", "palette8_trns.png"};
+    for (bool reverse : {false, true}) {
+        if (reverse) std::reverse(files.begin(), files.end());
+        Image reused;
+        for (const std::string& file : files) {
+            SCOPED_TRACE(file);
+            const auto bytes = read_bytes(kImages / file);
+            auto fresh = decode_image(bytes, ImageLimits{}, file);
+            ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+            ASSERT_TRUE(decode_image_into(bytes, ImageLimits{}, file, &reused).ok());
+            EXPECT_EQ(reused.width, fresh->width);
+            EXPECT_EQ(reused.height, fresh->height);
+            EXPECT_EQ(reused.rgb, fresh->rgb);
+
+            // A failure (truncated data) after a success leaves the image empty, and a success
+            // after it is complete again.
+            const std::vector<std::byte> cut(bytes.begin(), bytes.begin() + bytes.size() / 2);
+            const base::Status failed = decode_image_into(cut, ImageLimits{}, "cut", &reused);
+            ASSERT_FALSE(failed.ok());
+            EXPECT_EQ(failed.code(), ErrorCode::kCorruptFile) << failed.message();
+            EXPECT_EQ(reused.width, 0);
+            EXPECT_EQ(reused.height, 0);
+            EXPECT_TRUE(reused.rgb.empty());
+            ASSERT_TRUE(load_image_into(kImages / file, ImageLimits{}, &reused).ok());
+            EXPECT_EQ(reused.rgb, fresh->rgb);
+        }
+    }
+    Image missing{5, 5, std::vector<std::uint8_t>(75, 1)};
+    const base::Status status = load_image_into(kImages / "no_such_image.png", {}, &missing);
+    EXPECT_EQ(status.code(), ErrorCode::kNotFound);
+    EXPECT_EQ(missing.width, 0);
+    EXPECT_TRUE(missing.rgb.empty());
 }
 
 // Complete pixel data without the trailing IEND chunk is accepted, as PIL accepts it (a JPEG

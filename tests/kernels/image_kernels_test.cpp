@@ -150,6 +150,25 @@ TEST_P(ImageKernels, PatchNormalizeMatchesReferenceBitForBit) {
     }
 }
 
+TEST_P(ImageKernels, StreamingCopyIsExact) {
+    // Every offset of dst against a 32-byte boundary (the streaming part starts there), sizes
+    // around the 8-float vector; guards on both sides must stay untouched.
+    for (std::size_t n : {0, 1, 3, 7, 8, 9, 16, 17, 31, 100, 1000, 1536}) {
+        for (std::size_t offset = 0; offset < 8; ++offset) {
+            std::vector<float> src(n + 1);
+            std::uint32_t seed = std::uint32_t(n * 8 + offset);
+            for (float& v : src) v = std::bit_cast<float>(next(&seed) * 251u);
+            std::vector<float> dst(n + 16, -7.0f);
+            copy_f32_streaming(src.data() + 1, dst.data() + offset, n, GetParam());
+            for (std::size_t i = 0; i < dst.size(); ++i) {
+                const float want = i >= offset && i < offset + n ? src[1 + i - offset] : -7.0f;
+                ASSERT_EQ(std::bit_cast<std::uint32_t>(dst[i]), std::bit_cast<std::uint32_t>(want))
+                    << "n " << n << " offset " << offset << " element " << i;
+            }
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, ImageKernels, ::testing::ValuesIn(all_isas()),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 

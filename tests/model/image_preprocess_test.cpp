@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -349,6 +350,82 @@ TEST(PreprocessImage, MergeSizeOneAndTemporalThree) {
     // Patch 1, channel 2, frame copy 2, y 3, x 1 <- pixel (x 5, y 3).
     EXPECT_EQ(pre->pixel_values[row + ((2 * 3 + 2) * 4 + 3) * 4 + 1],
               lut[2][img.rgb[(3 * 8 + 5) * 3 + 2]]);
+}
+
+// One PreprocessedImage reused across images of different sizes, in both orders (so each size
+// follows both a larger and a smaller one: reused storage is overwritten in place or grown),
+// with pixel_values off for one call and a refused image in between: every result is
+// bit-identical to a fresh preprocess_image, and a failure leaves the output empty.
+TEST(PreprocessImageInto, ReusedOutputMatchesFreshCalls) {
+    struct Step {
+        int width, height;
+        std::int64_t min_pixels;
+        bool pixel_values;
+    };
+    std::vector<Step> steps = {
+        {300, 200, 65536, true},  // both axes change (upscale)
+        {96, 64, 1, true},        // unchanged size: a plain copy
+        {640, 97, 1, true},       // height only
+        {1000, 251, 1, true},     // both axes change (downscale), larger than all before
+        {1000, 251, 1, false},    // the same without pixel_values
+        {90, 70, 65536, true},    // small, upscaled
+        {1, 300, 1, true},        // aspect ratio 300: refused
+        {200, 512, 1, true},      // width only
+    };
+    for (bool reverse : {false, true}) {
+        if (reverse) std::reverse(steps.begin(), steps.end());
+        PreprocessedImage reused;
+        for (const Step& step : steps) {
+            SCOPED_TRACE(
+                fmt::format("{}x{} pixel_values {}", step.width, step.height, step.pixel_values));
+            const io::Image img = synthetic_image(step.width, step.height, step.width);
+            PreprocessConfig config;
+            config.min_pixels = step.min_pixels;
+            config.pixel_values = step.pixel_values;
+            auto fresh = preprocess_image(img, config);
+            const base::Status status = preprocess_image_into(img, config, &reused);
+            ASSERT_EQ(status.ok(), fresh.ok()) << status.message();
+            if (!fresh.ok()) {
+                EXPECT_EQ(status.message(), fresh.status().message());
+                EXPECT_EQ(reused.grid_h, 0);
+                EXPECT_TRUE(reused.resized.rgb.empty());
+                EXPECT_TRUE(reused.pixel_values.empty());
+                continue;
+            }
+            EXPECT_EQ(reused.resized_width, fresh->resized_width);
+            EXPECT_EQ(reused.resized_height, fresh->resized_height);
+            EXPECT_EQ(reused.grid_h, fresh->grid_h);
+            EXPECT_EQ(reused.grid_w, fresh->grid_w);
+            EXPECT_EQ(reused.resized.width, fresh->resized.width);
+            EXPECT_EQ(reused.resized.height, fresh->resized.height);
+            EXPECT_EQ(reused.resized.rgb, fresh->resized.rgb);
+            ASSERT_EQ(reused.pixel_values.size(), fresh->pixel_values.size());
+            EXPECT_EQ(crc32_hex(reused.pixel_values.data(), reused.pixel_values.size() * 4),
+                      crc32_hex(fresh->pixel_values.data(), fresh->pixel_values.size() * 4));
+        }
+    }
+}
+
+TEST(PreprocessConfig, MustMatchTheVisionTower) {
+    VisionConfig vision;
+    vision.patch_size = 16;
+    vision.temporal_patch_size = 2;
+    vision.spatial_merge_size = 2;
+    EXPECT_TRUE(check_preprocess_matches_vision(PreprocessConfig{}, vision, "pp.json").ok());
+    for (int field = 0; field < 3; ++field) {
+        PreprocessConfig config;
+        (field == 0   ? config.patch_size
+         : field == 1 ? config.temporal_patch_size
+                      : config.merge_size) = 1;
+        const base::Status status = check_preprocess_matches_vision(config, vision, "pp.json");
+        ASSERT_FALSE(status.ok()) << field;
+        EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(status.message().find("pp.json: patch_size"), std::string::npos)
+            << status.message();
+        EXPECT_NE(status.message().find("differ from the model's vision_config (16 / 2 / 2)"),
+                  std::string::npos)
+            << status.message();
+    }
 }
 
 class ConfigFile : public ::testing::Test {

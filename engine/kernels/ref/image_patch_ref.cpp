@@ -21,4 +21,8 @@ void patch_normalize_u8(const PatchNormalizeArgs& a) {
     }
 }
 
+void copy_f32_streaming(const float* src, float* dst, std::size_t n) {
+    if (n != 0) std::memcpy(dst, src, n * sizeof(float));
+}
+
 }  // namespace qvl::kernels::ref
