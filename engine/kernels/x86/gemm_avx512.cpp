@@ -25,7 +25,7 @@ using x86::lanes16;
 
 struct KernelF32 {
     using Packed = float;
-    static constexpr int kMR = 14, kNR = 32, kKC = 192, kMC = 112, kNC = 512;
+    static constexpr int kMR = 14, kNR = 32, kKC = 192, kMC = 112, kNC = 256;
 
     static int packed_k(int kc) { return kc; }
 
@@ -114,26 +114,30 @@ struct KernelF32 {
         }
     }
 
+    // R rows of the tile (R < kMR for the last row panel of a block: no work on padding rows).
+    template <int R>
     static void ukernel(int ks, const float* a, const float* b, float* c, std::ptrdiff_t ldc,
                         bool accumulate) {
-        __m512 c0[kMR], c1[kMR];
+        __m512 c0[R], c1[R];
 #pragma GCC unroll 14
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < R; ++r) {
             c0[r] = accumulate ? _mm512_load_ps(c + r * ldc) : _mm512_setzero_ps();
             c1[r] = accumulate ? _mm512_load_ps(c + r * ldc + 16) : _mm512_setzero_ps();
         }
         for (int kk = 0; kk < ks; ++kk) {
             const __m512 b0 = _mm512_load_ps(b + kk * kNR);
             const __m512 b1 = _mm512_load_ps(b + kk * kNR + 16);
+            _mm_prefetch(reinterpret_cast<const char*>(b + (kk + 8) * kNR), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(b + (kk + 8) * kNR + 16), _MM_HINT_T0);
 #pragma GCC unroll 14
-            for (int r = 0; r < kMR; ++r) {
+            for (int r = 0; r < R; ++r) {
                 const __m512 av = _mm512_set1_ps(a[kk * kMR + r]);
                 c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
                 c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
             }
         }
 #pragma GCC unroll 14
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < R; ++r) {
             _mm512_store_ps(c + r * ldc, c0[r]);
             _mm512_store_ps(c + r * ldc + 16, c1[r]);
         }

@@ -122,26 +122,30 @@ struct KernelBf16 {
         }
     }
 
+    // R rows of the tile (R < kMR for the last row panel of a block: no work on padding rows).
+    template <int R>
     static void ukernel(int ks, const Packed* a, const Packed* b, float* c, std::ptrdiff_t ldc,
                         bool accumulate) {
-        __m512 c0[kMR], c1[kMR];
+        __m512 c0[R], c1[R];
 #pragma GCC unroll 14
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < R; ++r) {
             c0[r] = accumulate ? _mm512_load_ps(c + r * ldc) : _mm512_setzero_ps();
             c1[r] = accumulate ? _mm512_load_ps(c + r * ldc + 16) : _mm512_setzero_ps();
         }
         for (int kk = 0; kk < ks; ++kk) {
             const __m512bh b0 = __m512bh(_mm512_load_si512(b + kk * kNR));
             const __m512bh b1 = __m512bh(_mm512_load_si512(b + kk * kNR + 16));
+            _mm_prefetch(reinterpret_cast<const char*>(b + (kk + 8) * kNR), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(b + (kk + 8) * kNR + 16), _MM_HINT_T0);
 #pragma GCC unroll 14
-            for (int r = 0; r < kMR; ++r) {
+            for (int r = 0; r < R; ++r) {
                 const __m512bh av = __m512bh(_mm512_set1_epi32(int(a[kk * kMR + r])));
                 c0[r] = _mm512_dpbf16_ps(c0[r], av, b0);
                 c1[r] = _mm512_dpbf16_ps(c1[r], av, b1);
             }
         }
 #pragma GCC unroll 14
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < R; ++r) {
             _mm512_store_ps(c + r * ldc, c0[r]);
             _mm512_store_ps(c + r * ldc + 16, c1[r]);
         }
