@@ -230,12 +230,12 @@ TEST_P(GemmTest, LargeOddShapes) {
 }
 
 // Every boundary of the packed path's blocking: row passes (over 1008 rows), kMC row blocks and
-// every remainder of the 14- and 6-row register panels, kNC (512) column blocks and 32/16-column
-// panels, kKC k blocks (384 bf16 pairs, 192 or 256 f32) with odd tails.
+// every remainder of the 14- and 6-row register panels, kNC (128 or 512) column blocks and
+// 32/16-column panels, kKC k blocks (2048 for bf16 pairs, 1024 or 256 f32) with odd tails.
 TEST_P(GemmTest, BlockingBoundaries) {
     std::mt19937 rng(4242);
     for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
-        run_case({1030, 40, 401, WeightType::kBF16, prec, GemmActivation::kNone, true, true},
+        run_case({1030, 20, 2101, WeightType::kBF16, prec, GemmActivation::kNone, true, true},
                  GetParam(), rng);
         run_case({150, 530, 401, WeightType::kF32, prec, GemmActivation::kGeluTanh, true, false},
                  GetParam(), rng);

@@ -25,7 +25,7 @@ using x86::lanes16;
 
 struct KernelF32 {
     using Packed = float;
-    static constexpr int kMR = 14, kNR = 32, kKC = 192, kMC = 112, kNC = 256;
+    static constexpr int kMR = 14, kNR = 32, kKC = 1024, kMC = 112, kNC = 128;
 
     static int packed_k(int kc) { return kc; }
 
@@ -33,14 +33,19 @@ struct KernelF32 {
         for (int q = 0; q * kMR < rows; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
-            // Row sources: A itself, or rows gathered by load_a into a stack buffer.
-            alignas(64) float gathered[kMR][kKC];
+            // Row sources: A itself, or rows gathered by load_a into scratch (kKC floats a row;
+            // the gather slot is free on the packed path).
+            float* gathered =
+                p.load_a != nullptr
+                    ? static_cast<float*>(detail::gemm_scratch(
+                          detail::kScratchGather, sizeof(float) * std::size_t(kMR) * kKC))
+                    : nullptr;
             const float* src_rows[kMR];
             for (int i = 0; i < nr; ++i) {
                 const int row = i0 + q * kMR + i;
                 if (p.load_a != nullptr) {
-                    p.load_a(p.a_ctx, row, p0, kc, gathered[i]);
-                    src_rows[i] = gathered[i];
+                    p.load_a(p.a_ctx, row, p0, kc, gathered + std::ptrdiff_t(i) * kKC);
+                    src_rows[i] = gathered + std::ptrdiff_t(i) * kKC;
                 } else {
                     src_rows[i] = p.a + std::ptrdiff_t(row) * p.lda + p0;
                 }

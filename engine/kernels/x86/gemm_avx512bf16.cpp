@@ -34,7 +34,7 @@ inline __m512 load_f32_as_pairs(const float* src, int n) {
 
 struct KernelBf16 {
     using Packed = std::uint32_t;
-    static constexpr int kMR = 14, kNR = 32, kKC = 384, kMC = 112, kNC = 512;
+    static constexpr int kMR = 14, kNR = 32, kKC = 2048, kMC = 112, kNC = 128;
 
     static int packed_k(int kc) { return (kc + 1) / 2; }
 
@@ -43,14 +43,19 @@ struct KernelBf16 {
         for (int q = 0; q * kMR < rows; ++q) {
             Packed* panel = out + std::ptrdiff_t(q) * ks * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
-            // Row sources: A itself, or rows gathered by load_a into a stack buffer.
-            alignas(64) float gathered[kMR][kKC];
+            // Row sources: A itself, or rows gathered by load_a into scratch (kKC floats a row;
+            // the gather slot is free on the packed path).
+            float* gathered =
+                p.load_a != nullptr
+                    ? static_cast<float*>(detail::gemm_scratch(
+                          detail::kScratchGather, sizeof(float) * std::size_t(kMR) * kKC))
+                    : nullptr;
             const float* src_rows[kMR];
             for (int i = 0; i < nr; ++i) {
                 const int row = i0 + q * kMR + i;
                 if (p.load_a != nullptr) {
-                    p.load_a(p.a_ctx, row, p0, kc, gathered[i]);
-                    src_rows[i] = gathered[i];
+                    p.load_a(p.a_ctx, row, p0, kc, gathered + std::ptrdiff_t(i) * kKC);
+                    src_rows[i] = gathered + std::ptrdiff_t(i) * kKC;
                 } else {
                     src_rows[i] = p.a + std::ptrdiff_t(row) * p.lda + p0;
                 }
@@ -88,8 +93,15 @@ struct KernelBf16 {
                 const int c0 = q * kNR + h * 16;
                 const int nrows = std::clamp(cols - c0, 0, 16);
                 const Elem* base = static_cast<const Elem*>(w) + std::ptrdiff_t(j0 + c0) * ldw + p0;
+                // The next 16 rows, one cache line per row per step: they arrive from DRAM
+                // while these 16 are transposed.
+                const int next_rows = std::clamp(cols - c0 - 16, 0, 16);
                 for (int kb = 0; kb < kc; kb += 32) {
                     const int nk = std::min(32, kc - kb);
+                    for (int i = 0; i < next_rows; ++i) {
+                        _mm_prefetch(reinterpret_cast<const char*>(base + (16 + i) * ldw + kb),
+                                     _MM_HINT_T0);
+                    }
                     __m512 r[16];
 #pragma GCC unroll 16
                     for (int i = 0; i < 16; ++i) {
