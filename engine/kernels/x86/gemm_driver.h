@@ -20,7 +20,7 @@
 // Loops: rows in passes (A of the pass packed for all of k once), columns in kNC blocks, k in kKC
 // blocks (the block's B panel packed once, in L2), then kMC-row blocks of A (L2) x kNR-column
 // micro-panels of B (L1) x kMR-row panels: one register tile each, accumulated in a slab of
-// rows x kNC floats; the epilogue runs on each tile right after its last k block.
+// rows x kNC floats; the epilogue runs on the slab after the last k block.
 //
 // Every output element is a single chain of f32 FMAs over k in increasing order (stored and
 // reloaded between k blocks, which is exact), so the result does not depend on the tile
@@ -98,7 +98,6 @@ void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
                 const int kc = std::min(kKC, p.k - pc);
                 const int ks = K::packed_k(kc);
                 const bool accumulate = pc > 0;
-                const bool last = pc + kKC >= p.k;
                 K::pack_b(p, p.w, jc, ncols, pc, kc, pb);
                 if (gated) K::pack_b(p, p.w2, jc, ncols, pc, kc, pb2);
                 const Packed* a_blk = pa + rows_pad * K::packed_k(pc);
@@ -112,7 +111,7 @@ void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
                             const std::ptrdiff_t at = std::ptrdiff_t(ic - r0 + ir) * ld + jr;
                             const Packed* a = a_blk + std::ptrdiff_t(ic - r0 + ir) * ks;
                             if (accumulate) {
-                                // The next tile's accumulators (the slab is in L3): ask now,
+                                // The next tile's accumulators (the slab is in L2 or L3): ask now,
                                 // they arrive while this tile computes.
                                 std::ptrdiff_t nat = -1;
                                 if (ir + kMR < mrows_pad) {
@@ -130,17 +129,12 @@ void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
                             const int rows = std::min(kMR, mrows - ir);
                             ukernel_rows<K>(rows, ks, a, b, acc + at, ld, accumulate);
                             if (gated) ukernel_rows<K>(rows, ks, a, b2, acc2 + at, ld, accumulate);
-                            if (last) {
-                                // The tile is final and still in L1: finish it now rather than
-                                // re-reading the slab from L3 afterwards.
-                                const int i0 = ic + ir, j0 = jc + jr;
-                                K::epilogue(p, acc + at, gated ? acc2 + at : nullptr, ld, i0,
-                                            i0 + rows, j0, std::min(jc + ncols, j0 + kNR));
-                            }
                         }
                     }
                 }
             }
+            // The slab (rows x kNC floats, in L2) row by row: contiguous output rows.
+            K::epilogue(p, acc, acc2, ld, r0, r1, jc, jc + ncols);
         }
     }
 }
