@@ -93,15 +93,8 @@ struct KernelBf16 {
                 const int c0 = q * kNR + h * 16;
                 const int nrows = std::clamp(cols - c0, 0, 16);
                 const Elem* base = static_cast<const Elem*>(w) + std::ptrdiff_t(j0 + c0) * ldw + p0;
-                // The next 16 rows, one cache line per row per step: they arrive from DRAM
-                // while these 16 are transposed.
-                const int next_rows = std::clamp(cols - c0 - 16, 0, 16);
                 for (int kb = 0; kb < kc; kb += 32) {
                     const int nk = std::min(32, kc - kb);
-                    for (int i = 0; i < next_rows; ++i) {
-                        _mm_prefetch(reinterpret_cast<const char*>(base + (16 + i) * ldw + kb),
-                                     _MM_HINT_T0);
-                    }
                     __m512 r[16];
 #pragma GCC unroll 16
                     for (int i = 0; i < 16; ++i) {
