@@ -235,9 +235,13 @@ TEST_P(GemmTest, LargeOddShapes) {
 TEST_P(GemmTest, BlockingBoundaries) {
     std::mt19937 rng(4242);
     for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
-        run_case({1030, 20, 2101, WeightType::kBF16, prec, GemmActivation::kNone, true, true},
+        // Two row passes, each over several k blocks (the packed A of a pass is addressed per
+        // k block); several k blocks on a plain block; several column blocks with a tail.
+        run_case({1030, 3, 2101, WeightType::kBF16, prec, GemmActivation::kNone, true, true},
                  GetParam(), rng);
-        run_case({150, 530, 401, WeightType::kF32, prec, GemmActivation::kGeluTanh, true, false},
+        run_case({40, 20, 2101, WeightType::kF32, prec, GemmActivation::kSilu, false, true},
+                 GetParam(), rng);
+        run_case({60, 300, 130, WeightType::kF32, prec, GemmActivation::kGeluTanh, true, false},
                  GetParam(), rng);
         for (int m = 33; m <= 46; ++m) {
             run_case({m, 40, 50, WeightType::kBF16, prec, GemmActivation::kNone, false, true},
