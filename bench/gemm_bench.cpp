@@ -3,6 +3,7 @@
 // m <= 8 (GBps of weight bytes and pct_peak of the measured DRAM read bandwidth; the weights
 // rotate over copies larger than the L3, so they come from DRAM as in decode).
 // gemm_cold/... rotates the weights the same way for m > 8 (weights from DRAM, as in the model).
+// Every row applies its layer's epilogue as the model does (bias, activation, in-place residual).
 // avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32.
 #include <benchmark/benchmark.h>
 
@@ -124,6 +125,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
             const int nt = kernels::gemm_gated_num_tasks(g, threads);
             pool.parallel_for(nt, [&](int t) { kernels::gemm_gated_run_task(g, t, nt, isa); });
         } else {
+            // The model's epilogue for this layer: bias, activation, residual added in place.
             const kernels::GemmArgs g{.m = m,
                                       .n = s->n,
                                       .k = s->k,
@@ -131,6 +133,12 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
                                       .lda = s->k,
                                       .w = w,
                                       .ldw = s->k,
+                                      .bias = s->bias ? f.bias.data() : nullptr,
+                                      .act = s->act == 1   ? kernels::GemmActivation::kGeluTanh
+                                             : s->act == 2 ? kernels::GemmActivation::kGeluErf
+                                                           : kernels::GemmActivation::kNone,
+                                      .residual = s->residual ? f.c.data() : nullptr,
+                                      .ldr = s->n,
                                       .c = f.c.data(),
                                       .ldc = s->n,
                                       .precision = prec};
