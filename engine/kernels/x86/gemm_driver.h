@@ -18,9 +18,11 @@
 //                        int m0, int m1, int n0, int n1);
 //
 // Loops: rows in passes (A of the pass packed for all of k once), columns in kNC blocks, k in kKC
-// blocks (the block's B panel packed once, in L2), then kMC-row blocks of A (L2) x kNR-column
-// micro-panels of B (L1) x kMR-row panels: one register tile each, accumulated in a slab of
-// rows x kNC floats; the epilogue runs on the slab after the last k block.
+// blocks (the block's B panel packed once, kept in L2), then kMC-row blocks of A x kNR-column
+// micro-panels of B x kMR-row panels: one register tile each, accumulated in a slab of
+// rows x kNC floats (L2); the epilogue runs on the slab after the last k block. The micro-kernel
+// streams its A and B panels from L2 (sequential, so prefetched); with kKC covering all of k for
+// most shapes the slab is written once and never reloaded.
 //
 // Every output element is a single chain of f32 FMAs over k in increasing order (stored and
 // reloaded between k blocks, which is exact), so the result does not depend on the tile
@@ -74,7 +76,7 @@ void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
         std::clamp(int(kAPassBytes / (sizeof(Packed) * k_packed)) / kMC * kMC, kMC, kMaxPassRows);
     auto* pa = static_cast<Packed*>(gemm_scratch(
         kScratchA, sizeof(Packed) * k_packed * std::size_t(std::min(pass_rows, m1 - m0) + kMR)));
-    // B for all of k and one column block (kNC columns), packed once per (pass, column block).
+    // B of one k block and one column block (kNC columns).
     const std::size_t b_elems = std::size_t(K::packed_k(std::min(kKC, p.k))) * kNC;
     auto* pb = static_cast<Packed*>(gemm_scratch(kScratchB, sizeof(Packed) * b_elems));
     Packed* pb2 =
