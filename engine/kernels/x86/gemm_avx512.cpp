@@ -134,8 +134,6 @@ struct KernelF32 {
         for (int kk = 0; kk < ks; ++kk) {
             const __m512 b0 = _mm512_load_ps(b + kk * kNR);
             const __m512 b1 = _mm512_load_ps(b + kk * kNR + 16);
-            _mm_prefetch(reinterpret_cast<const char*>(b + (kk + 8) * kNR), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(b + (kk + 8) * kNR + 16), _MM_HINT_T0);
 #pragma GCC unroll 14
             for (int r = 0; r < R; ++r) {
                 const __m512 av = _mm512_set1_ps(a[kk * kMR + r]);

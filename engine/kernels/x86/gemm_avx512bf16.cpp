@@ -143,8 +143,6 @@ struct KernelBf16 {
         for (int kk = 0; kk < ks; ++kk) {
             const __m512bh b0 = __m512bh(_mm512_load_si512(b + kk * kNR));
             const __m512bh b1 = __m512bh(_mm512_load_si512(b + kk * kNR + 16));
-            _mm_prefetch(reinterpret_cast<const char*>(b + (kk + 8) * kNR), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(b + (kk + 8) * kNR + 16), _MM_HINT_T0);
 #pragma GCC unroll 14
             for (int r = 0; r < R; ++r) {
                 const __m512bh av = __m512bh(_mm512_set1_epi32(int(a[kk * kMR + r])));
