@@ -2,6 +2,8 @@
 // pct_peak of the FP32 or BF16 peak this process measured) and gemv/<shape>/M=<m>/... for
 // m <= 8 (GBps of weight bytes and pct_peak of the measured DRAM read bandwidth; the weights
 // rotate over copies larger than the L3, so they come from DRAM as in decode).
+// gemm_cold/... rotates the weights the same way for m > 8 (weights from DRAM, as in the model).
+// Every row applies its layer's epilogue as the model does (bias, activation, in-place residual).
 // avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32.
 #include <benchmark/benchmark.h>
 
@@ -54,7 +56,9 @@ struct Fixture {
     std::vector<float> a, c, bias;
     std::vector<base::AlignedBuffer> weights;  // copies of [n, k] bf16 (x2 when gated)
 
-    Fixture(const LinearShape& s, int m_rows) : shape(&s), m(m_rows) {
+    bool cold = false;
+
+    Fixture(const LinearShape& s, int m_rows, bool cold_w) : shape(&s), m(m_rows), cold(cold_w) {
         a.resize(std::size_t(m) * s.k);
         fill_random(a.data(), a.size(), 17, 1.0f);
         c.resize(std::size_t(m) * s.n);
@@ -63,7 +67,7 @@ struct Fixture {
         fill_random(bias.data(), bias.size(), 31, 0.1f);
         const std::size_t bytes = std::size_t(s.n) * s.k * 2 * (s.gated ? 2 : 1);
         std::size_t copies = 1;
-        if (m <= 8 && bytes < kColdBytes) copies = (kColdBytes + bytes - 1) / bytes;
+        if ((m <= 8 || cold) && bytes < kColdBytes) copies = (kColdBytes + bytes - 1) / bytes;
         std::vector<float> row(s.k);
         for (std::size_t c_i = 0; c_i < copies; ++c_i) {
             weights.push_back(base::AlignedBuffer::allocate(bytes, "bench weights").value());
@@ -77,16 +81,19 @@ struct Fixture {
     std::size_t weight_bytes() const { return weights[0].size(); }
 };
 
-Fixture& fixture_for(const LinearShape& s, int m) {
+Fixture& fixture_for(const LinearShape& s, int m, bool cold) {
     static std::unique_ptr<Fixture> current;
-    if (!current || current->shape != &s || current->m != m) {
+    if (!current || current->shape != &s || current->m != m || current->cold != cold) {
         current.reset();
-        current = std::make_unique<Fixture>(s, m);
+        current = std::make_unique<Fixture>(s, m, cold);
     }
     return *current;
 }
 
-void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, int threads) {
+// cold: the weights rotate over copies larger than the L3 for every m (as in the model, where
+// each weight matrix is read once per call, from DRAM), not only for the GEMV rows.
+void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, int threads,
+                bool cold) {
     if (!kernels::isa_supported(isa)) {
         state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
         return;
@@ -96,7 +103,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
     const double peak = gemv                           ? dram_read_gbps(threads)
                         : prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads)
                                                        : peak_gflops_f32(threads);
-    Fixture& f = fixture_for(*s, m);
+    Fixture& f = fixture_for(*s, m, cold);
     base::ThreadPool& pool = pool_for(threads);
     const std::size_t half = std::size_t(s->n) * s->k * 2;
     std::size_t iter = 0;
@@ -118,6 +125,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
             const int nt = kernels::gemm_gated_num_tasks(g, threads);
             pool.parallel_for(nt, [&](int t) { kernels::gemm_gated_run_task(g, t, nt, isa); });
         } else {
+            // The model's epilogue for this layer: bias, activation, residual added in place.
             const kernels::GemmArgs g{.m = m,
                                       .n = s->n,
                                       .k = s->k,
@@ -125,6 +133,12 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
                                       .lda = s->k,
                                       .w = w,
                                       .ldw = s->k,
+                                      .bias = s->bias ? f.bias.data() : nullptr,
+                                      .act = s->act == 1   ? kernels::GemmActivation::kGeluTanh
+                                             : s->act == 2 ? kernels::GemmActivation::kGeluErf
+                                                           : kernels::GemmActivation::kNone,
+                                      .residual = s->residual ? f.c.data() : nullptr,
+                                      .ldr = s->n,
                                       .c = f.c.data(),
                                       .ldc = s->n,
                                       .precision = prec};
@@ -194,11 +208,13 @@ void run_patch_embed(benchmark::State& state, int height, int width, Isa isa, in
     state.counters["pct_peak"] = peak > 0 ? 100.0 * gflops / peak : 0.0;
 }
 
-void register_one(const LinearShape& s, int m, Isa isa, int threads) {
-    const std::string name = std::string(m <= 8 ? "gemv/" : "gemm/") + s.name +
-                             "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa) +
+void register_one(const LinearShape& s, int m, Isa isa, int threads, bool cold = false) {
+    const std::string name = std::string(m <= 8 ? "gemv/"
+                                         : cold ? "gemm_cold/"
+                                                : "gemm/") +
+                             s.name + "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa) +
                              "/threads=" + std::to_string(threads);
-    benchmark::RegisterBenchmark(name.c_str(), run_linear, &s, m, isa, threads)
+    benchmark::RegisterBenchmark(name.c_str(), run_linear, &s, m, isa, threads, cold)
         ->UseRealTime()
         ->MinTime(0.1)
         ->Unit(benchmark::kMillisecond);
@@ -223,6 +239,12 @@ int register_all() {
             if ((name == "text_gate_up" && m == 212) || (name == "vision_fc1" && m == 784) ||
                 (name == "text_q" && m == 1)) {
                 for (int threads : {1, 2}) register_one(s, m, Isa::kAvx2, threads);
+            }
+            // Weights from DRAM, as in the model, on the GEMM shapes that dominate it.
+            if ((name == "text_gate_up" || name == "text_down" || name == "vision_qkv" ||
+                 name == "vision_fc2") &&
+                m > 8 && m < 1000) {
+                for (int threads : {1, 2}) register_one(s, m, Isa::kAvx512Bf16, threads, true);
             }
         }
     }

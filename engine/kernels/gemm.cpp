@@ -3,12 +3,14 @@
 // tier in kernels/gemm_scalar.cpp).
 #include "kernels/gemm.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
-#include "base/aligned_buffer.h"
 #include "base/check.h"
 #include "kernels/gemm_internal.h"
 
@@ -238,15 +240,28 @@ void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, st
 }
 
 void* gemm_scratch(ScratchSlot slot, std::size_t bytes) {
-    thread_local std::array<base::AlignedBuffer, kScratchSlots> buffers;
-    base::AlignedBuffer& b = buffers[slot];
-    if (b.size() < bytes) {
+    // Large packed panels are swept many times: back them with transparent huge pages (2 MiB
+    // aligned, madvise) so the sweeps do not miss the TLB every 4 KiB.
+    struct Buffer {
+        void* data = nullptr;
+        std::size_t size = 0;
+        ~Buffer() { std::free(data); }
+    };
+    thread_local std::array<Buffer, kScratchSlots> buffers;
+    Buffer& b = buffers[slot];
+    if (b.size < bytes) {
         // Grow with headroom so that a sequence of slightly growing shapes settles quickly.
-        auto grown = base::AlignedBuffer::allocate(bytes + bytes / 4, "gemm scratch");
-        QVL_CHECK(grown.ok(), "gemm scratch: out of memory");
-        b = std::move(grown).value();
+        constexpr std::size_t kHuge = std::size_t(2) << 20;
+        const std::size_t want = bytes + bytes / 4;
+        const std::size_t align = want >= kHuge ? kHuge : 64;
+        const std::size_t size = (want + align - 1) / align * align;
+        std::free(b.data);
+        b.data = std::aligned_alloc(align, size);
+        QVL_CHECK(b.data != nullptr, "gemm scratch: out of memory");
+        b.size = size;
+        if (align == kHuge) madvise(b.data, size, MADV_HUGEPAGE);
     }
-    return b.data();
+    return b.data;
 }
 
 }  // namespace detail

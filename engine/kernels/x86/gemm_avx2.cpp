@@ -165,11 +165,13 @@ struct KernelF32 {
         }
     }
 
+    // R rows of the tile (R < kMR for the last row panel of a block: no work on padding rows).
+    template <int R>
     static void ukernel(int ks, const float* a, const float* b, float* c, std::ptrdiff_t ldc,
                         bool accumulate) {
-        __m256 c0[kMR], c1[kMR];
+        __m256 c0[R], c1[R];
 #pragma GCC unroll 6
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < R; ++r) {
             c0[r] = accumulate ? _mm256_load_ps(c + r * ldc) : _mm256_setzero_ps();
             c1[r] = accumulate ? _mm256_load_ps(c + r * ldc + 8) : _mm256_setzero_ps();
         }
@@ -177,14 +179,14 @@ struct KernelF32 {
             const __m256 b0 = _mm256_load_ps(b + kk * kNR);
             const __m256 b1 = _mm256_load_ps(b + kk * kNR + 8);
 #pragma GCC unroll 6
-            for (int r = 0; r < kMR; ++r) {
+            for (int r = 0; r < R; ++r) {
                 const __m256 av = _mm256_broadcast_ss(a + kk * kMR + r);
                 c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
                 c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
             }
         }
 #pragma GCC unroll 6
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < R; ++r) {
             _mm256_store_ps(c + r * ldc, c0[r]);
             _mm256_store_ps(c + r * ldc + 8, c1[r]);
         }

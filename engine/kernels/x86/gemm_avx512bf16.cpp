@@ -34,7 +34,10 @@ inline __m512 load_f32_as_pairs(const float* src, int n) {
 
 struct KernelBf16 {
     using Packed = std::uint32_t;
-    static constexpr int kMR = 14, kNR = 32, kKC = 384, kMC = 112, kNC = 512;
+    // kKC 2048 (1024 pairs): k = 1024 and 2048 in one block (the slab is written once); the B
+    // block, 1024 pairs x kNC 128 columns = 512 KiB, and the slab (<= 1008 x 128 floats) stay in
+    // L2.
+    static constexpr int kMR = 14, kNR = 32, kKC = 2048, kMC = 112, kNC = 128;
 
     static int packed_k(int kc) { return (kc + 1) / 2; }
 
@@ -43,14 +46,19 @@ struct KernelBf16 {
         for (int q = 0; q * kMR < rows; ++q) {
             Packed* panel = out + std::ptrdiff_t(q) * ks * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
-            // Row sources: A itself, or rows gathered by load_a into a stack buffer.
-            alignas(64) float gathered[kMR][kKC];
+            // Row sources: A itself, or rows gathered by load_a into scratch (kKC floats a row;
+            // the gather slot is free on the packed path).
+            float* gathered =
+                p.load_a != nullptr
+                    ? static_cast<float*>(detail::gemm_scratch(
+                          detail::kScratchGather, sizeof(float) * std::size_t(kMR) * kKC))
+                    : nullptr;
             const float* src_rows[kMR];
             for (int i = 0; i < nr; ++i) {
                 const int row = i0 + q * kMR + i;
                 if (p.load_a != nullptr) {
-                    p.load_a(p.a_ctx, row, p0, kc, gathered[i]);
-                    src_rows[i] = gathered[i];
+                    p.load_a(p.a_ctx, row, p0, kc, gathered + std::ptrdiff_t(i) * kKC);
+                    src_rows[i] = gathered + std::ptrdiff_t(i) * kKC;
                 } else {
                     src_rows[i] = p.a + std::ptrdiff_t(row) * p.lda + p0;
                 }
@@ -122,11 +130,13 @@ struct KernelBf16 {
         }
     }
 
+    // R rows of the tile (R < kMR for the last row panel of a block: no work on padding rows).
+    template <int R>
     static void ukernel(int ks, const Packed* a, const Packed* b, float* c, std::ptrdiff_t ldc,
                         bool accumulate) {
-        __m512 c0[kMR], c1[kMR];
+        __m512 c0[R], c1[R];
 #pragma GCC unroll 14
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < R; ++r) {
             c0[r] = accumulate ? _mm512_load_ps(c + r * ldc) : _mm512_setzero_ps();
             c1[r] = accumulate ? _mm512_load_ps(c + r * ldc + 16) : _mm512_setzero_ps();
         }
@@ -134,14 +144,14 @@ struct KernelBf16 {
             const __m512bh b0 = __m512bh(_mm512_load_si512(b + kk * kNR));
             const __m512bh b1 = __m512bh(_mm512_load_si512(b + kk * kNR + 16));
 #pragma GCC unroll 14
-            for (int r = 0; r < kMR; ++r) {
+            for (int r = 0; r < R; ++r) {
                 const __m512bh av = __m512bh(_mm512_set1_epi32(int(a[kk * kMR + r])));
                 c0[r] = _mm512_dpbf16_ps(c0[r], av, b0);
                 c1[r] = _mm512_dpbf16_ps(c1[r], av, b1);
             }
         }
 #pragma GCC unroll 14
-        for (int r = 0; r < kMR; ++r) {
+        for (int r = 0; r < R; ++r) {
             _mm512_store_ps(c + r * ldc, c0[r]);
             _mm512_store_ps(c + r * ldc + 16, c1[r]);
         }

@@ -11,10 +11,18 @@
 //       [packed_k(kc)][kMR], rows past `rows` zero
 //   static void pack_b(const GemmProblem&, const void* w, int j0, int cols, int p0, int kc,
 //                      Packed* out);     weight rows [j0, j0 + cols) likewise, [packed_k][kNR]
-//   static void ukernel(int ks, const Packed* a, const Packed* b, float* c, ptrdiff_t ldc,
-//                       bool accumulate);  c[kMR][kNR] (+)= a-panel x b-panel, full tile
+//   template <int R> static void ukernel(int ks, const Packed* a, const Packed* b, float* c,
+//                       ptrdiff_t ldc, bool accumulate);  c[R][kNR] (+)= rows [0, R) of the
+//                       a-panel x b-panel (R <= kMR; the a-panel keeps its kMR stride)
 //   static void epilogue(const GemmProblem&, const float* acc, const float* acc2, ptrdiff_t ld,
 //                        int m0, int m1, int n0, int n1);
+//
+// Loops: rows in passes (A of the pass packed for all of k once), columns in kNC blocks, k in kKC
+// blocks (the block's B panel packed once, kept in L2), then kMC-row blocks of A x kNR-column
+// micro-panels of B x kMR-row panels: one register tile each, accumulated in a slab of
+// rows x kNC floats (L2); the epilogue runs on the slab after the last k block. The micro-kernel
+// streams its A and B panels from L2 (sequential, so prefetched); with kKC covering all of k for
+// most shapes the slab is written once and never reloaded.
 //
 // Every output element is a single chain of f32 FMAs over k in increasing order (stored and
 // reloaded between k blocks, which is exact), so the result does not depend on the tile
@@ -28,27 +36,61 @@
 
 namespace qvl::kernels::detail {
 
+template <int kRows, int kCols>
+inline void prefetch_tile(const float* c, std::ptrdiff_t ld) {
+    for (int r = 0; r < kRows; ++r) {
+        for (int j = 0; j < kCols; j += 16) __builtin_prefetch(c + r * ld + j, 1, 3);
+    }
+}
+
+// K::ukernel<R> for the R = min(rows, kMR) rows of a row panel: the last panel of a block skips
+// its zero padding rows (212 rows in 14-row panels would otherwise compute 224).
+template <class K, int R = K::kMR>
+inline void ukernel_rows(int rows, int ks, const typename K::Packed* a, const typename K::Packed* b,
+                         float* c, std::ptrdiff_t ld, bool accumulate) {
+    if constexpr (R == 1) {
+        K::template ukernel<1>(ks, a, b, c, ld, accumulate);
+    } else if (rows >= R) {
+        K::template ukernel<R>(ks, a, b, c, ld, accumulate);
+    } else {
+        ukernel_rows<K, R - 1>(rows, ks, a, b, c, ld, accumulate);
+    }
+}
+
 template <class K>
 void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
     using Packed = typename K::Packed;
     constexpr int kMR = K::kMR, kNR = K::kNR, kKC = K::kKC, kMC = K::kMC, kNC = K::kNC;
-    // Rows handled per pass: the accumulator slab (rows x kNC floats) stays in L2/L3.
-    constexpr int kRowChunk = kMC * 9;
+    static_assert(kMC % kMR == 0 && kNC % kNR == 0 && kKC % 2 == 0);
     const bool gated = p.w2 != nullptr;
-    const std::size_t ks_max = std::size_t(K::packed_k(std::min(kKC, p.k)));
-    auto* pa = static_cast<Packed*>(
-        gemm_scratch(kScratchA, sizeof(Packed) * ks_max * std::size_t(kMC + kMR)));
-    auto* pb = static_cast<Packed*>(
-        gemm_scratch(kScratchB, sizeof(Packed) * ks_max * std::size_t(kNC + kNR)));
-    Packed* pb2 = gated ? static_cast<Packed*>(gemm_scratch(
-                              kScratchB2, sizeof(Packed) * ks_max * std::size_t(kNC + kNR)))
-                        : nullptr;
-    for (int r0 = m0; r0 < m1; r0 += kRowChunk) {
-        const int r1 = std::min(m1, r0 + kRowChunk);
-        const int rows_pad = (r1 - r0 + kMR - 1) / kMR * kMR;
+    // Packed elements of all of k: k blocks start at multiples of kKC, so block pc starts at
+    // packed_k(pc) in a row panel's concatenation of blocks.
+    const int last_pc = (p.k - 1) / kKC * kKC;
+    const std::size_t k_packed = std::size_t(K::packed_k(last_pc) + K::packed_k(p.k - last_pc));
+    // Rows per pass: A for all of k is packed once per pass (kept in L3 and reused by every
+    // column block instead of re-packed for each), and the pass's accumulator slab (rows x kNC
+    // floats) is swept once per k block; both capped to stay well inside the L3.
+    constexpr std::size_t kAPassBytes = std::size_t(8) << 20;
+    constexpr int kMaxPassRows = kMC * 9;
+    const int pass_rows =
+        std::clamp(int(kAPassBytes / (sizeof(Packed) * k_packed)) / kMC * kMC, kMC, kMaxPassRows);
+    auto* pa = static_cast<Packed*>(gemm_scratch(
+        kScratchA, sizeof(Packed) * k_packed * std::size_t(std::min(pass_rows, m1 - m0) + kMR)));
+    // B of one k block and one column block (kNC columns).
+    const std::size_t b_elems = std::size_t(K::packed_k(std::min(kKC, p.k))) * kNC;
+    auto* pb = static_cast<Packed*>(gemm_scratch(kScratchB, sizeof(Packed) * b_elems));
+    Packed* pb2 =
+        gated ? static_cast<Packed*>(gemm_scratch(kScratchB2, sizeof(Packed) * b_elems)) : nullptr;
+    for (int r0 = m0; r0 < m1; r0 += pass_rows) {
+        const int r1 = std::min(m1, r0 + pass_rows);
+        const std::ptrdiff_t rows_pad = (r1 - r0 + kMR - 1) / kMR * kMR;
+        for (int pc = 0; pc < p.k; pc += kKC) {
+            const int kc = std::min(kKC, p.k - pc);
+            K::pack_a(p, r0, r1 - r0, pc, kc, pa + rows_pad * K::packed_k(pc));
+        }
         for (int jc = n0; jc < n1; jc += kNC) {
             const int ncols = std::min(kNC, n1 - jc);
-            const int cols_pad = (ncols + kNR - 1) / kNR * kNR;
+            const std::ptrdiff_t cols_pad = (ncols + kNR - 1) / kNR * kNR;
             const std::ptrdiff_t ld = cols_pad;
             const std::size_t acc_bytes = sizeof(float) * std::size_t(rows_pad) * cols_pad;
             auto* acc = static_cast<float*>(gemm_scratch(kScratchC, acc_bytes));
@@ -60,22 +102,40 @@ void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
                 const bool accumulate = pc > 0;
                 K::pack_b(p, p.w, jc, ncols, pc, kc, pb);
                 if (gated) K::pack_b(p, p.w2, jc, ncols, pc, kc, pb2);
+                const Packed* a_blk = pa + rows_pad * K::packed_k(pc);
                 for (int ic = r0; ic < r1; ic += kMC) {
                     const int mrows = std::min(kMC, r1 - ic);
                     const int mrows_pad = (mrows + kMR - 1) / kMR * kMR;
-                    K::pack_a(p, ic, mrows, pc, kc, pa);
                     for (int jr = 0; jr < cols_pad; jr += kNR) {
                         const Packed* b = pb + std::ptrdiff_t(jr) * ks;
                         const Packed* b2 = gated ? pb2 + std::ptrdiff_t(jr) * ks : nullptr;
                         for (int ir = 0; ir < mrows_pad; ir += kMR) {
                             const std::ptrdiff_t at = std::ptrdiff_t(ic - r0 + ir) * ld + jr;
-                            const Packed* a = pa + std::ptrdiff_t(ir) * ks;
-                            K::ukernel(ks, a, b, acc + at, ld, accumulate);
-                            if (gated) K::ukernel(ks, a, b2, acc2 + at, ld, accumulate);
+                            const Packed* a = a_blk + std::ptrdiff_t(ic - r0 + ir) * ks;
+                            if (accumulate) {
+                                // The next tile's accumulators (the slab is in L2 or L3): ask now,
+                                // they arrive while this tile computes.
+                                std::ptrdiff_t nat = -1;
+                                if (ir + kMR < mrows_pad) {
+                                    nat = at + kMR * ld;
+                                } else if (jr + kNR < cols_pad) {
+                                    nat = std::ptrdiff_t(ic - r0) * ld + jr + kNR;
+                                } else if (ic + kMC < r1) {
+                                    nat = std::ptrdiff_t(ic + kMC - r0) * ld;
+                                }
+                                if (nat >= 0) {
+                                    prefetch_tile<kMR, kNR>(acc + nat, ld);
+                                    if (gated) prefetch_tile<kMR, kNR>(acc2 + nat, ld);
+                                }
+                            }
+                            const int rows = std::min(kMR, mrows - ir);
+                            ukernel_rows<K>(rows, ks, a, b, acc + at, ld, accumulate);
+                            if (gated) ukernel_rows<K>(rows, ks, a, b2, acc2 + at, ld, accumulate);
                         }
                     }
                 }
             }
+            // The slab (rows x kNC floats, in L2) row by row: contiguous output rows.
             K::epilogue(p, acc, acc2, ld, r0, r1, jc, jc + ncols);
         }
     }

@@ -10,6 +10,7 @@
 #endif
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 
 #include "kernels/gemm_internal.h"
@@ -89,7 +90,26 @@ void gemm_epilogue_avx512(const GemmProblem& p, const float* acc, const float* a
                           std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1) {
     using namespace avx512;
     const int n = n1 - n0;
+    // Output (and residual) rows a few ahead, asked for now: each row segment is only a few cache
+    // lines, rows are far apart, and the hardware prefetchers do not follow; without this every
+    // store waits for its line to be read for ownership.
+    constexpr int kAhead = 4;
+    const int pf_bytes = std::min(n, 256) * int(sizeof(float));
+    const auto prefetch_row = [&](int i) {
+        const char* c = reinterpret_cast<const char*>(p.c + std::ptrdiff_t(i) * p.ldc + n0);
+        const char* r =
+            p.residual != nullptr
+                ? reinterpret_cast<const char*>(p.residual + std::ptrdiff_t(i) * p.ldr + n0)
+                : nullptr;
+        for (int b = 0; b < pf_bytes; b += 64) {
+            __builtin_prefetch(c + b, 1, 3);
+            if (r != nullptr && r != reinterpret_cast<const char*>(c))
+                __builtin_prefetch(r + b, 0, 3);
+        }
+    };
+    for (int i = m0; i < std::min(m1, m0 + kAhead); ++i) prefetch_row(i);
     for (int i = m0; i < m1; ++i) {
+        if (i + kAhead < m1) prefetch_row(i + kAhead);
         const float* s = acc + std::ptrdiff_t(i - m0) * ld_acc;
         float* c = p.c + std::ptrdiff_t(i) * p.ldc + n0;
         if (p.w2 != nullptr) {
