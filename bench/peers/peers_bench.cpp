@@ -28,11 +28,14 @@
 #include <omp.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <dnnl.hpp>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -219,18 +222,43 @@ void run_openblas(benchmark::State& state, Fixture& f, int threads, double flops
     if (threads > 1) std::this_thread::sleep_for(std::chrono::milliseconds(150));
 }
 
+// A fast wrong answer (say, a misread weight layout) must not pass for a result: a few outputs
+// against double-precision dot products. Empty when they match.
+std::string check_output(const Fixture& f) {
+    for (long s = 0; s < 16; ++s) {
+        const int i = int(s * 7919 % f.m), j = int(s * 104729 % f.n);
+        double ref = 0.0, mag = 0.0;
+        for (int kk = 0; kk < f.k; ++kk) {
+            const double p =
+                double(f.a[std::size_t(i) * f.k + kk]) * f.w[std::size_t(j) * f.k + kk];
+            ref += p;
+            mag += std::fabs(p);
+        }
+        const double got = f.c[std::size_t(i) * f.n + j];
+        if (!(std::fabs(got - ref) <= 1e-3 * mag + 1e-6)) {  // NaN fails too
+            return "wrong output c[" + std::to_string(i) + "][" + std::to_string(j) +
+                   "] = " + std::to_string(got) + ", expected " + std::to_string(ref);
+        }
+    }
+    return {};
+}
+
 void run_peer(benchmark::State& state, const LinearShape* s, int m, Peer peer, int threads) {
     Fixture& f = fixture_for(*s, m);
+    std::fill(f.c.begin(), f.c.end(), std::numeric_limits<float>::quiet_NaN());
     const double flops = 2.0 * f.m * f.n * f.k;
     if (peer == Peer::kOpenblasF32) {
         run_openblas(state, f, threads, flops);
-        return;
+    } else {
+        try {
+            run_onednn(state, f, peer, threads, flops);
+        } catch (const dnnl::error& e) {
+            state.SkipWithError((std::string("onednn: ") + e.what()).c_str());
+            return;
+        }
     }
-    try {
-        run_onednn(state, f, peer, threads, flops);
-    } catch (const dnnl::error& e) {
-        state.SkipWithError((std::string("onednn: ") + e.what()).c_str());
-    }
+    if (state.error_occurred()) return;
+    if (const std::string bad = check_output(f); !bad.empty()) state.SkipWithError(bad.c_str());
 }
 
 int register_all() {
