@@ -67,7 +67,9 @@ struct Fixture {
         fill_random(bias.data(), bias.size(), 31, 0.1f);
         const std::size_t bytes = std::size_t(s.n) * s.k * 2 * (s.gated ? 2 : 1);
         std::size_t copies = 1;
-        if ((m <= 8 || cold) && bytes < kColdBytes) copies = (kColdBytes + bytes - 1) / bytes;
+        if ((m <= kGemvMaxM || cold) && bytes < kColdBytes) {
+            copies = (kColdBytes + bytes - 1) / bytes;
+        }
         std::vector<float> row(s.k);
         for (std::size_t c_i = 0; c_i < copies; ++c_i) {
             weights.push_back(base::AlignedBuffer::allocate(bytes, "bench weights").value());
@@ -98,7 +100,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
         state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
         return;
     }
-    const bool gemv = m <= 8;
+    const bool gemv = m <= kGemvMaxM;
     const GemmPrecision prec = isa == Isa::kAvx512Bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32;
     const double peak = gemv                           ? dram_read_gbps(threads)
                         : prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads)
@@ -209,9 +211,9 @@ void run_patch_embed(benchmark::State& state, int height, int width, Isa isa, in
 }
 
 void register_one(const LinearShape& s, int m, Isa isa, int threads, bool cold = false) {
-    const std::string name = std::string(m <= 8 ? "gemv/"
-                                         : cold ? "gemm_cold/"
-                                                : "gemm/") +
+    const std::string name = std::string(m <= kGemvMaxM ? "gemv/"
+                                         : cold         ? "gemm_cold/"
+                                                        : "gemm/") +
                              s.name + "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa) +
                              "/threads=" + std::to_string(threads);
     benchmark::RegisterBenchmark(name.c_str(), run_linear, &s, m, isa, threads, cold)
@@ -222,15 +224,7 @@ void register_one(const LinearShape& s, int m, Isa isa, int threads, bool cold =
 
 int register_all() {
     for (const LinearShape& s : linear_shapes()) {
-        std::vector<int> ms;
-        if (s.vision) {
-            for (int m : kVisionM) ms.push_back(m / s.m_div);
-        } else if (std::string(s.name) == "lm_head") {
-            ms.push_back(1);
-        } else {
-            ms.assign(std::begin(kTextM), std::end(kTextM));
-        }
-        for (int m : ms) {
+        for (int m : linear_ms(s)) {
             for (Isa isa : {Isa::kAvx512, Isa::kAvx512Bf16}) {
                 for (int threads : {1, 2}) register_one(s, m, isa, threads);
             }

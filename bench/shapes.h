@@ -4,7 +4,10 @@
 // Header-only: bench/CMakeLists.txt compiles *_bench.cpp and bench_*.cpp only.
 #pragma once
 
+#include <iterator>
 #include <span>
+#include <string_view>
+#include <vector>
 
 namespace qvl::bench {
 
@@ -44,5 +47,23 @@ inline std::span<const LinearShape> linear_shapes() { return kLinearShapes; }
 // image (784 patches; the mergers see 196), one 1280x704 image (3520 patches; mergers 880).
 inline constexpr int kTextM[] = {1, 8, 212};
 inline constexpr int kVisionM[] = {784, 3520};
+
+// Rows with m <= kGemvMaxM are weight-bandwidth bound (gemv/... rows, GBps); larger m are GEMMs.
+inline constexpr int kGemvMaxM = 8;
+
+// The M values every linear benchmark (qvl's gemm/gemv rows, the peer rows) runs for a shape:
+// vision shapes take the image patch counts (divided by m_div), lm_head only decode (M = 1),
+// the other text shapes kTextM.
+inline std::vector<int> linear_ms(const LinearShape& s) {
+    std::vector<int> ms;
+    if (s.vision) {
+        for (int m : kVisionM) ms.push_back(m / s.m_div);
+    } else if (std::string_view(s.name) == "lm_head") {
+        ms.push_back(1);
+    } else {
+        ms.assign(std::begin(kTextM), std::end(kTextM));
+    }
+    return ms;
+}
 
 }  // namespace qvl::bench

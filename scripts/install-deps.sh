@@ -1,7 +1,25 @@
 #!/usr/bin/env bash
 # Installs everything qvl needs to build, test and benchmark, from Debian 12 packages only.
 # Idempotent: packages already present are left alone. Run as root (or with sudo available).
+#
+# Opt-in: `--peers` (or QVL_INSTALL_PEERS=1) also installs oneDNN and OpenBLAS for the benchmark's
+# peer rows (cmake -DQVL_BENCH_PEERS=ON, see bench/README.md); the product never needs them.
 set -euo pipefail
+
+peers="${QVL_INSTALL_PEERS:-0}"
+for arg in "$@"; do
+    case "$arg" in
+        --peers) peers=1 ;;
+        -h | --help)
+            echo "usage: $0 [--peers]   (--peers: also libdnnl-dev libopenblas-dev for bench peers)"
+            exit 0
+            ;;
+        *)
+            echo "install-deps: unknown argument '$arg' (usage: $0 [--peers])" >&2
+            exit 2
+            ;;
+    esac
+done
 
 packages=(
     build-essential cmake ninja-build pkg-config git curl ca-certificates
@@ -11,6 +29,9 @@ packages=(
     clang clang-format-14 clang-tidy-14 libclang-rt-14-dev
     python3 python3-numpy python3-pil
 )
+if [ "$peers" = 1 ]; then
+    packages+=(libdnnl-dev libopenblas-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
