@@ -71,7 +71,8 @@ enum ScratchSlot {
     kScratchC = 3,
     kScratchC2 = 4,
     kScratchGather = 5,
-    kScratchSlots = 6
+    kScratchEpilogue = 6,  // a row for epilogues that need one
+    kScratchSlots = 7
 };
 void* gemm_scratch(ScratchSlot slot, std::size_t bytes);
 

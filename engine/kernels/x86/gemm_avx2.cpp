@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/activation.h"
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/gemm_driver.h"
 
@@ -68,6 +69,50 @@ void transpose8(__m256 r[8]) {
 }
 
 __m256 round_bf16(__m256 x);
+
+// The epilogue with the AVX2 tier's vectorised activations (kernels/activation.h), row by row:
+// c = act(acc + bias) + residual, or silu(acc) * acc2. The scalar reference epilogue evaluates
+// each activation in double, which made GELU the slowest part of an AVX2 vision MLP.
+void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+                   int m0, int m1, int n0, int n1) {
+    const int n = n1 - n0;
+    // v = act(acc + bias) goes through a row of scratch: the residual may be c itself.
+    auto* v = static_cast<float*>(
+        detail::gemm_scratch(detail::kScratchEpilogue, sizeof(float) * std::size_t(n)));
+    for (int i = m0; i < m1; ++i) {
+        const float* s = acc + std::ptrdiff_t(i - m0) * ld;
+        float* c = p.c + std::ptrdiff_t(i) * p.ldc + n0;
+        if (p.w2 != nullptr) {
+            silu_mul_f32(s, acc2 + std::ptrdiff_t(i - m0) * ld, c, n, Isa::kAvx2);
+            continue;
+        }
+        const float* in = s;
+        if (p.bias != nullptr) {
+            add_f32(s, p.bias + n0, v, n, Isa::kAvx2);
+            in = v;
+        }
+        switch (p.act) {
+            case GemmActivation::kNone:
+                break;
+            case GemmActivation::kGeluTanh:
+                gelu_tanh_f32(in, v, n, Isa::kAvx2);
+                in = v;
+                break;
+            case GemmActivation::kGeluErf:
+                gelu_erf_f32(in, v, n, Isa::kAvx2);
+                in = v;
+                break;
+            case GemmActivation::kSilu:  // unused by the model outside the SwiGLU pair
+                detail::gemm_epilogue(p, s, nullptr, ld, i, i + 1, n0, n1);
+                continue;
+        }
+        if (p.residual != nullptr) {
+            add_f32(in, p.residual + std::ptrdiff_t(i) * p.ldr + n0, c, n, Isa::kAvx2);
+        } else if (in != c) {
+            std::memcpy(c, in, sizeof(float) * std::size_t(n));
+        }
+    }
+}
 
 struct KernelF32 {
     using Packed = float;
@@ -194,7 +239,7 @@ struct KernelF32 {
 
     static void epilogue(const GemmProblem& p, const float* acc, const float* acc2,
                          std::ptrdiff_t ld, int m0, int m1, int n0, int n1) {
-        detail::gemm_epilogue(p, acc, acc2, ld, m0, m1, n0, n1);
+        epilogue_rows(p, acc, acc2, ld, m0, m1, n0, n1);
     }
 };
 
@@ -342,7 +387,7 @@ void gemv_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1) {
         out2 = static_cast<float*>(gemm_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
         avx2::gemv_any(p, m, a, lda, p.w2, n0, n1, out2, ldo);
     }
-    gemm_epilogue(p, out, out2, ldo, m0, m1, n0, n1);
+    avx2::epilogue_rows(p, out, out2, ldo, m0, m1, n0, n1);
 }
 
 }  // namespace qvl::kernels::detail
