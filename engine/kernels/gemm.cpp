@@ -239,6 +239,20 @@ void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, st
     }
 }
 
+void gemm_a_rows(const GemmProblem& p, int row0, int n, int p0, int kc, const float** src) {
+    if (p.load_a == nullptr) {
+        for (int i = 0; i < n; ++i) src[i] = p.a + std::ptrdiff_t(row0 + i) * p.lda + p0;
+        return;
+    }
+    auto* rows = static_cast<float*>(gemm_scratch(
+        kScratchGather, sizeof(float) * std::size_t(std::max(n, 1)) * std::size_t(kc)));
+    for (int i = 0; i < n; ++i) {
+        float* dst = rows + std::ptrdiff_t(i) * kc;
+        p.load_a(p.a_ctx, row0 + i, p0, kc, dst);
+        src[i] = dst;
+    }
+}
+
 void* gemm_scratch(ScratchSlot slot, std::size_t bytes) {
     // Large packed panels are swept many times: back them with transparent huge pages (2 MiB
     // aligned, madvise) so the sweeps do not miss the TLB every 4 KiB.

@@ -76,4 +76,9 @@ enum ScratchSlot {
 };
 void* gemm_scratch(ScratchSlot slot, std::size_t bytes);
 
+// The source of each row of one A panel, for packing: rows [row0, row0 + n) x k [p0, p0 + kc)
+// of A itself, or, when p.load_a is set, those rows gathered into the kScratchGather slot (one
+// row of kc floats each). src[i] points at row row0 + i, column p0.
+void gemm_a_rows(const GemmProblem& p, int row0, int n, int p0, int kc, const float** src);
+
 }  // namespace qvl::kernels::detail

@@ -126,17 +126,8 @@ struct KernelF32 {
         for (int q = 0; q * kMR < rows; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
-            float gathered[kMR][kKC];
             const float* src[kMR];
-            for (int i = 0; i < nr; ++i) {
-                const int row = i0 + q * kMR + i;
-                if (p.load_a != nullptr) {
-                    p.load_a(p.a_ctx, row, p0, kc, gathered[i]);
-                    src[i] = gathered[i];
-                } else {
-                    src[i] = p.a + std::ptrdiff_t(row) * p.lda + p0;
-                }
-            }
+            detail::gemm_a_rows(p, i0 + q * kMR, nr, p0, kc, src);
             int kb = 0;
             for (; kb + 8 <= kc; kb += 8) {
                 __m256 r[8];

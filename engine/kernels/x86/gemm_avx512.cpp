@@ -35,23 +35,8 @@ struct KernelF32 {
         for (int q = 0; q * kMR < rows; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
-            // Row sources: A itself, or rows gathered by load_a into scratch (kKC floats a row;
-            // the gather slot is free on the packed path).
-            float* gathered =
-                p.load_a != nullptr
-                    ? static_cast<float*>(detail::gemm_scratch(
-                          detail::kScratchGather, sizeof(float) * std::size_t(kMR) * kKC))
-                    : nullptr;
             const float* src_rows[kMR];
-            for (int i = 0; i < nr; ++i) {
-                const int row = i0 + q * kMR + i;
-                if (p.load_a != nullptr) {
-                    p.load_a(p.a_ctx, row, p0, kc, gathered + std::ptrdiff_t(i) * kKC);
-                    src_rows[i] = gathered + std::ptrdiff_t(i) * kKC;
-                } else {
-                    src_rows[i] = p.a + std::ptrdiff_t(row) * p.lda + p0;
-                }
-            }
+            detail::gemm_a_rows(p, i0 + q * kMR, nr, p0, kc, src_rows);
             for (int kb = 0; kb < kc; kb += 16) {
                 const int nk = std::min(16, kc - kb);
                 __m512 r[16];
