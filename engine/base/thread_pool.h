@@ -36,6 +36,25 @@ class ThreadPool {
         run(n_tasks, &trampoline<std::remove_reference_t<Fn>>, &fn);
     }
 
+    // Runs fn(i) exactly once on every thread of the pool (the caller included), i in
+    // [0, size()): for per-thread state such as kernel scratch. fn must not throw.
+    template <class Fn>
+    void run_on_each_thread(Fn&& fn) {
+        if (workers_.empty()) {
+            fn(0);
+            return;
+        }
+        // Every task waits until all size() tasks are taken. A thread holds one task at a time,
+        // so the tasks are held by size() different threads: each thread runs exactly one.
+        std::atomic<int> arrived{0};
+        const int n = size();
+        parallel_for(n, [&](int task) {
+            arrived.fetch_add(1, std::memory_order_acq_rel);
+            while (arrived.load(std::memory_order_acquire) < n) std::this_thread::yield();
+            fn(task);
+        });
+    }
+
   private:
     using TaskFn = void (*)(void* ctx, int task);
     template <class Fn>

@@ -15,6 +15,7 @@
 #include "kernels/norm.h"
 #include "kernels/patch_embed.h"
 #include "kernels/rope.h"
+#include "kernels/scratch.h"
 
 namespace qvl::graph {
 
@@ -92,6 +93,13 @@ void Executor::run(const Graph& g, std::byte* arena) {
             const TensorDesc& d = g.tensors[n.out.id];
             observer_(full_name(n), data(g, n.out, arena), d.rows, d.cols, d.stride);
         }
+    }
+    // Tasks go to whichever thread is free, so this run may have grown the kernel scratch on
+    // one thread only; level all threads now so that the next run of a shape seen so far does
+    // not allocate (a decode step must not), whichever thread draws which task.
+    if (kernels::scratch_generation() != scratch_generation_) {
+        pool_->run_on_each_thread([](int) { kernels::reserve_thread_scratch(); });
+        scratch_generation_ = kernels::scratch_generation();
     }
 }
 

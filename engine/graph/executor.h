@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -56,6 +57,7 @@ class Executor {
     bool profile_on_ = false;
     Profile profile_;
     Observer observer_;
+    std::uint64_t scratch_generation_ = 0;  // kernels::scratch_generation() when last levelled
 };
 
 }  // namespace qvl::graph

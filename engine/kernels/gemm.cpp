@@ -1,15 +1,11 @@
-// GEMM front end: the thread-free task split, ISA dispatch, the shared scalar epilogue and the
-// per-thread packing scratch. The arithmetic lives in kernels/x86/gemm_*.cpp (and the scalar
-// tier in kernels/gemm_scalar.cpp).
+// GEMM front end: the thread-free task split, ISA dispatch, the shared scalar epilogue. The
+// per-thread packing scratch is kernels/scratch.h. The arithmetic lives in kernels/x86/gemm_*.cpp
+// (and the scalar tier in kernels/gemm_scalar.cpp).
 #include "kernels/gemm.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 
 #include "base/check.h"
 #include "kernels/gemm_internal.h"
@@ -94,7 +90,7 @@ void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa i
     if (p.k <= 0) {
         // No products: the epilogue alone, over one zero row shared by every output row.
         float* zeros = static_cast<float*>(
-            detail::gemm_scratch(detail::kScratchC, sizeof(float) * std::size_t(n1 - n0)));
+            detail::thread_scratch(detail::kScratchC, sizeof(float) * std::size_t(n1 - n0)));
         std::fill(zeros, zeros + (n1 - n0), 0.0f);
         detail::gemm_epilogue(p, zeros, zeros, 0, m0, m1, n0, n1);
         return;
@@ -102,7 +98,7 @@ void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa i
     const bool gemv = p.m <= detail::kGemvMaxM;
     if (gemv && p.load_a != nullptr) {
         // GEMV reads A rows many times: materialise the (at most 8) virtual rows once.
-        auto* rows = static_cast<float*>(detail::gemm_scratch(
+        auto* rows = static_cast<float*>(detail::thread_scratch(
             detail::kScratchGather, sizeof(float) * std::size_t(p.m) * std::size_t(p.k)));
         for (int i = 0; i < p.m; ++i) p.load_a(p.a_ctx, i, 0, p.k, rows + std::ptrdiff_t(i) * p.k);
         p.a = rows;
@@ -244,38 +240,13 @@ void gemm_a_rows(const GemmProblem& p, int row0, int n, int p0, int kc, const fl
         for (int i = 0; i < n; ++i) src[i] = p.a + std::ptrdiff_t(row0 + i) * p.lda + p0;
         return;
     }
-    auto* rows = static_cast<float*>(gemm_scratch(
+    auto* rows = static_cast<float*>(thread_scratch(
         kScratchGather, sizeof(float) * std::size_t(std::max(n, 1)) * std::size_t(kc)));
     for (int i = 0; i < n; ++i) {
         float* dst = rows + std::ptrdiff_t(i) * kc;
         p.load_a(p.a_ctx, row0 + i, p0, kc, dst);
         src[i] = dst;
     }
-}
-
-void* gemm_scratch(ScratchSlot slot, std::size_t bytes) {
-    // Large packed panels are swept many times: back them with transparent huge pages (2 MiB
-    // aligned, madvise) so the sweeps do not miss the TLB every 4 KiB.
-    struct Buffer {
-        void* data = nullptr;
-        std::size_t size = 0;
-        ~Buffer() { std::free(data); }
-    };
-    thread_local std::array<Buffer, kScratchSlots> buffers;
-    Buffer& b = buffers[slot];
-    if (b.size < bytes) {
-        // Grow with headroom so that a sequence of slightly growing shapes settles quickly.
-        constexpr std::size_t kHuge = std::size_t(2) << 20;
-        const std::size_t want = bytes + bytes / 4;
-        const std::size_t align = want >= kHuge ? kHuge : 64;
-        const std::size_t size = (want + align - 1) / align * align;
-        std::free(b.data);
-        b.data = std::aligned_alloc(align, size);
-        QVL_CHECK(b.data != nullptr, "gemm scratch: out of memory");
-        b.size = size;
-        if (align == kHuge) madvise(b.data, size, MADV_HUGEPAGE);
-    }
-    return b.data;
 }
 
 }  // namespace detail

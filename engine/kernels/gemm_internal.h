@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "kernels/gemm.h"
+#include "kernels/scratch.h"
 
 namespace qvl::kernels::detail {
 
@@ -60,21 +61,6 @@ void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, st
 // The same with AVX-512 (kernels/x86/gemm_epilogue_avx512.cpp); call only where it is supported.
 void gemm_epilogue_avx512(const GemmProblem& p, const float* acc, const float* acc2,
                           std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1);
-
-// Per-thread scratch that grows once and is reused (no allocation in steady state). Slots are
-// independent buffers; the pointer stays valid until the next call with the same slot on the
-// same thread. 64-byte aligned. Aborts if memory is exhausted.
-enum ScratchSlot {
-    kScratchA = 0,
-    kScratchB = 1,
-    kScratchB2 = 2,
-    kScratchC = 3,
-    kScratchC2 = 4,
-    kScratchGather = 5,
-    kScratchEpilogue = 6,  // a row for epilogues that need one
-    kScratchSlots = 7
-};
-void* gemm_scratch(ScratchSlot slot, std::size_t bytes);
 
 // The source of each row of one A panel, for packing: rows [row0, row0 + n) x k [p0, p0 + kc)
 // of A itself, or, when p.load_a is set, those rows gathered into the kScratchGather slot (one

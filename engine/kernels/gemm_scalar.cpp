@@ -33,7 +33,7 @@ float dot(const float* a, const float* b, int k) {
 void tile(const GemmProblem& p, int m0, int m1, int n0, int n1) {
     const int rows = m1 - m0;
     const std::size_t k = std::size_t(p.k);
-    float* a = static_cast<float*>(gemm_scratch(kScratchA, sizeof(float) * rows * k));
+    float* a = static_cast<float*>(thread_scratch(kScratchA, sizeof(float) * rows * k));
     for (int i = 0; i < rows; ++i) {
         float* dst = a + i * k;
         if (p.load_a != nullptr) {
@@ -46,10 +46,10 @@ void tile(const GemmProblem& p, int m0, int m1, int n0, int n1) {
             for (std::size_t kk = 0; kk < k; ++kk) dst[kk] = base::round_to_bf16(dst[kk]);
         }
     }
-    float* wrow = static_cast<float*>(gemm_scratch(kScratchB, sizeof(float) * k));
+    float* wrow = static_cast<float*>(thread_scratch(kScratchB, sizeof(float) * k));
     const bool gated = p.w2 != nullptr;
-    float* acc = static_cast<float*>(gemm_scratch(kScratchC, sizeof(float) * rows * kBlockN));
-    float* acc2 = static_cast<float*>(gemm_scratch(kScratchC2, sizeof(float) * rows * kBlockN));
+    float* acc = static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * rows * kBlockN));
+    float* acc2 = static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * rows * kBlockN));
     for (int jb = n0; jb < n1; jb += kBlockN) {
         const int je = std::min(n1, jb + kBlockN);
         for (int j = jb; j < je; ++j) {

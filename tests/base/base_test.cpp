@@ -1,10 +1,14 @@
 // Tests for engine/base: Status/Result, checked math, aligned buffers, bf16, thread pool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -96,6 +100,26 @@ TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
                 pool.parallel_for(n_tasks, [&](int t) { hits[t].fetch_add(1); });
             }
             for (int t = 0; t < n_tasks; ++t) ASSERT_EQ(hits[t].load(), 3) << "task " << t;
+        }
+    }
+}
+
+TEST(ThreadPool, RunOnEachThreadVisitsEveryThreadOnce) {
+    for (int threads : {1, 2, 3, 8}) {
+        ThreadPool pool(threads);
+        for (int rep = 0; rep < 20; ++rep) {
+            std::mutex mu;
+            std::set<std::thread::id> ids;
+            std::vector<int> indices;
+            pool.run_on_each_thread([&](int i) {
+                const std::lock_guard<std::mutex> lock(mu);
+                ids.insert(std::this_thread::get_id());
+                indices.push_back(i);
+            });
+            ASSERT_EQ(int(ids.size()), threads);
+            ASSERT_EQ(int(indices.size()), threads);
+            std::sort(indices.begin(), indices.end());
+            for (int i = 0; i < threads; ++i) ASSERT_EQ(indices[i], i);
         }
     }
 }

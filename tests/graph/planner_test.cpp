@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -15,6 +16,8 @@
 #include "graph/builder.h"
 #include "graph/executor.h"
 #include "kernels/gemm.h"
+#include "kernels/isa.h"
+#include "kernels/scratch.h"
 
 namespace qvl::graph {
 namespace {
@@ -146,6 +149,31 @@ TEST(Executor, MatchesDirectKernelCalls) {
                             .c = want.data(),
                             .ldc = n});
     for (int i = 0; i < m * n; ++i) EXPECT_NEAR(got[i], 2 * want[i], 1e-5f) << i;
+}
+
+TEST(Executor, LeavesEveryThreadWithTheScratchItsRunNeeded) {
+    // One small matmul is one task, run by the calling thread alone; afterwards the worker must
+    // hold the same scratch, or its first such task in a later run would allocate.
+    const int m = 3, n = 40, k = 700;
+    std::vector<float> x(m * k, 0.5f);
+    std::vector<base::bf16> w(n * k, base::f32_to_bf16(0.25f));
+    Graph g;
+    GraphBuilder b(&g, kernels::GemmPrecision::kF32);
+    Tensor xt = b.input("x", x.data(), m, k);
+    const WeightRef wr{
+        .data = w.data(), .type = kernels::WeightType::kBF16, .ld = k, .rows = n, .cols = k};
+    b.keep(b.matmul("y", xt, wr, {}));
+    Planner planner;
+    auto arena = base::AlignedBuffer::allocate(planner.plan(g), "arena");
+    ASSERT_TRUE(arena.ok());
+    base::ThreadPool pool(2);
+    Executor exec(&pool, kernels::best_isa());
+    const std::uint64_t before = kernels::scratch_allocations();
+    exec.run(g, arena->data());
+    EXPECT_GT(kernels::scratch_allocations(), before) << "the run should have needed scratch";
+    const std::uint64_t after_run = kernels::scratch_allocations();
+    pool.run_on_each_thread([](int) { kernels::reserve_thread_scratch(); });
+    EXPECT_EQ(kernels::scratch_allocations(), after_run) << "a thread was left without scratch";
 }
 
 }  // namespace

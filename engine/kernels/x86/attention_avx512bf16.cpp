@@ -20,11 +20,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 
-#include "base/aligned_buffer.h"
-#include "base/check.h"
 #include "kernels/attention.h"
+#include "kernels/scratch.h"
 #include "kernels/x86/attention_flash.h"
 
 namespace qvl::kernels::avx512bf16 {
@@ -107,7 +105,6 @@ struct Bf16Tiles {
         alignas(64) std::uint32_t pt2[(kKeyBlock / 2 + 1) * kItems];
         // The task's keys [base, base + n), base even, keys outside the task's range zero:
         // K2 [key - base][hd / 2] then V2 [(key - base) / 2][hd].
-        base::AlignedBuffer kv;
         const std::uint32_t* k2 = nullptr;
         const std::uint32_t* v2 = nullptr;
         int base = 0;
@@ -135,12 +132,8 @@ struct Bf16Tiles {
         const int end = (key_hi + 1) & ~1;
         const std::size_t n = std::size_t(end - o->base);
         const std::size_t bytes = 2 * n * std::size_t(hd) * sizeof(std::uint16_t);
-        if (o->kv.size() < bytes) {
-            auto grown = base::AlignedBuffer::allocate(bytes + bytes / 4, "attention scratch");
-            QVL_CHECK(grown.ok(), "attention scratch: out of memory");
-            o->kv = std::move(grown).value();
-        }
-        auto* k2 = reinterpret_cast<std::uint32_t*>(o->kv.data());
+        auto* k2 =
+            static_cast<std::uint32_t*>(detail::thread_scratch(detail::kScratchAttentionKV, bytes));
         std::uint32_t* v2 = k2 + n * std::size_t(hd / 2);
         o->k2 = k2;
         o->v2 = v2;

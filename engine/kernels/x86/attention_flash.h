@@ -38,11 +38,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <memory>
+#include <new>
 #include <type_traits>
 
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
+#include "kernels/scratch.h"
 
 namespace qvl::kernels::x86 {
 namespace {
@@ -305,12 +306,11 @@ void flash_run_task(const AttentionArgs& a, int task, int num_tasks) {
     AttentionTask t;
     if (!attention_task(a, task, num_tasks, &t)) return;
     const int granule = attention_row_granule(a);
-    // One scratch per thread, on the heap: reached through a pointer that is passed down, the
-    // tiles never touch thread-local storage themselves (in -fPIC code each such access is a
-    // __tls_get_addr call, which made GCC spill every accumulator around it).
-    static thread_local std::unique_ptr<FlashScratch<T>> tls_scratch;
-    if (!tls_scratch) tls_scratch = std::make_unique<FlashScratch<T>>();
-    FlashScratch<T>& scratch = *tls_scratch;
+    // One scratch per thread (kernels/scratch.h), reached through a reference that is passed
+    // down: the tiles never touch thread-local storage themselves (in -fPIC code each such
+    // access is a __tls_get_addr call, which made GCC spill every accumulator around it).
+    FlashScratch<T>& scratch = *new (
+        detail::thread_scratch(detail::kScratchAttention, sizeof(FlashScratch<T>))) FlashScratch<T>;
     {
         int seg = 0, key_lo = a.n_kv, key_hi = 0;
         for (int r = t.row_begin; r < t.row_end; ++r) {

@@ -78,7 +78,7 @@ void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, st
     const int n = n1 - n0;
     // v = act(acc + bias) goes through a row of scratch: the residual may be c itself.
     auto* v = static_cast<float*>(
-        detail::gemm_scratch(detail::kScratchEpilogue, sizeof(float) * std::size_t(n)));
+        detail::thread_scratch(detail::kScratchEpilogue, sizeof(float) * std::size_t(n)));
     for (int i = m0; i < m1; ++i) {
         const float* s = acc + std::ptrdiff_t(i - m0) * ld;
         float* c = p.c + std::ptrdiff_t(i) * p.ldc + n0;
@@ -360,7 +360,7 @@ void gemv_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1) {
     std::ptrdiff_t lda = p.lda;
     if (p.round_bf16) {
         auto* rounded = static_cast<float*>(
-            gemm_scratch(kScratchA, sizeof(float) * std::size_t(m) * std::size_t(p.k)));
+            thread_scratch(kScratchA, sizeof(float) * std::size_t(m) * std::size_t(p.k)));
         for (int i = 0; i < m; ++i) {
             for (int kk = 0; kk < p.k; ++kk) {
                 rounded[std::ptrdiff_t(i) * p.k + kk] =
@@ -371,11 +371,13 @@ void gemv_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1) {
         lda = p.k;
     }
     const std::ptrdiff_t ldo = n1 - n0;
-    auto* out = static_cast<float*>(gemm_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
+    auto* out =
+        static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
     avx2::gemv_any(p, m, a, lda, p.w, n0, n1, out, ldo);
     float* out2 = nullptr;
     if (p.w2 != nullptr) {
-        out2 = static_cast<float*>(gemm_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
+        out2 =
+            static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
         avx2::gemv_any(p, m, a, lda, p.w2, n0, n1, out2, ldo);
     }
     avx2::epilogue_rows(p, out, out2, ldo, m0, m1, n0, n1);

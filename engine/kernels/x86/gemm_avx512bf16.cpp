@@ -253,7 +253,7 @@ void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1) 
     // Activations as bf16 pairs, each row padded with zeros to a multiple of 16 pairs (64 bytes).
     const std::ptrdiff_t lda_pairs = (p.k + 31) / 32 * 16;
     auto* a = static_cast<std::uint32_t*>(
-        gemm_scratch(kScratchA, sizeof(std::uint32_t) * std::size_t(m) * lda_pairs));
+        thread_scratch(kScratchA, sizeof(std::uint32_t) * std::size_t(m) * lda_pairs));
     for (int i = 0; i < m; ++i) {
         const float* src = p.a + std::ptrdiff_t(m0 + i) * p.lda;
         for (int kk = 0; kk < p.k; kk += 32) {
@@ -262,10 +262,11 @@ void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1) 
         }
     }
     const std::ptrdiff_t ldo = n1 - n0;
-    auto* out = static_cast<float*>(gemm_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
+    auto* out =
+        static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
     float* out2 =
         p.w2 != nullptr
-            ? static_cast<float*>(gemm_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo))
+            ? static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo))
             : nullptr;
     const void* ws[2] = {p.w, p.w2};
     float* outs[2] = {out, out2};

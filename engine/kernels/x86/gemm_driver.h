@@ -74,13 +74,13 @@ void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
     constexpr int kMaxPassRows = kMC * 9;
     const int pass_rows =
         std::clamp(int(kAPassBytes / (sizeof(Packed) * k_packed)) / kMC * kMC, kMC, kMaxPassRows);
-    auto* pa = static_cast<Packed*>(gemm_scratch(
+    auto* pa = static_cast<Packed*>(thread_scratch(
         kScratchA, sizeof(Packed) * k_packed * std::size_t(std::min(pass_rows, m1 - m0) + kMR)));
     // B of one k block and one column block (kNC columns).
     const std::size_t b_elems = std::size_t(K::packed_k(std::min(kKC, p.k))) * kNC;
-    auto* pb = static_cast<Packed*>(gemm_scratch(kScratchB, sizeof(Packed) * b_elems));
-    Packed* pb2 =
-        gated ? static_cast<Packed*>(gemm_scratch(kScratchB2, sizeof(Packed) * b_elems)) : nullptr;
+    auto* pb = static_cast<Packed*>(thread_scratch(kScratchB, sizeof(Packed) * b_elems));
+    Packed* pb2 = gated ? static_cast<Packed*>(thread_scratch(kScratchB2, sizeof(Packed) * b_elems))
+                        : nullptr;
     for (int r0 = m0; r0 < m1; r0 += pass_rows) {
         const int r1 = std::min(m1, r0 + pass_rows);
         const std::ptrdiff_t rows_pad = (r1 - r0 + kMR - 1) / kMR * kMR;
@@ -93,9 +93,9 @@ void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
             const std::ptrdiff_t cols_pad = (ncols + kNR - 1) / kNR * kNR;
             const std::ptrdiff_t ld = cols_pad;
             const std::size_t acc_bytes = sizeof(float) * std::size_t(rows_pad) * cols_pad;
-            auto* acc = static_cast<float*>(gemm_scratch(kScratchC, acc_bytes));
+            auto* acc = static_cast<float*>(thread_scratch(kScratchC, acc_bytes));
             float* acc2 =
-                gated ? static_cast<float*>(gemm_scratch(kScratchC2, acc_bytes)) : nullptr;
+                gated ? static_cast<float*>(thread_scratch(kScratchC2, acc_bytes)) : nullptr;
             for (int pc = 0; pc < p.k; pc += kKC) {
                 const int kc = std::min(kKC, p.k - pc);
                 const int ks = K::packed_k(kc);

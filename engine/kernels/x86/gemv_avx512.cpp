@@ -170,7 +170,7 @@ void gemv_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1) {
     std::ptrdiff_t lda = p.lda;
     if (p.round_bf16) {
         auto* rounded = static_cast<float*>(
-            gemm_scratch(kScratchA, sizeof(float) * std::size_t(m) * std::size_t(p.k)));
+            thread_scratch(kScratchA, sizeof(float) * std::size_t(m) * std::size_t(p.k)));
         for (int i = 0; i < m; ++i) {
             const float* src = a + std::ptrdiff_t(i) * p.lda;
             float* dst = rounded + std::ptrdiff_t(i) * p.k;
@@ -187,11 +187,13 @@ void gemv_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1) {
     GemmProblem sub = p;
     sub.m = m;
     const std::ptrdiff_t ldo = n1 - n0;
-    auto* out = static_cast<float*>(gemm_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
+    auto* out =
+        static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
     avx512::gemv_any(sub, a, lda, p.w, n0, n1, out, ldo);
     float* out2 = nullptr;
     if (p.w2 != nullptr) {
-        out2 = static_cast<float*>(gemm_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
+        out2 =
+            static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
         avx512::gemv_any(sub, a, lda, p.w2, n0, n1, out2, ldo);
     }
     gemm_epilogue_avx512(p, out, out2, ldo, m0, m1, n0, n1);
