@@ -30,7 +30,7 @@ enum ScratchSlot {
     kScratchGather = 5,
     kScratchEpilogue = 6,     // a row for epilogues that need one
     kScratchAttention = 7,    // the flash driver's tiles (x86/attention_flash.h)
-    kScratchAttentionKV = 8,  // a task's keys and values converted to bf16
+    kScratchAttentionKV = 8,  // a task's keys and values, repacked for its tiles
     kScratchSlots = 9
 };
 

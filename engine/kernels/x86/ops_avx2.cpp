@@ -1,7 +1,6 @@
 // The avx2 table of the non-GEMM kernel families (x86/ops_table.h): the simd/ templates
-// instantiated for xsimd::fma3<xsimd::avx2>.
+// instantiated for xsimd::fma3<xsimd::avx2>, and the hand-written flash attention.
 #include "kernels/simd/activation_simd.h"
-#include "kernels/simd/attention_simd.h"
 #include "kernels/simd/norm_simd.h"
 #include "kernels/simd/pos_embed_simd.h"
 #include "kernels/simd/rope_simd.h"
@@ -24,7 +23,7 @@ const OpsTable kOpsAvx2 = {
     .softmax_f32 = &simd::softmax_f32<avx2::Arch>,
     .rope_f32 = &simd::rope_f32<avx2::Arch>,
     .pos_embed_interpolate = &simd::pos_embed_interpolate<avx2::Arch>,
-    .attention_run_task = &simd::attention_run_task<avx2::Arch>,
+    .attention_run_task = &avx2::attention_run_task,
 };
 
 }  // namespace qvl::kernels

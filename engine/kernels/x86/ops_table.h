@@ -32,6 +32,10 @@ extern const OpsTable kOpsScalar;  // ops_dispatch.cpp: the references
 extern const OpsTable kOpsAvx2;    // x86/ops_avx2.cpp
 extern const OpsTable kOpsAvx512;  // x86/ops_avx512.cpp (also used by kAvx512Bf16)
 
+// Hand-written AVX2 flash attention (x86/attention_avx2.cpp).
+namespace avx2 {
+void attention_run_task(const AttentionArgs& args, int task, int num_tasks);
+}  // namespace avx2
 // Hand-written AVX-512 attention (x86/attention_avx512.cpp).
 namespace avx512 {
 void attention_run_task(const AttentionArgs& args, int task, int num_tasks);

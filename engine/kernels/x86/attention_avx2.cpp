@@ -1,0 +1,315 @@
+// Flash attention for the AVX2 tier (kernels/attention.h): tiles of 6 query rows against
+// 64-key blocks, online softmax in the log2 domain, f32 products and accumulation.
+//
+// Per task (one kv head, a block of query rows) the keys it will read are repacked once:
+// K transposed per 64-key block ([d][64 keys]) so that scores are broadcast-FMAs over rows of
+// Kt, V copied dense ([key][head_dim]). Each tile then keeps 6 x 16 scores or 6 x 16 outputs
+// in 12 ymm accumulators: two loads and six broadcasts feed twelve FMAs.
+//
+// Key blocks sit at absolute multiples of 64 and every row is computed on its own (masks,
+// running max and sum per row), so a row's result does not depend on which task or tile it
+// fell into: identical for any thread count. Decode (one query row) keeps the row-at-a-time
+// kernel of simd/attention_simd.h: it streams K/V once and repacking would only add traffic.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+#include "kernels/attention.h"
+#include "kernels/attention_plan.h"
+#include "kernels/scratch.h"
+#include "kernels/simd/attention_simd.h"
+#include "kernels/x86/ops_table.h"
+
+namespace qvl::kernels::avx2 {
+namespace {
+
+constexpr int kRows = 6;    // query rows per tile
+constexpr int kKeys = 64;   // keys per block
+constexpr int kMaxHd = 256;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// 2^x for x <= 0 (scores minus their running max): 2^n by the exponent bits, 2^f (|f| <= 1/2)
+// by a degree-6 polynomial (relative error ~1e-7) with constant term exactly 1, so a block
+// that leaves the max unchanged rescales by exactly 1. Below -126 the result is clamped to
+// 2^-126 * 2^f; callers zero masked lanes themselves.
+inline __m256 exp2_ps(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
+    const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 f = _mm256_sub_ps(x, n);
+    __m256 p = _mm256_set1_ps(1.5345591236837208e-04f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3399904128164053e-03f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618490003049374e-03f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550329014658928e-02f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022646248340607e-01f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931471824645996e-01f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    const __m256i bits =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+inline float hmax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+// The keys of one task, repacked: block b holds absolute keys [64 (first + b), +64).
+struct PackedKV {
+    const float* kt = nullptr;  // per block: [head_dim][64]
+    const float* v = nullptr;   // [key - 64 first][head_dim]
+    int first = 0;              // first block (absolute key / 64)
+};
+
+// Repacks keys [key_lo, key_hi) of kv head g; keys of the covered blocks outside that range
+// are zero (their weights are masked to exactly zero, and 0 * 0 adds nothing).
+PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
+    const int hd = a.head_dim;
+    const int first = key_lo / kKeys;
+    const int n_blocks = (key_hi + kKeys - 1) / kKeys - first;
+    const std::size_t block_floats = std::size_t(kKeys) * hd;
+    auto* kt = static_cast<float*>(detail::thread_scratch(
+        detail::kScratchAttentionKV, 2 * sizeof(float) * block_floats * std::size_t(n_blocks)));
+    float* v = kt + block_floats * n_blocks;
+    const float* kg = a.k + g * a.k_head_stride;
+    const float* vg = a.v + g * a.v_head_stride;
+    for (int b = 0; b < n_blocks; ++b) {
+        float* ktb = kt + block_floats * b;
+        float* vb = v + block_floats * b;
+        const int j0 = (first + b) * kKeys;
+        for (int j = 0; j < kKeys; ++j) {
+            const int key = j0 + j;
+            float* vrow = vb + std::ptrdiff_t(j) * hd;
+            if (key < key_lo || key >= key_hi) {
+                for (int d = 0; d < hd; ++d) ktb[d * kKeys + j] = 0.0f;
+                std::fill(vrow, vrow + hd, 0.0f);
+                continue;
+            }
+            const float* krow = kg + std::ptrdiff_t(key) * a.k_row_stride;
+            for (int d = 0; d < hd; ++d) ktb[d * kKeys + j] = krow[d];
+            std::copy(vg + std::ptrdiff_t(key) * a.v_row_stride,
+                      vg + std::ptrdiff_t(key) * a.v_row_stride + hd, vrow);
+        }
+    }
+    return {kt, v, first};
+}
+
+// A tile: up to kRows query rows of one head that share the first visible key `lo`; row r sees
+// keys [lo, hi[r]). Unused rows have hi = lo and a zero query.
+struct Tile {
+    int n = 0, lo = 0;
+    int hi[kRows] = {};
+    alignas(32) float q[kRows][kMaxHd];  // q * scale * log2(e)
+    alignas(32) float o[kRows][kMaxHd];  // unnormalised output
+    alignas(32) float s[kRows][kKeys];   // scores, then weights, of the current block
+    float m[kRows], l[kRows], alpha[kRows];
+};
+
+// s[r][c..c+16) = sum_d q[r][d] * kt[d][c..c+16) for the 16-key chunks below nk.
+void tile_scores(Tile* t, const float* kt, int hd, int nk) {
+    for (int c = 0; c < nk; c += 16) {
+        __m256 acc[kRows][2];
+        for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
+        const float* kc = kt + c;
+        for (int d = 0; d < hd; ++d) {
+            const __m256 k0 = _mm256_load_ps(kc + d * kKeys);
+            const __m256 k1 = _mm256_load_ps(kc + d * kKeys + 8);
+            for (int r = 0; r < kRows; ++r) {
+                const __m256 q = _mm256_broadcast_ss(&t->q[r][d]);
+                acc[r][0] = _mm256_fmadd_ps(q, k0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(q, k1, acc[r][1]);
+            }
+        }
+        for (int r = 0; r < kRows; ++r) {
+            _mm256_store_ps(&t->s[r][c], acc[r][0]);
+            _mm256_store_ps(&t->s[r][c + 8], acc[r][1]);
+        }
+    }
+}
+
+// Online softmax over the block's keys [j0, j0 + nk): scores of keys a row may not see become
+// weight 0; m, l and alpha (the rescale of the row's output) are updated. `full`: every row
+// sees every key of the block (no masks needed).
+void tile_softmax(Tile* t, int j0, int nk, bool full) {
+    const int n_vec = (nk + 7) / 8;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    alignas(32) float m_old[8] = {}, m_new[8] = {};
+    __m256 valid[kRows][kKeys / 8];
+    for (int r = 0; r < kRows; ++r) {
+        const float* s = t->s[r];
+        __m256 mx = _mm256_set1_ps(-INFINITY);
+        if (full) {
+            for (int v = 0; v < n_vec; ++v) mx = _mm256_max_ps(mx, _mm256_load_ps(s + 8 * v));
+        } else {
+            // Keys [lo, hi) of this row, relative to the block and clamped to it.
+            const __m256i a = _mm256_set1_epi32(std::clamp(t->lo - j0, 0, kKeys));
+            const __m256i b = _mm256_set1_epi32(std::clamp(t->hi[r] - j0, 0, nk));
+            for (int v = 0; v < n_vec; ++v) {
+                const __m256i idx = _mm256_add_epi32(lane, _mm256_set1_epi32(8 * v));
+                valid[r][v] = _mm256_castsi256_ps(
+                    _mm256_andnot_si256(_mm256_cmpgt_epi32(a, idx), _mm256_cmpgt_epi32(b, idx)));
+                mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
+                                                        _mm256_load_ps(s + 8 * v), valid[r][v]));
+            }
+        }
+        m_old[r] = t->m[r];
+        m_new[r] = std::max(t->m[r], hmax(mx));
+    }
+    // alpha = 2^(m_old - m_new) for all rows at once; 0 where m_old = -inf (nothing seen yet),
+    // 1 where m_new = -inf too (still nothing: the output stays 0).
+    {
+        const __m256 mo = _mm256_load_ps(m_old), mn = _mm256_load_ps(m_new);
+        const __m256 none = _mm256_cmp_ps(mn, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
+        const __m256 fresh = _mm256_cmp_ps(mo, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
+        __m256 alpha = exp2_ps(_mm256_sub_ps(mo, _mm256_blendv_ps(mn, mo, none)));
+        alpha = _mm256_andnot_ps(fresh, alpha);
+        alpha = _mm256_blendv_ps(alpha, _mm256_set1_ps(1.0f), none);
+        alignas(32) float al[8];
+        _mm256_store_ps(al, alpha);
+        for (int r = 0; r < kRows; ++r) t->alpha[r] = al[r];
+    }
+    for (int r = 0; r < kRows; ++r) {
+        float* s = t->s[r];
+        const __m256 m_vec = _mm256_set1_ps(m_new[r]);
+        __m256 sum = _mm256_setzero_ps();
+        for (int v = 0; v < n_vec; ++v) {
+            __m256 p = exp2_ps(_mm256_sub_ps(_mm256_load_ps(s + 8 * v), m_vec));
+            if (!full) p = _mm256_and_ps(p, valid[r][v]);  // also zeroes rows with m = -inf
+            _mm256_store_ps(s + 8 * v, p);
+            sum = _mm256_add_ps(sum, p);
+        }
+        t->l[r] = t->l[r] * t->alpha[r] + hsum(sum);
+        t->m[r] = m_new[r];
+    }
+}
+
+// o[r][c..) = o[r][c..) * alpha[r] + sum_{j < nk} s[r][j] * v[j][c..) in chunks of W vectors.
+template <int W>
+void tile_accumulate_chunk(Tile* t, const float* v, int hd, int nk, int c) {
+    __m256 acc[kRows][W];
+    for (int r = 0; r < kRows; ++r) {
+        const __m256 alpha = _mm256_set1_ps(t->alpha[r]);
+        for (int w = 0; w < W; ++w) acc[r][w] = _mm256_mul_ps(_mm256_load_ps(&t->o[r][c + 8 * w]), alpha);
+    }
+    for (int j = 0; j < nk; ++j) {
+        const float* vj = v + std::ptrdiff_t(j) * hd + c;
+        __m256 vv[W];
+        for (int w = 0; w < W; ++w) vv[w] = _mm256_loadu_ps(vj + 8 * w);
+        for (int r = 0; r < kRows; ++r) {
+            const __m256 p = _mm256_broadcast_ss(&t->s[r][j]);
+            for (int w = 0; w < W; ++w) acc[r][w] = _mm256_fmadd_ps(p, vv[w], acc[r][w]);
+        }
+    }
+    for (int r = 0; r < kRows; ++r) {
+        for (int w = 0; w < W; ++w) _mm256_store_ps(&t->o[r][c + 8 * w], acc[r][w]);
+    }
+}
+
+void tile_accumulate(Tile* t, const float* v, int hd, int nk) {
+    int c = 0;
+    for (; c + 16 <= hd; c += 16) tile_accumulate_chunk<2>(t, v, hd, nk, c);
+    if (c < hd) tile_accumulate_chunk<1>(t, v, hd, nk, c);
+}
+
+// Runs one tile over its keys and writes its rows (head h, rows `rows`).
+void run_tile(const AttentionArgs& a, const PackedKV& kv, int h, const int* rows, Tile* t) {
+    const int hd = a.head_dim;
+    const float qscale = a.scale * kLog2e;
+    int hi_max = t->lo;
+    for (int r = 0; r < kRows; ++r) {
+        if (r < t->n) {
+            const float* q = a.q + std::ptrdiff_t(rows[r]) * a.q_row_stride + h * a.q_head_stride;
+            for (int d = 0; d < hd; ++d) t->q[r][d] = q[d] * qscale;
+            hi_max = std::max(hi_max, t->hi[r]);
+        } else {
+            std::fill(t->q[r], t->q[r] + hd, 0.0f);
+            t->hi[r] = t->lo;
+        }
+        std::fill(t->o[r], t->o[r] + hd, 0.0f);
+        t->m[r] = -INFINITY;
+        t->l[r] = 0.0f;
+    }
+    const std::size_t block_floats = std::size_t(kKeys) * hd;
+    int hi_min = hi_max;
+    for (int r = 0; r < kRows; ++r) hi_min = std::min(hi_min, t->hi[r]);
+    for (int blk = t->lo / kKeys; blk * kKeys < hi_max; ++blk) {
+        const int j0 = blk * kKeys;
+        const int nk = std::min(kKeys, hi_max - j0);
+        const std::size_t off = block_floats * std::size_t(blk - kv.first);
+        tile_scores(t, kv.kt + off, hd, nk);
+        tile_softmax(t, j0, nk, j0 >= t->lo && j0 + nk <= hi_min && nk % 8 == 0);
+        tile_accumulate(t, kv.v + off, hd, nk);
+    }
+    for (int r = 0; r < t->n; ++r) {
+        float* out = a.out + std::ptrdiff_t(rows[r]) * a.out_row_stride + h * a.out_head_stride;
+        const float inv = 1.0f / t->l[r];
+        for (int d = 0; d < hd; ++d) out[d] = t->o[r][d] * inv;
+    }
+}
+
+void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
+    const int group = a.n_heads / attention_kv_heads(a);
+    int key_lo = a.n_kv, key_hi = 0;
+    {
+        int seg = 0;
+        for (int r = task.row_begin; r < task.row_end; ++r) {
+            int lo, hi;
+            attention_key_range(a, r, &seg, &lo, &hi);
+            if (hi > lo) key_lo = std::min(key_lo, lo), key_hi = std::max(key_hi, hi);
+        }
+    }
+    const PackedKV kv = key_hi > key_lo ? pack_kv(a, task.kv_head, key_lo, key_hi) : PackedKV{};
+    Tile tile;
+    int rows[kRows];
+    for (int h = task.kv_head * group; h < (task.kv_head + 1) * group; ++h) {
+        int seg = 0;
+        for (int r = task.row_begin; r < task.row_end;) {
+            int lo, hi;
+            attention_key_range(a, r, &seg, &lo, &hi);
+            if (hi <= lo) {
+                float* out = a.out + std::ptrdiff_t(r) * a.out_row_stride + h * a.out_head_stride;
+                std::fill(out, out + a.head_dim, 0.0f);
+                ++r;
+                continue;
+            }
+            // Gather up to kRows consecutive rows that see keys and share lo.
+            tile.n = 0;
+            tile.lo = lo;
+            while (true) {
+                rows[tile.n] = r;
+                tile.hi[tile.n++] = hi;
+                ++r;
+                if (tile.n == kRows || r >= task.row_end) break;
+                int seg2 = seg, lo2, hi2;
+                attention_key_range(a, r, &seg2, &lo2, &hi2);
+                if (hi2 <= lo2 || lo2 != lo) break;
+                seg = seg2, hi = hi2;
+            }
+            run_tile(a, kv, h, rows, &tile);
+        }
+    }
+}
+
+}  // namespace
+
+void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
+    // The choice depends on the arguments only, never on the task split.
+    if (a.n_q < 2 || a.head_dim % 8 != 0 || a.head_dim > kMaxHd) {
+        return simd::attention_run_task<xsimd::fma3<xsimd::avx2>>(a, task, num_tasks);
+    }
+    AttentionTask t;
+    if (!attention_task(a, task, num_tasks, &t)) return;
+    tiled_run_task(a, t);
+}
+
+}  // namespace qvl::kernels::avx2
