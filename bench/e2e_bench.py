@@ -197,6 +197,10 @@ def resolve_peaks(args, thread_counts):
                 entry[kind] = (cli * scale, "command line" + ("" if scale == 1 else " (scaled)"))
             elif kind in measured.get(t, {}):
                 entry[kind] = (measured[t][kind], "measured (qvl-bench-kernels)")
+            elif kind == "bf16" and "f32" in measured.get(t, {}):
+                # No bf16 dot-product instructions (the peak loop refused to run): bf16 weights
+                # are widened and multiplied in f32, so the FP32 peak is this machine's floor.
+                entry[kind] = (measured[t]["f32"], "this CPU has no bf16 dot product: FP32 peak")
             else:
                 entry[kind] = (default[kind], "machine.md default")
         peaks[t] = entry

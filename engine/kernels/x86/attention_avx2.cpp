@@ -25,8 +25,8 @@
 namespace qvl::kernels::avx2 {
 namespace {
 
-constexpr int kRows = 6;    // query rows per tile
-constexpr int kKeys = 64;   // keys per block
+constexpr int kRows = 6;   // query rows per tile
+constexpr int kKeys = 64;  // keys per block
 constexpr int kMaxHd = 256;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -199,7 +199,8 @@ void tile_accumulate_chunk(Tile* t, const float* v, int hd, int nk, int c) {
     __m256 acc[kRows][W];
     for (int r = 0; r < kRows; ++r) {
         const __m256 alpha = _mm256_set1_ps(t->alpha[r]);
-        for (int w = 0; w < W; ++w) acc[r][w] = _mm256_mul_ps(_mm256_load_ps(&t->o[r][c + 8 * w]), alpha);
+        for (int w = 0; w < W; ++w)
+            acc[r][w] = _mm256_mul_ps(_mm256_load_ps(&t->o[r][c + 8 * w]), alpha);
     }
     for (int j = 0; j < nk; ++j) {
         const float* vj = v + std::ptrdiff_t(j) * hd + c;
