@@ -8,8 +8,8 @@
 //
 // Key blocks sit at absolute multiples of 64 and every row is computed on its own (masks,
 // running max and sum per row), so a row's result does not depend on which task or tile it
-// fell into: identical for any thread count. Decode (one query row) keeps the row-at-a-time
-// kernel of simd/attention_simd.h: it streams K/V once and repacking would only add traffic.
+// fell into: identical for any thread count. Decode (one query row) reads K and V in place,
+// once for each pair of query heads, since repacking them would only add traffic.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -301,15 +301,159 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
     }
 }
 
+// Decode: one query row. The P (1 or 2) heads of a pair share every K and V row load; for
+// Qwen3-VL's two query heads per kv head K and V are read once per step.
+template <int P>
+void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi) {
+    const int hd = a.head_dim;
+    const float qscale = a.scale * kLog2e;
+    alignas(32) float q[P][kMaxHd];
+    alignas(32) float o[P][kMaxHd];
+    alignas(32) float s[P][kKeys];
+    float m[P], l[P];
+    for (int p = 0; p < P; ++p) {
+        const float* src = a.q + std::ptrdiff_t(row) * a.q_row_stride + (h0 + p) * a.q_head_stride;
+        for (int d = 0; d < hd; ++d) q[p][d] = src[d] * qscale;
+        std::fill(o[p], o[p] + hd, 0.0f);
+        m[p] = -INFINITY;
+        l[p] = 0.0f;
+    }
+    const float* kg = a.k + g * a.k_head_stride;
+    const float* vg = a.v + g * a.v_head_stride;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int j0 = lo; j0 < hi; j0 += kKeys) {
+        const int nk = std::min(kKeys, hi - j0);
+        // Scores, four keys at a time: each K row chunk is loaded once for all P heads.
+        int j = 0;
+        for (; j + 4 <= nk; j += 4) {
+            const float* k0 = kg + std::ptrdiff_t(j0 + j) * a.k_row_stride;
+            __m256 acc[P][4];
+            for (auto& h : acc) h[0] = h[1] = h[2] = h[3] = _mm256_setzero_ps();
+            for (int c = 0; c < hd; c += 8) {
+                __m256 kv[4];
+                for (int x = 0; x < 4; ++x) kv[x] = _mm256_loadu_ps(k0 + x * a.k_row_stride + c);
+                for (int p = 0; p < P; ++p) {
+                    const __m256 qv = _mm256_load_ps(q[p] + c);
+                    for (int x = 0; x < 4; ++x) acc[p][x] = _mm256_fmadd_ps(qv, kv[x], acc[p][x]);
+                }
+            }
+            for (int p = 0; p < P; ++p) {
+                const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(acc[p][0], acc[p][1]),
+                                                _mm256_hadd_ps(acc[p][2], acc[p][3]));
+                _mm_store_ps(s[p] + j,
+                             _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+            }
+        }
+        for (; j < nk; ++j) {
+            const float* kr = kg + std::ptrdiff_t(j0 + j) * a.k_row_stride;
+            for (int p = 0; p < P; ++p) {
+                __m256 acc = _mm256_setzero_ps();
+                for (int c = 0; c < hd; c += 8) {
+                    acc = _mm256_fmadd_ps(_mm256_load_ps(q[p] + c), _mm256_loadu_ps(kr + c), acc);
+                }
+                s[p][j] = hsum(acc);
+            }
+        }
+        // Online softmax per head; lanes past nk get weight 0.
+        const int n_vec = (nk + 7) / 8;
+        float alpha[P];
+        for (int p = 0; p < P; ++p) {
+            __m256 mx = _mm256_set1_ps(-INFINITY);
+            __m256 valid[kKeys / 8];
+            for (int v = 0; v < n_vec; ++v) {
+                const __m256i idx = _mm256_add_epi32(lane, _mm256_set1_epi32(8 * v));
+                valid[v] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nk), idx));
+                mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
+                                                        _mm256_load_ps(s[p] + 8 * v), valid[v]));
+            }
+            const float m_new = std::max(m[p], hmax(mx));
+            const __m256 m_vec = _mm256_set1_ps(m_new);
+            __m256 sum = _mm256_setzero_ps();
+            for (int v = 0; v < n_vec; ++v) {
+                const __m256 e = _mm256_and_ps(
+                    exp2_ps(_mm256_sub_ps(_mm256_load_ps(s[p] + 8 * v), m_vec)), valid[v]);
+                _mm256_store_ps(s[p] + 8 * v, e);
+                sum = _mm256_add_ps(sum, e);
+            }
+            alpha[p] = m[p] == -INFINITY ? 0.0f : std::exp2(m[p] - m_new);
+            l[p] = l[p] * alpha[p] + hsum(sum);
+            m[p] = m_new;
+        }
+        // o = o * alpha + P V, 32 columns at a time: each V row chunk loaded once for all heads.
+        const float* v0 = vg + std::ptrdiff_t(j0) * a.v_row_stride;
+        int c = 0;
+        for (; c + 32 <= hd; c += 32) {
+            __m256 acc[P][4];
+            for (int p = 0; p < P; ++p) {
+                for (int w = 0; w < 4; ++w) {
+                    acc[p][w] =
+                        _mm256_mul_ps(_mm256_load_ps(o[p] + c + 8 * w), _mm256_set1_ps(alpha[p]));
+                }
+            }
+            for (int jj = 0; jj < nk; ++jj) {
+                const float* vr = v0 + std::ptrdiff_t(jj) * a.v_row_stride + c;
+                __m256 vv[4];
+                for (int w = 0; w < 4; ++w) vv[w] = _mm256_loadu_ps(vr + 8 * w);
+                for (int p = 0; p < P; ++p) {
+                    const __m256 w8 = _mm256_broadcast_ss(&s[p][jj]);
+                    for (int w = 0; w < 4; ++w) acc[p][w] = _mm256_fmadd_ps(w8, vv[w], acc[p][w]);
+                }
+            }
+            for (int p = 0; p < P; ++p) {
+                for (int w = 0; w < 4; ++w) _mm256_store_ps(o[p] + c + 8 * w, acc[p][w]);
+            }
+        }
+        for (; c < hd; c += 8) {
+            __m256 acc[P];
+            for (int p = 0; p < P; ++p) {
+                acc[p] = _mm256_mul_ps(_mm256_load_ps(o[p] + c), _mm256_set1_ps(alpha[p]));
+            }
+            for (int jj = 0; jj < nk; ++jj) {
+                const __m256 vv = _mm256_loadu_ps(v0 + std::ptrdiff_t(jj) * a.v_row_stride + c);
+                for (int p = 0; p < P; ++p) {
+                    acc[p] = _mm256_fmadd_ps(_mm256_broadcast_ss(&s[p][jj]), vv, acc[p]);
+                }
+            }
+            for (int p = 0; p < P; ++p) _mm256_store_ps(o[p] + c, acc[p]);
+        }
+    }
+    for (int p = 0; p < P; ++p) {
+        float* out = a.out + std::ptrdiff_t(row) * a.out_row_stride + (h0 + p) * a.out_head_stride;
+        const float inv = 1.0f / l[p];
+        for (int d = 0; d < hd; ++d) out[d] = o[p][d] * inv;
+    }
+}
+
+void decode_run_task(const AttentionArgs& a, const AttentionTask& t) {
+    const int group = a.n_heads / attention_kv_heads(a);
+    int seg = 0;
+    for (int r = t.row_begin; r < t.row_end; ++r) {
+        int lo, hi;
+        attention_key_range(a, r, &seg, &lo, &hi);
+        int h = t.kv_head * group;
+        const int h_end = h + group;
+        if (hi <= lo) {
+            for (; h < h_end; ++h) {
+                float* out = a.out + std::ptrdiff_t(r) * a.out_row_stride + h * a.out_head_stride;
+                std::fill(out, out + a.head_dim, 0.0f);
+            }
+            continue;
+        }
+        for (; h + 2 <= h_end; h += 2) decode_heads<2>(a, t.kv_head, h, r, lo, hi);
+        if (h < h_end) decode_heads<1>(a, t.kv_head, h, r, lo, hi);
+    }
+}
+
 }  // namespace
 
 void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
     // The choice depends on the arguments only, never on the task split.
-    if (a.n_q < 2 || a.head_dim % 8 != 0 || a.head_dim > kMaxHd) {
+    if (a.head_dim % 8 != 0 || a.head_dim > kMaxHd) {
         return simd::attention_run_task<xsimd::fma3<xsimd::avx2>>(a, task, num_tasks);
     }
     AttentionTask t;
     if (!attention_task(a, task, num_tasks, &t)) return;
+    if (a.n_q == 1) return decode_run_task(a, t);
     tiled_run_task(a, t);
 }
 
