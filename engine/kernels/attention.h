@@ -17,9 +17,10 @@
 //
 // Performance: K/V rows with row stride == head_dim (the KV arena, or a head-major qkv layout)
 // are read in place; other strides (the fused [N, 3072] qkv rows) are copied per 64-key block,
-// which costs about 10 % at N = 784. The AVX-512 kernel keeps ~330 KB of thread-local scratch
-// (no allocation per call) and handles head_dim % 16 == 0 up to 128; other head dims and the
-// AVX2 tier use a simpler row-at-a-time kernel.
+// which costs about 10 % at N = 784. Scratch is per thread (kernels/scratch.h), so there is no
+// allocation per call. The AVX-512 kernel handles head_dim % 16 == 0 up to 128, the AVX2 kernel
+// head_dim % 8 == 0 up to 256 (K/V repacked once per task); other head dims use a simpler
+// row-at-a-time kernel.
 //
 // Work splits into independent tasks (query blocks x kv-head groups); the split depends only
 // on the arguments and num_tasks, never on the thread that runs a task, so results are

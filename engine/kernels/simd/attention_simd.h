@@ -1,7 +1,7 @@
 // Portable attention (kernels/attention.h) over xsimd batches: one (row, head) at a time,
 // keys in chunks with an online softmax, dot products along head_dim. Simpler and slower than
-// the AVX-512 flash kernel (x86/attention_avx512.cpp); it serves the AVX2 tier and head
-// dimensions the flash kernel does not handle. Included only from ISA translation units.
+// the flash kernels (x86/attention_avx512.cpp, x86/attention_avx2.cpp); it serves the head
+// dimensions they do not handle. Included only from ISA translation units.
 #pragma once
 
 #include <algorithm>
