@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "image/image_preprocess.h"
+#include "image/image_resize.h"
 #include "io/image.h"
 #include "io/image_decoders.h"
 #include "kernels/image_patch.h"
 #include "kernels/isa.h"
 #include "kernels/resize.h"
-#include "model/image_preprocess.h"
-#include "model/image_resize.h"
 
 namespace {
 
@@ -94,24 +94,24 @@ enum class Stage { kDecode, kPreprocess, kBoth, kBothNoPixels };
 
 struct Pipeline {
     io::Image image;  // warm outputs
-    model::PreprocessedImage pre;
+    image::PreprocessedImage pre;
 
     void run(Stage stage, bool warm) {
-        model::PreprocessConfig config;
+        image::PreprocessConfig config;
         config.pixel_values = stage != Stage::kBothNoPixels;
         if (stage == Stage::kPreprocess) {
             if (warm) {
-                check(model::preprocess_image_into(decoded_photo(), config, &pre));
+                check(image::preprocess_image_into(decoded_photo(), config, &pre));
                 benchmark::DoNotOptimize(pre.pixel_values.data());
             } else {
-                auto fresh = model::preprocess_image(decoded_photo(), config);
+                auto fresh = image::preprocess_image(decoded_photo(), config);
                 benchmark::DoNotOptimize(fresh.value().pixel_values.data());
             }
             return;
         }
         if (warm) {
             check(io::decode_image_into(test_jpeg(), {}, "bench.jpg", &image));
-            if (stage != Stage::kDecode) check(model::preprocess_image_into(image, config, &pre));
+            if (stage != Stage::kDecode) check(image::preprocess_image_into(image, config, &pre));
             benchmark::DoNotOptimize(image.rgb.data());
             benchmark::DoNotOptimize(pre.pixel_values.data());
             return;
@@ -119,7 +119,7 @@ struct Pipeline {
         auto fresh = io::decode_image(test_jpeg(), {}, "bench.jpg");
         benchmark::DoNotOptimize(fresh.value().rgb.data());
         if (stage != Stage::kDecode) {
-            auto fresh_pre = model::preprocess_image(fresh.value(), config);
+            auto fresh_pre = image::preprocess_image(fresh.value(), config);
             benchmark::DoNotOptimize(fresh_pre.value().pixel_values.data());
         }
     }
@@ -224,7 +224,7 @@ void BM_pil_numpy(benchmark::State& state) {
 void BM_resize_vertical(benchmark::State& state, kernels::Isa isa) {
     if (!kernels::isa_supported(isa)) return state.SkipWithError("ISA not supported");
     const io::Image& src = decoded_photo();
-    const auto wy = model::detail::bicubic_aa_weights(kHeight, 1088);
+    const auto wy = image::detail::bicubic_aa_weights(kHeight, 1088);
     std::vector<std::uint8_t> dst(std::size_t(kWidth) * 3 * 1088);
     for (auto _ : state) {
         kernels::resize_vertical_u8({.src = src.rgb.data(),
@@ -248,7 +248,7 @@ void BM_resize_horizontal(benchmark::State& state, kernels::Isa isa) {
     constexpr int kIn = 3000, kOut = 3008, kRows = 2000;
     std::vector<std::uint8_t> src(std::size_t(kIn) * 3 * kRows);
     for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::uint8_t(i * 7919 >> 5);
-    const auto wx = model::detail::bicubic_aa_weights(kIn, kOut);
+    const auto wx = image::detail::bicubic_aa_weights(kIn, kOut);
     std::vector<std::uint8_t> dst(std::size_t(kOut) * 3 * kRows);
     for (auto _ : state) {
         kernels::resize_horizontal_rgb_u8({.src = src.data(),

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace {
 
@@ -19,14 +19,14 @@ std::filesystem::path model_dir() {
            "tiny-qwen3vl";
 }
 
-const qvl::model::Tokenizer& tokenizer() {
-    static const qvl::model::Tokenizer* t = [] {
-        auto r = qvl::model::Tokenizer::load(model_dir());
+const qvl::text::Tokenizer& tokenizer() {
+    static const qvl::text::Tokenizer* t = [] {
+        auto r = qvl::text::Tokenizer::load(model_dir());
         if (!r.ok()) {
             std::fprintf(stderr, "tokenizer_bench: %s\n", r.status().message().c_str());
             std::exit(1);
         }
-        return new qvl::model::Tokenizer(std::move(r).value());
+        return new qvl::text::Tokenizer(std::move(r).value());
     }();
     return *t;
 }
@@ -60,7 +60,7 @@ const std::string& english_prose() {
 
 void BM_TokenizerLoad(benchmark::State& state) {
     for (auto _ : state) {
-        auto t = qvl::model::Tokenizer::load(model_dir());
+        auto t = qvl::text::Tokenizer::load(model_dir());
         if (!t.ok()) state.SkipWithError(t.status().message().c_str());
         benchmark::DoNotOptimize(t);
     }
@@ -118,7 +118,7 @@ void BM_TokenizerDecodeStream(benchmark::State& state) {
     const auto& tok = tokenizer();
     const auto ids = tok.encode(english_prose()).value();
     for (auto _ : state) {
-        qvl::model::StreamDecoder d(tok);
+        qvl::text::StreamDecoder d(tok);
         std::size_t n = 0;
         for (const std::int32_t id : ids) n += d.push(id).size();
         benchmark::DoNotOptimize(n);

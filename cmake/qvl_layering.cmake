@@ -1,14 +1,18 @@
 cmake_minimum_required(VERSION 3.25)
 # cmake -P script (a CTest): every #include "..." of an engine file must respect the layering
-#   base < kernels < graph < model,  base < io < model,  apps -> model/session.h + base only.
+#   base < kernels, io < graph < text, image < model < runtime < apps (apps: no kernels/graph).
+# Each layer lists only what it uses; text and image need neither kernels internals nor graph.
 # Third-party headers stay inside the wrapper .cpp that owns them.
 set(allowed_base "base")
 set(allowed_kernels "base;kernels")
 set(allowed_graph "base;kernels;graph")
 set(allowed_io "base;io")
-set(allowed_model "base;kernels;graph;io;model")
+set(allowed_text "base;io;text")
+set(allowed_image "base;kernels;io;image")
+set(allowed_model "base;kernels;graph;io;text;image;model")
+set(allowed_runtime "base;kernels;graph;io;text;image;model;runtime")
 set(failures "")
-foreach(layer base kernels graph io model)
+foreach(layer base kernels graph io text image model runtime)
     file(GLOB_RECURSE files ${ROOT}/engine/${layer}/*.h ${ROOT}/engine/${layer}/*.cpp)
     foreach(f IN LISTS files)
         file(STRINGS ${f} includes REGEX "^#include \"[a-z_0-9]+/")
@@ -18,7 +22,7 @@ foreach(layer base kernels graph io model)
                 list(APPEND failures "${f}: ${layer} may not include ${dep}/ (${line})")
             endif()
         endforeach()
-        # Graph and model must not reach into kernel internals.
+        # Layers above kernels must not reach into kernel internals.
         if(NOT layer STREQUAL "kernels")
             file(STRINGS ${f} internals REGEX "^#include \"kernels/(ref|simd|x86)/")
             foreach(line IN LISTS internals)

@@ -48,11 +48,11 @@ double per_s(double count, double ms) { return ms > 0 ? 1000.0 * count / ms : 0.
 }  // namespace
 
 std::string format_json_report(const RunReport& r) {
-    const model::GenerateResult& g = *r.result;
-    const model::PreparedPrompt& p = *r.prompt;
+    const runtime::GenerateResult& g = *r.result;
+    const runtime::PreparedPrompt& p = *r.prompt;
     std::string images = "[";
     for (std::size_t i = 0; i < p.infos.size(); ++i) {
-        const model::ImageInfo& im = p.infos[i];
+        const runtime::ImageInfo& im = p.infos[i];
         images += fmt::format(
             "{}{{\"path\": {}, \"width\": {}, \"height\": {}, \"resized_width\": {}, "
             "\"resized_height\": {}, \"tokens\": {}}}",
@@ -76,8 +76,8 @@ std::string format_json_report(const RunReport& r) {
 }
 
 std::string format_timing_block(const RunReport& r) {
-    const model::GenerateResult& g = *r.result;
-    const model::PreparedPrompt& p = *r.prompt;
+    const runtime::GenerateResult& g = *r.result;
+    const runtime::PreparedPrompt& p = *r.prompt;
     return fmt::format(
         "\n--- qvl-run timings ({} threads) ---\n"
         "load            {:10.1f} ms\n"

@@ -6,14 +6,14 @@
 #include <string>
 #include <string_view>
 
-#include "model/generate.h"
+#include "runtime/generate.h"
 
 namespace qvl::app {
 
 struct RunReport {
-    const model::PreparedPrompt* prompt = nullptr;
-    const model::GenerateResult* result = nullptr;
-    model::SamplingParams sampling;
+    const runtime::PreparedPrompt* prompt = nullptr;
+    const runtime::GenerateResult* result = nullptr;
+    runtime::SamplingParams sampling;
     int threads = 0;
     double load_ms = 0, total_ms = 0, peak_rss_mb = 0;
 };

@@ -21,10 +21,10 @@
 #include "exit_codes.h"
 #include "io/json.h"
 #include "json_out.h"
-#include "model/generate.h"
 #include "model/model.h"
-#include "model/session.h"
-#include "model/tokenizer.h"
+#include "runtime/generate.h"
+#include "runtime/session.h"
+#include "text/tokenizer.h"
 
 namespace qvl::app {
 namespace {
@@ -62,25 +62,25 @@ double peak_rss_mb() {
 
 // The conversation the flags describe: --messages, or a system turn plus one user turn with
 // the images first and then the text.
-base::Result<std::vector<model::ChatMessage>> build_messages(const RunOptions& o,
-                                                             const std::string& text) {
-    if (!o.messages_file.empty()) return model::load_messages_file(o.messages_file);
-    std::vector<model::ChatMessage> messages;
+base::Result<std::vector<text::ChatMessage>> build_messages(const RunOptions& o,
+                                                            const std::string& text) {
+    if (!o.messages_file.empty()) return text::load_messages_file(o.messages_file);
+    std::vector<text::ChatMessage> messages;
     if (!o.system.empty()) {
-        messages.push_back({.role = "system",
-                            .parts = {{.kind = model::ChatPart::Kind::kText, .text = o.system}}});
+        messages.push_back(
+            {.role = "system", .parts = {{.kind = text::ChatPart::Kind::kText, .text = o.system}}});
     }
-    model::ChatMessage user{.role = "user"};
+    text::ChatMessage user{.role = "user"};
     for (const std::string& path : o.images) {
-        user.parts.push_back({.kind = model::ChatPart::Kind::kImage, .image_path = path});
+        user.parts.push_back({.kind = text::ChatPart::Kind::kImage, .image_path = path});
     }
-    user.parts.push_back({.kind = model::ChatPart::Kind::kText, .text = text});
+    user.parts.push_back({.kind = text::ChatPart::Kind::kText, .text = text});
     messages.push_back(std::move(user));
     return messages;
 }
 
-model::SamplingParams sampling_from(const RunOptions& o, const model::GenerationConfig& gen) {
-    model::SamplingParams s;
+runtime::SamplingParams sampling_from(const RunOptions& o, const model::GenerationConfig& gen) {
+    runtime::SamplingParams s;
     if (gen.do_sample) {
         s.temperature = gen.temperature;
         s.top_k = gen.top_k;
@@ -106,7 +106,7 @@ int run(const RunOptions& o) {
         text = std::move(file).value();
     }
     // Offsets must point into what the user wrote, not into the rendered chat prompt.
-    if (base::Status utf8 = model::Tokenizer::check_utf8(text); !utf8.ok()) {
+    if (base::Status utf8 = text::Tokenizer::check_utf8(text); !utf8.ok()) {
         return fail(kExitInput, fmt::format("{}: {}", o.prompt_file.empty() ? "-p" : o.prompt_file,
                                             utf8.message()));
     }
@@ -121,19 +121,19 @@ int run(const RunOptions& o) {
     const model::Model& m = *loaded.value();
     const double load_ms = t.elapsed_ms();
 
-    model::PreprocessConfig pp = model::effective_preprocess(m, o.image_min_tokens.value_or(0),
-                                                             o.image_max_tokens.value_or(0));
+    image::PreprocessConfig pp = runtime::effective_preprocess(m, o.image_min_tokens.value_or(0),
+                                                               o.image_max_tokens.value_or(0));
     pp.pixel_values = !o.dump_pixels.empty();  // the vision tower reads the resized image
-    base::Result<model::PreparedPrompt> prepared = base::Status();
+    base::Result<runtime::PreparedPrompt> prepared = base::Status();
     if (o.raw) {
-        prepared = model::prepare_raw_prompt(m, text);
+        prepared = runtime::prepare_raw_prompt(m, text);
     } else {
-        base::Result<std::vector<model::ChatMessage>> messages = build_messages(o, text);
+        base::Result<std::vector<text::ChatMessage>> messages = build_messages(o, text);
         if (!messages.ok()) return fail(kExitInput, messages.status());
-        prepared = model::prepare_chat_prompt(m, messages.value(), pp, io::ImageLimits{});
+        prepared = runtime::prepare_chat_prompt(m, messages.value(), pp, io::ImageLimits{});
     }
     if (!prepared.ok()) return fail(input_exit(prepared.status()), prepared.status());
-    const model::PreparedPrompt& prompt = prepared.value();
+    const runtime::PreparedPrompt& prompt = prepared.value();
 
     if (o.tokenize) {
         if (o.json) {
@@ -148,7 +148,7 @@ int run(const RunOptions& o) {
     }
     if (!o.dump_pixels.empty()) {
         if (prompt.images.empty()) return fail(kExitUsage, "--dump-pixels needs an image");
-        const model::PreprocessedImage& im = prompt.images[0];
+        const image::PreprocessedImage& im = prompt.images[0];
         const std::int64_t rows = std::int64_t(im.grid_t) * im.grid_h * im.grid_w;
         const std::string err = base::write_npy_f32(
             o.dump_pixels, im.pixel_values,
@@ -163,36 +163,36 @@ int run(const RunOptions& o) {
                     "raise -c/--ctx-size, lower -n, or lower --image-max-tokens");
     }
 
-    model::SessionOptions so;
+    runtime::SessionOptions so;
     so.threads = o.threads;
     so.ctx_size = o.ctx_size;
     so.max_image_tokens = o.image_max_tokens.value_or(0);
     if (const char* p = std::getenv("QVL_PRECISION"); p != nullptr) {
-        if (std::string(p) == "bf16") so.precision = model::Precision::kBF16;
-        if (std::string(p) == "bf16-all") so.precision = model::Precision::kBF16All;
-        if (std::string(p) == "f32") so.precision = model::Precision::kF32;
+        if (std::string(p) == "bf16") so.precision = runtime::Precision::kBF16;
+        if (std::string(p) == "bf16-all") so.precision = runtime::Precision::kBF16All;
+        if (std::string(p) == "f32") so.precision = runtime::Precision::kF32;
     }
     const char* profile_env = std::getenv("QVL_PROFILE");
     so.profile = profile_env != nullptr && std::string(profile_env) == "1";
-    base::Result<std::unique_ptr<model::Session>> session = model::Session::create(m, so);
+    base::Result<std::unique_ptr<runtime::Session>> session = runtime::Session::create(m, so);
     if (!session.ok()) {
         return fail(
             session.status().code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther,
             session.status(), "lower -c/--ctx-size or --image-max-tokens");
     }
-    model::Session& s = *session.value();
+    runtime::Session& s = *session.value();
 
-    model::GenerateParams gp;
+    runtime::GenerateParams gp;
     gp.n_predict = o.n_predict;
     gp.ignore_eos = o.ignore_eos;
     gp.sampling = sampling_from(o, m.generation());
-    gp.stop_ids = model::default_stop_ids(m);
+    gp.stop_ids = runtime::default_stop_ids(m);
     gp.cancel = &g_interrupted;
     struct sigaction sa {};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
-    model::GenerateHooks hooks;
+    runtime::GenerateHooks hooks;
     std::string dump_error;
     if (!o.json) {
         hooks.on_text = [](std::string_view piece) {
@@ -201,7 +201,7 @@ int run(const RunOptions& o) {
         };
     }
     if (!o.dump_vision.empty()) {
-        hooks.after_vision = [&](const model::Session& sess) {
+        hooks.after_vision = [&](const runtime::Session& sess) {
             const std::span<const float> f = sess.image_features(0);
             const std::int64_t hidden = m.config().text.hidden_size;
             dump_error = f.empty() ? "--dump-vision needs an image"
@@ -216,13 +216,13 @@ int run(const RunOptions& o) {
             if (dump_error.empty()) dump_error = err;
         };
     }
-    base::Result<model::GenerateResult> result = model::generate(s, prompt, gp, hooks);
+    base::Result<runtime::GenerateResult> result = runtime::generate(s, prompt, gp, hooks);
     if (!result.ok()) {
         return fail(result.status().code() == ErrorCode::kOutOfRange ? kExitResource : kExitOther,
                     result.status());
     }
     if (!dump_error.empty()) return fail(kExitOther, dump_error);
-    const model::GenerateResult& r = result.value();
+    const runtime::GenerateResult& r = result.value();
     if (r.finish_reason == "interrupted") {
         std::fflush(stdout);
         std::fprintf(stderr, "\nqvl-run: interrupted after %zu tokens\n", r.tokens.size());
@@ -257,7 +257,7 @@ int main(int argc, char** argv) try {
         qvl::app::parse_args(argc, argv, &options, stdout, stderr);
     if (outcome.exit_code >= 0) return outcome.exit_code;
     if (options.version) {
-        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(), qvl::model::kernel_isa_name());
+        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(), qvl::runtime::kernel_isa_name());
         return 0;
     }
     return qvl::app::run(options);

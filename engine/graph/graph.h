@@ -45,6 +45,20 @@ struct KvLayerView {
     std::ptrdiff_t head_stride = 0;  // elements between heads (max_ctx * head_dim)
 };
 
+// One sequence's keys and values for every layer, as the graph builders see them: layer il's
+// keys start at base + il * layer_stride, its values half a layer later. The owner of the arena
+// (runtime/kv_cache.h) hands this out; builders never see the arena itself.
+struct KvCacheView {
+    float* base = nullptr;
+    std::ptrdiff_t layer_stride = 0;  // elements from one layer's keys to the next's (2 * half)
+    std::ptrdiff_t head_stride = 0;   // elements between heads (max_ctx * head_dim)
+
+    KvLayerView layer(int il) const {
+        float* k = base + std::ptrdiff_t(il) * layer_stride;
+        return {.k = k, .v = k + layer_stride / 2, .head_stride = head_stride};
+    }
+};
+
 struct NodeParams {
     // kMatmul / kMatmulGated / kEmbed
     WeightRef w, w2;

@@ -2,6 +2,21 @@
 
 namespace qvl::model {
 
+base::Status check_preprocess_matches_vision(const image::PreprocessConfig& config,
+                                             const VisionConfig& vision, std::string_view file) {
+    if (config.patch_size != vision.patch_size ||
+        config.temporal_patch_size != vision.temporal_patch_size ||
+        config.merge_size != vision.spatial_merge_size) {
+        return base::error(base::ErrorCode::kInvalidArgument,
+                           "{}: patch_size {} / temporal_patch_size {} / merge_size {} differ from "
+                           "the model's vision_config ({} / {} / {})",
+                           file, config.patch_size, config.temporal_patch_size, config.merge_size,
+                           vision.patch_size, vision.temporal_patch_size,
+                           vision.spatial_merge_size);
+    }
+    return {};
+}
+
 base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& dir) {
     std::error_code ec;
     if (!std::filesystem::exists(dir, ec)) {
@@ -14,9 +29,10 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     }
     QVL_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(dir / "config.json"));
     QVL_ASSIGN_OR_RETURN(ModelWeights weights, ModelWeights::load(dir, config));
-    QVL_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::load(dir));
+    QVL_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(dir));
     const std::filesystem::path preprocess_path = dir / "preprocessor_config.json";
-    QVL_ASSIGN_OR_RETURN(PreprocessConfig preprocess, load_preprocess_config(preprocess_path));
+    QVL_ASSIGN_OR_RETURN(image::PreprocessConfig preprocess,
+                         image::load_preprocess_config(preprocess_path));
     QVL_TRY(check_preprocess_matches_vision(preprocess, config.vision, preprocess_path.string()));
     QVL_ASSIGN_OR_RETURN(GenerationConfig generation,
                          load_generation_config(dir / "generation_config.json"));

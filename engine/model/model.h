@@ -6,12 +6,18 @@
 #include <memory>
 
 #include "base/status.h"
+#include "image/image_preprocess.h"
 #include "model/config.h"
-#include "model/image_preprocess.h"
-#include "model/tokenizer.h"
 #include "model/weights.h"
+#include "text/tokenizer.h"
 
 namespace qvl::model {
+
+// Refuses (kInvalidArgument, naming `file` and both triples) a config whose patch_size /
+// temporal_patch_size / merge_size differ from the vision tower's (config.json vision_config):
+// its patches would not fit the patch embedding. Model::load calls it.
+base::Status check_preprocess_matches_vision(const image::PreprocessConfig& config,
+                                             const VisionConfig& vision, std::string_view file);
 
 class Model {
   public:
@@ -21,14 +27,15 @@ class Model {
 
     const ModelConfig& config() const { return config_; }
     const ModelWeights& weights() const { return weights_; }
-    const Tokenizer& tokenizer() const { return tokenizer_; }
-    const PreprocessConfig& preprocess() const { return preprocess_; }
+    const text::Tokenizer& tokenizer() const { return tokenizer_; }
+    const image::PreprocessConfig& preprocess() const { return preprocess_; }
     const GenerationConfig& generation() const { return generation_; }
     const std::filesystem::path& dir() const { return dir_; }
 
   private:
-    Model(ModelConfig config, ModelWeights weights, Tokenizer tokenizer,
-          PreprocessConfig preprocess, GenerationConfig generation, std::filesystem::path dir)
+    Model(ModelConfig config, ModelWeights weights, text::Tokenizer tokenizer,
+          image::PreprocessConfig preprocess, GenerationConfig generation,
+          std::filesystem::path dir)
         : config_(std::move(config)),
           weights_(std::move(weights)),
           tokenizer_(std::move(tokenizer)),
@@ -38,8 +45,8 @@ class Model {
 
     ModelConfig config_;
     ModelWeights weights_;
-    Tokenizer tokenizer_;
-    PreprocessConfig preprocess_;
+    text::Tokenizer tokenizer_;
+    image::PreprocessConfig preprocess_;
     GenerationConfig generation_;
     std::filesystem::path dir_;
 };

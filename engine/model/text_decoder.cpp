@@ -10,7 +10,7 @@ using graph::Tensor;
 
 // mirrors Qwen3VLTextModel.forward (+ the lm_head of Qwen3VLForConditionalGeneration)
 Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const TextWeights& w,
-                        KvCache& kv, const TextGraphInputs& in) {
+                        const graph::KvCacheView& kv, const TextGraphInputs& in) {
     const int n = in.n_tokens;
     const int d = cfg.hidden_size;
     const int n_heads = cfg.num_attention_heads;

@@ -10,7 +10,6 @@
 
 #include "graph/builder.h"
 #include "model/config.h"
-#include "model/kv_cache.h"
 #include "model/weights.h"
 
 namespace qvl::model {
@@ -31,6 +30,6 @@ struct TextGraphInputs {
 
 // Returns the logits tensor [1, vocab] (invalid when !want_logits).
 graph::Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const TextWeights& w,
-                               KvCache& kv, const TextGraphInputs& in);
+                               const graph::KvCacheView& kv, const TextGraphInputs& in);
 
 }  // namespace qvl::model

@@ -7,8 +7,8 @@
 #include <span>
 
 #include "fuzz_util.h"
+#include "image/image_preprocess.h"
 #include "io/image.h"
-#include "model/image_preprocess.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     qvl::io::ImageLimits limits;
@@ -25,11 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         img->rgb.size() != std::size_t(img->width) * std::size_t(img->height) * 3) {
         qvl::fuzz::fail("decoded image size disagrees with its pixels");
     }
-    qvl::model::PreprocessConfig config;
+    qvl::image::PreprocessConfig config;
     config.min_pixels = 32 * 32;
     config.max_pixels = 256 * 256;
-    qvl::base::Result<qvl::model::PreprocessedImage> pre =
-        qvl::model::preprocess_image(img.value(), config);
+    qvl::base::Result<qvl::image::PreprocessedImage> pre =
+        qvl::image::preprocess_image(img.value(), config);
     if (!pre.ok()) {
         if (pre.status().message().empty()) qvl::fuzz::fail("error without a message");
         return 0;

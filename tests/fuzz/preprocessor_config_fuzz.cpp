@@ -4,13 +4,13 @@
 #include <cstdint>
 
 #include "fuzz_util.h"
-#include "model/image_preprocess.h"
+#include "image/image_preprocess.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static qvl::fuzz::MemFile file("preprocessor_config.json");
     file.write(data, size);
-    qvl::base::Result<qvl::model::PreprocessConfig> c =
-        qvl::model::load_preprocess_config(file.path());
+    qvl::base::Result<qvl::image::PreprocessConfig> c =
+        qvl::image::load_preprocess_config(file.path());
     if (!c.ok()) {
         if (c.status().message().empty()) qvl::fuzz::fail("error without a message");
         return 0;
@@ -25,13 +25,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const int factor = c->patch_size * c->merge_size;
     for (auto [h, w] : {std::pair{1, 1}, std::pair{480, 640}, std::pair{1, 200}}) {
         qvl::base::Result<std::pair<int, int>> r =
-            qvl::model::smart_resize(h, w, factor, c->min_pixels, c->max_pixels);
+            qvl::image::smart_resize(h, w, factor, c->min_pixels, c->max_pixels);
         if (r.ok() && (r->first < factor || r->second < factor || r->first % factor != 0 ||
                        r->second % factor != 0)) {
             qvl::fuzz::fail("smart_resize gave a size that is not a positive multiple of factor");
         }
     }
     float lut[3][256];
-    qvl::model::normalization_lut(c.value(), lut);
+    qvl::image::normalization_lut(c.value(), lut);
     return 0;
 }

@@ -10,19 +10,19 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace {
 
-const qvl::model::Tokenizer* g_tok = nullptr;
+const qvl::text::Tokenizer* g_tok = nullptr;
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-    qvl::base::Result<qvl::model::Tokenizer> tok =
-        qvl::model::Tokenizer::load(QVL_TEST_DATA_DIR "/tiny-qwen3vl");
+    qvl::base::Result<qvl::text::Tokenizer> tok =
+        qvl::text::Tokenizer::load(QVL_TEST_DATA_DIR "/tiny-qwen3vl");
     if (!tok.ok()) qvl::fuzz::fail("cannot load the test tokenizer: " + tok.status().message());
-    g_tok = new qvl::model::Tokenizer(std::move(tok).value());
+    g_tok = new qvl::text::Tokenizer(std::move(tok).value());
     return 0;
 }
 
@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         qvl::fuzz::fail("ASCII text does not round-trip: '" + std::string(text) + "' -> '" + back +
                         "'");
     }
-    qvl::model::StreamDecoder stream(*g_tok, true);
+    qvl::text::StreamDecoder stream(*g_tok, true);
     std::string streamed;
     for (std::int32_t id : ids.value()) streamed += stream.push(id);
     streamed += stream.finish();

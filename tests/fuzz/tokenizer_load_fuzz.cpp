@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static qvl::fuzz::ScratchDir dir;
     dir.write_file("tokenizer.json", data, size);
-    qvl::base::Result<qvl::model::Tokenizer> tok = qvl::model::Tokenizer::load(dir.path());
+    qvl::base::Result<qvl::text::Tokenizer> tok = qvl::text::Tokenizer::load(dir.path());
     if (!tok.ok()) {
         if (tok.status().message().empty()) qvl::fuzz::fail("error without a message");
         return 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/json.h"
+#include "model/model.h"
 #include "support/scratch_dir.h"
 
 namespace qvl::model {
@@ -19,7 +20,7 @@ using testing::ScratchDir;
 const char* const kTinyDir = QVL_TEST_DATA_DIR "/tiny-qwen3vl";
 
 TEST(ModelConfig, LoadsTinyCheckpointConfig) {
-    const auto c = load_model_config(std::string(kTinyDir) + "/config.json");
+    const auto c = model::load_model_config(std::string(kTinyDir) + "/config.json");
     ASSERT_TRUE(c.ok()) << c.status().message();
     EXPECT_EQ(c->model_type, "qwen3_vl");
     EXPECT_EQ(c->text.vocab_size, 151936);
@@ -59,7 +60,7 @@ TEST(ModelConfig, LoadsTinyCheckpointConfig) {
     EXPECT_EQ(c->vision_end_token_id, 151653);
 }
 
-void expect_2b(const ModelConfig& c) {
+void expect_2b(const model::ModelConfig& c) {
     EXPECT_EQ(c.text.vocab_size, 151936);
     EXPECT_EQ(c.text.hidden_size, 2048);
     EXPECT_EQ(c.text.intermediate_size, 6144);
@@ -86,7 +87,7 @@ void expect_2b(const ModelConfig& c) {
 }
 
 TEST(ModelConfig, LoadsReal2bConfig) {
-    const auto c = load_model_config(QVL_TEST_DATA_DIR "/configs/qwen3vl-2b-config.json");
+    const auto c = model::load_model_config(QVL_TEST_DATA_DIR "/configs/qwen3vl-2b-config.json");
     ASSERT_TRUE(c.ok()) << c.status().message();
     expect_2b(c.value());
 }
@@ -94,8 +95,8 @@ TEST(ModelConfig, LoadsReal2bConfig) {
 TEST(ModelConfig, LoadsRopeParametersForm) {
     // transformers v5: rope_theta inside text_config.rope_parameters, tie_word_embeddings only
     // in text_config.
-    const auto c =
-        load_model_config(QVL_TEST_DATA_DIR "/configs/qwen3vl-2b-config-rope-parameters.json");
+    const auto c = model::load_model_config(QVL_TEST_DATA_DIR
+                                            "/configs/qwen3vl-2b-config-rope-parameters.json");
     ASSERT_TRUE(c.ok()) << c.status().message();
     expect_2b(c.value());
 }
@@ -182,7 +183,7 @@ TEST_P(BadConfigTest, FailsWithItsError) {
     text.replace(at, c.from.size(), c.to);
     ScratchDir dir;
     const auto path = dir.write("config.json", text);
-    const auto config = load_model_config(path);
+    const auto config = model::load_model_config(path);
     ASSERT_FALSE(config.ok()) << c.name;
     EXPECT_EQ(config.status().code(), c.code) << config.status().message();
     EXPECT_NE(config.status().message().find(c.fragment), std::string::npos)
@@ -198,15 +199,15 @@ INSTANTIATE_TEST_SUITE_P(Table, BadConfigTest, ::testing::ValuesIn(bad_configs()
 
 TEST(ModelConfig, MissingFileIsNotFound) {
     ScratchDir dir;
-    const auto c = load_model_config(dir.path() / "config.json");
+    const auto c = model::load_model_config(dir.path() / "config.json");
     ASSERT_FALSE(c.ok());
     EXPECT_EQ(c.status().code(), ErrorCode::kNotFound);
 }
 
 TEST(ModelConfig, ValidateCatchesHandBuiltConfigs) {
-    auto c = load_model_config(std::string(kTinyDir) + "/config.json");
+    auto c = model::load_model_config(std::string(kTinyDir) + "/config.json");
     ASSERT_TRUE(c.ok());
-    ModelConfig bad = c.value();
+    model::ModelConfig bad = c.value();
     bad.vision.deepstack_visual_indexes = {1, 1};
     const base::Status s = validate_model_config(bad, "hand-built");
     EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
@@ -216,7 +217,7 @@ TEST(ModelConfig, ValidateCatchesHandBuiltConfigs) {
 }
 
 TEST(GenerationConfig, LoadsTinyCheckpointFile) {
-    const auto g = load_generation_config(std::string(kTinyDir) + "/generation_config.json");
+    const auto g = model::load_generation_config(std::string(kTinyDir) + "/generation_config.json");
     ASSERT_TRUE(g.ok()) << g.status().message();
     EXPECT_TRUE(g->do_sample);
     EXPECT_FLOAT_EQ(g->temperature, 0.7f);
@@ -230,7 +231,7 @@ TEST(GenerationConfig, LoadsTinyCheckpointFile) {
 
 TEST(GenerationConfig, MissingFileGivesDefaults) {
     ScratchDir dir;
-    const auto g = load_generation_config(dir.path() / "generation_config.json");
+    const auto g = model::load_generation_config(dir.path() / "generation_config.json");
     ASSERT_TRUE(g.ok()) << g.status().message();
     EXPECT_FALSE(g->do_sample);
     EXPECT_EQ(g->temperature, 1.0f);
@@ -242,7 +243,7 @@ TEST(GenerationConfig, MissingFileGivesDefaults) {
 
 TEST(GenerationConfig, ScalarEosNullsAndErrors) {
     ScratchDir dir;
-    const auto ok = load_generation_config(
+    const auto ok = model::load_generation_config(
         dir.write("a.json", R"({"eos_token_id": 7, "top_k": null, "temperature": 0})"));
     ASSERT_TRUE(ok.ok()) << ok.status().message();
     EXPECT_EQ(ok->eos_token_ids, (std::vector<std::int32_t>{7}));
@@ -266,10 +267,32 @@ TEST(GenerationConfig, ScalarEosNullsAndErrors) {
         {R"({"top_k": )", ErrorCode::kCorruptFile, "invalid JSON"},
     };
     for (const auto& c : cases) {
-        const auto g = load_generation_config(dir.write("bad.json", c.json));
+        const auto g = model::load_generation_config(dir.write("bad.json", c.json));
         ASSERT_FALSE(g.ok()) << c.json;
         EXPECT_EQ(g.status().code(), c.code) << g.status().message();
         EXPECT_NE(g.status().message().find(c.fragment), std::string::npos) << g.status().message();
+    }
+}
+
+TEST(PreprocessConfig, MustMatchTheVisionTower) {
+    VisionConfig vision;
+    vision.patch_size = 16;
+    vision.temporal_patch_size = 2;
+    vision.spatial_merge_size = 2;
+    EXPECT_TRUE(check_preprocess_matches_vision(image::PreprocessConfig{}, vision, "pp.json").ok());
+    for (int field = 0; field < 3; ++field) {
+        image::PreprocessConfig config;
+        (field == 0   ? config.patch_size
+         : field == 1 ? config.temporal_patch_size
+                      : config.merge_size) = 1;
+        const base::Status status = check_preprocess_matches_vision(config, vision, "pp.json");
+        ASSERT_FALSE(status.ok()) << field;
+        EXPECT_EQ(status.code(), base::ErrorCode::kInvalidArgument);
+        EXPECT_NE(status.message().find("pp.json: patch_size"), std::string::npos)
+            << status.message();
+        EXPECT_NE(status.message().find("differ from the model's vision_config (16 / 2 / 2)"),
+                  std::string::npos)
+            << status.message();
     }
 }
 

@@ -25,8 +25,8 @@ using testing::ScratchDir;
 
 const char* const kTinyDir = QVL_TEST_DATA_DIR "/tiny-qwen3vl";
 
-ModelConfig tiny_config() {
-    auto c = load_model_config(std::string(kTinyDir) + "/config.json");
+model::ModelConfig tiny_config() {
+    auto c = model::load_model_config(std::string(kTinyDir) + "/config.json");
     EXPECT_TRUE(c.ok()) << c.status().message();
     return c.ok() ? c.value() : ModelConfig();
 }
@@ -38,12 +38,12 @@ std::uint16_t bf16_bits_at(const Matrix& m, int row, int col) {
 }
 
 TEST(ModelWeights, BindsTinyCheckpoint) {
-    const ModelConfig config = tiny_config();
-    const auto w = ModelWeights::load(kTinyDir, config);
+    const model::ModelConfig config = tiny_config();
+    const auto w = model::ModelWeights::load(kTinyDir, config);
     ASSERT_TRUE(w.ok()) << w.status().message();
     EXPECT_EQ(w->mapped_bytes(), 20128616u);
 
-    const VisionWeights& v = w->vision();
+    const model::VisionWeights& v = w->vision();
     ASSERT_EQ(v.blocks.size(), 4u);
     ASSERT_EQ(v.deepstack.size(), 3u);
     EXPECT_EQ(v.patch_embed.rows, 32);
@@ -68,7 +68,7 @@ TEST(ModelWeights, BindsTinyCheckpoint) {
     EXPECT_EQ(v.deepstack[2].norm_w.data[127], 1.0f);
     EXPECT_STREQ(v.deepstack[2].fc2.name, "model.visual.deepstack_merger_list.2.linear_fc2.weight");
 
-    const TextWeights& t = w->text();
+    const model::TextWeights& t = w->text();
     ASSERT_EQ(t.layers.size(), 4u);
     EXPECT_EQ(t.embed.rows, 151936);
     EXPECT_EQ(t.embed.cols, 64);
@@ -137,7 +137,7 @@ TEST(ModelWeights, MissingTensorIsNamed) {
     ModifiedCheckpoint ckpt([&](std::vector<io::TensorToWrite>& t) {
         t.erase(t.begin() + (find(t, name) - t.data()));
     });
-    const auto w = ModelWeights::load(ckpt.path(), tiny_config());
+    const auto w = model::ModelWeights::load(ckpt.path(), tiny_config());
     ASSERT_FALSE(w.ok());
     EXPECT_EQ(w.status().code(), ErrorCode::kNotFound);
     EXPECT_EQ(w.status().message(),
@@ -148,7 +148,7 @@ TEST(ModelWeights, WrongShapeIsNamed) {
     ModifiedCheckpoint ckpt([](std::vector<io::TensorToWrite>& t) {
         find(t, "model.language_model.layers.1.mlp.up_proj.weight")->shape = {64, 128};
     });
-    const auto w = ModelWeights::load(ckpt.path(), tiny_config());
+    const auto w = model::ModelWeights::load(ckpt.path(), tiny_config());
     ASSERT_FALSE(w.ok());
     EXPECT_EQ(w.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_EQ(w.status().message(),
@@ -158,9 +158,9 @@ TEST(ModelWeights, WrongShapeIsNamed) {
 }
 
 TEST(ModelWeights, ConfigMismatchIsNamed) {
-    ModelConfig config = tiny_config();
+    model::ModelConfig config = tiny_config();
     config.vision.intermediate_size = 48;
-    const auto w = ModelWeights::load(kTinyDir, config);
+    const auto w = model::ModelWeights::load(kTinyDir, config);
     ASSERT_FALSE(w.ok());
     EXPECT_EQ(w.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(w.status().message().find("tensor 'model.visual.blocks.0.mlp.linear_fc1.weight' "
@@ -179,7 +179,7 @@ TEST(ModelWeights, UnsupportedDtypeIsNamed) {
     bytes.replace(at, from.size(), R"("model.visual.pos_embed.weight":{"dtype":"I16" )");
     ScratchDir dir;
     const auto file = dir.write("model.safetensors", bytes);
-    const auto w = ModelWeights::load(dir.path(), tiny_config());
+    const auto w = model::ModelWeights::load(dir.path(), tiny_config());
     ASSERT_FALSE(w.ok());
     EXPECT_EQ(w.status().code(), ErrorCode::kUnsupported);
     EXPECT_EQ(w.status().message(), file.string() +
@@ -202,7 +202,7 @@ TEST(ModelWeights, MisalignedDataIsCopied) {
     shifted.append(all.substr(8 + header));
     ScratchDir dir;
     dir.write("model.safetensors", shifted);
-    const auto w = ModelWeights::load(dir.path(), tiny_config());
+    const auto w = model::ModelWeights::load(dir.path(), tiny_config());
     ASSERT_TRUE(w.ok()) << w.status().message();
     const Matrix& up = w->text().layers[1].up;
     EXPECT_EQ(up.type, WeightType::kBF16);
@@ -239,7 +239,7 @@ TEST(ModelWeights, F16AndF32TensorsAreConverted) {
         n->dtype = io::DType::kF32;
         n->data = std::as_bytes(std::span(norm_f32));
     });
-    const auto w = ModelWeights::load(ckpt.path(), tiny_config());
+    const auto w = model::ModelWeights::load(ckpt.path(), tiny_config());
     ASSERT_TRUE(w.ok()) << w.status().message();
     const TextLayerWeights& l = w->text().layers[0];
     EXPECT_EQ(l.q.type, WeightType::kF32);
@@ -263,22 +263,22 @@ TEST(ModelWeights, UntiedLmHead) {
                      {151936, 64},
                      std::as_bytes(std::span(head))});
     });
-    ModelConfig config = tiny_config();
+    model::ModelConfig config = tiny_config();
     // Tied: a present lm_head.weight is ignored.
-    const auto tied = ModelWeights::load(ckpt.path(), config);
+    const auto tied = model::ModelWeights::load(ckpt.path(), config);
     ASSERT_TRUE(tied.ok()) << tied.status().message();
     EXPECT_EQ(tied->text().lm_head.data, tied->text().embed.data);
 
     config.tie_word_embeddings = false;
     config.text.tie_word_embeddings = false;
-    const auto untied = ModelWeights::load(ckpt.path(), config);
+    const auto untied = model::ModelWeights::load(ckpt.path(), config);
     ASSERT_TRUE(untied.ok()) << untied.status().message();
     EXPECT_NE(untied->text().lm_head.data, untied->text().embed.data);
     EXPECT_STREQ(untied->text().lm_head.name, "lm_head.weight");
     EXPECT_EQ(bf16_bits_at(untied->text().lm_head, 151935, 63), base::f32_to_bf16(0.5f).bits);
 
     // Untied but absent.
-    const auto missing = ModelWeights::load(kTinyDir, config);
+    const auto missing = model::ModelWeights::load(kTinyDir, config);
     ASSERT_FALSE(missing.ok());
     EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
     EXPECT_NE(missing.status().message().find("tensor 'lm_head.weight' is missing"),
@@ -288,7 +288,7 @@ TEST(ModelWeights, UntiedLmHead) {
 
 TEST(ModelWeights, MissingFolder) {
     ScratchDir dir;
-    const auto w = ModelWeights::load(dir.path() / "nope", tiny_config());
+    const auto w = model::ModelWeights::load(dir.path() / "nope", tiny_config());
     ASSERT_FALSE(w.ok());
     EXPECT_EQ(w.status().code(), ErrorCode::kNotFound);
 }
@@ -297,7 +297,8 @@ TEST(ModelWeights, MissingFolder) {
 // weight_names.h) in a sparse file: the header is real, the 4.26 GB data section is a hole that
 // reads as zeros. Binds against the checked-in 2B config.
 TEST(ModelWeights, BindsReal2bLayoutFromSparseFile) {
-    const auto config = load_model_config(QVL_TEST_DATA_DIR "/configs/qwen3vl-2b-config.json");
+    const auto config =
+        model::load_model_config(QVL_TEST_DATA_DIR "/configs/qwen3vl-2b-config.json");
     ASSERT_TRUE(config.ok()) << config.status().message();
     std::vector<io::TensorSpec> specs;
     const auto add = [&](std::string name, std::vector<std::int64_t> shape) {
@@ -362,7 +363,7 @@ TEST(ModelWeights, BindsReal2bLayoutFromSparseFile) {
     EXPECT_EQ(data_bytes, 4255064064u);  // spec §2.3
     std::filesystem::resize_file(path, std::filesystem::file_size(path) + data_bytes);
 
-    const auto w = ModelWeights::load(dir.path(), config.value());
+    const auto w = model::ModelWeights::load(dir.path(), config.value());
     ASSERT_TRUE(w.ok()) << w.status().message();
     EXPECT_EQ(w->vision().blocks.size(), 24u);
     EXPECT_EQ(w->vision().deepstack.size(), 3u);

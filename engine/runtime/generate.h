@@ -1,0 +1,82 @@
+// From a conversation to generated text: prompt preparation (chat template, image decoding
+// and preprocessing, image-pad expansion) and the generation loop over a Session (vision,
+// prefill, sampling, decode, stop tokens, streamed UTF-8-safe text). The CLI and programs
+// linking qvl::engine use this layer; it knows nothing of command lines.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "image/image_preprocess.h"
+#include "io/image.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "text/chat_template.h"
+
+namespace qvl::runtime {
+
+struct ImageInfo {
+    std::string path;
+    int width = 0, height = 0;
+    int resized_width = 0, resized_height = 0;
+    int tokens = 0;
+};
+
+struct PreparedPrompt {
+    std::vector<std::int32_t> ids;                 // expanded: one <|image_pad|> per visual token
+    std::vector<image::PreprocessedImage> images;  // in prompt order
+    std::vector<ImageInfo> infos;
+    double image_decode_ms = 0, preprocess_ms = 0;
+};
+
+// The preprocessing settings a session uses: the model's, with the per-image token budget
+// (min/max visual tokens; 0 = keep the model's, the maximum capped by the session's budget).
+image::PreprocessConfig effective_preprocess(const model::Model& model, int min_image_tokens,
+                                             int max_image_tokens);
+
+// Renders the chat template, loads and preprocesses every image part, tokenizes and expands
+// the image pads. Image errors name the file (kNotFound, kCorruptFile, kOutOfRange, ...).
+base::Result<PreparedPrompt> prepare_chat_prompt(const model::Model& model,
+                                                 std::span<const text::ChatMessage> messages,
+                                                 const image::PreprocessConfig& preprocess,
+                                                 const io::ImageLimits& limits);
+// Raw text (no template, no images); special tokens written in the text are recognised.
+base::Result<PreparedPrompt> prepare_raw_prompt(const model::Model& model, std::string_view text);
+
+struct GenerateParams {
+    int n_predict = 128;
+    bool ignore_eos = false;
+    SamplingParams sampling;
+    std::vector<std::int32_t> stop_ids;  // end-of-turn ids (generation_config eos + <|im_end|>)
+    // When set and it becomes true (e.g. from a SIGINT handler), generation stops after the
+    // current step with finish_reason "interrupted"; the text so far is kept.
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+struct GenerateResult {
+    std::vector<std::int32_t> tokens;
+    std::string text;
+    std::string finish_reason;  // "stop" | "length" | "interrupted"
+    double vision_ms = 0, prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
+    int decoded_steps = 0;
+};
+
+struct GenerateHooks {
+    std::function<void(std::string_view)> on_text;              // streamed text pieces
+    std::function<void(const Session&)> after_vision;           // images encoded, before prefill
+    std::function<void(std::span<const float>)> after_prefill;  // logits of the last prompt token
+};
+
+// The stop ids a model's generation config implies (plus <|im_end|> and <|endoftext|>).
+std::vector<std::int32_t> default_stop_ids(const model::Model& model);
+
+base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& prompt,
+                                      const GenerateParams& params, const GenerateHooks& hooks);
+
+}  // namespace qvl::runtime

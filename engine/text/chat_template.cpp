@@ -1,0 +1,223 @@
+#include "text/chat_template.h"
+
+#include <string_view>
+
+#include "io/json.h"
+
+namespace qvl::text {
+
+using base::ErrorCode;
+
+namespace {
+
+constexpr std::string_view kImageBlock = "<|vision_start|><|image_pad|><|vision_end|>";
+
+void append_text_parts(std::string& out, const ChatMessage& m) {
+    for (const ChatPart& p : m.parts) {
+        if (p.kind == ChatPart::Kind::kText) out += p.text;
+    }
+}
+
+}  // namespace
+
+// Mirrors chat_template.json of Qwen3-VL-2B-Instruct with tools undefined and
+// add_vision_id=false.
+std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+    std::string out;
+    if (!messages.empty() && messages[0].role == "system") {
+        out += "<|im_start|>system\n";
+        append_text_parts(out, messages[0]);
+        out += "<|im_end|>\n";
+    }
+    for (const ChatMessage& m : messages) {
+        if (m.role == "user") {
+            out += "<|im_start|>user\n";
+            for (const ChatPart& p : m.parts) {
+                if (p.kind == ChatPart::Kind::kImage) {
+                    out += kImageBlock;
+                } else {
+                    out += p.text;
+                }
+            }
+            out += "<|im_end|>\n";
+        } else if (m.role == "assistant") {
+            out += "<|im_start|>assistant\n";
+            append_text_parts(out, m);
+            out += "<|im_end|>\n";
+        }
+    }
+    if (add_generation_prompt) out += "<|im_start|>assistant\n";
+    return out;
+}
+
+namespace {
+
+class MessagesParser {
+  public:
+    explicit MessagesParser(const std::filesystem::path& path)
+        : file_(path.string()), dir_(path.parent_path()) {}
+
+    template <class... Args>
+    base::Status fail(ErrorCode code, fmt::format_string<Args...> f, Args&&... args) const {
+        return base::Status(code, file_ + ": " + fmt::format(f, std::forward<Args>(args)...));
+    }
+
+    base::Result<std::vector<ChatMessage>> parse(const io::JsonValue& root) const {
+        const io::JsonValue* list = &root;
+        if (root.is_object()) list = root.find("messages");
+        if (list == nullptr || !list->is_array()) {
+            return fail(ErrorCode::kInvalidArgument,
+                        "expected an array of messages or an object with a \"messages\" array");
+        }
+        if (list->items().empty()) return fail(ErrorCode::kInvalidArgument, "no messages");
+        std::vector<ChatMessage> messages;
+        for (std::size_t i = 0; i < list->items().size(); ++i) {
+            QVL_ASSIGN_OR_RETURN(ChatMessage m, message(list->items()[i], i));
+            messages.push_back(std::move(m));
+        }
+        return messages;
+    }
+
+  private:
+    base::Result<ChatMessage> message(const io::JsonValue& v, std::size_t i) const {
+        if (!v.is_object()) {
+            return fail(ErrorCode::kInvalidArgument, "messages[{}]: not an object", i);
+        }
+        const io::JsonValue* role = v.find("role");
+        if (role == nullptr || !role->is_string()) {
+            return fail(ErrorCode::kInvalidArgument, "messages[{}]: no \"role\" string", i);
+        }
+        ChatMessage m;
+        m.role = role->as_string();
+        if (m.role == "tool") {
+            return fail(ErrorCode::kUnsupported, "messages[{}]: role \"tool\" is not supported", i);
+        }
+        if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+            return fail(ErrorCode::kInvalidArgument,
+                        "messages[{}]: role \"{}\" is not system, user or assistant", i, m.role);
+        }
+        if (m.role == "system" && i != 0) {
+            // The template renders only a leading system message and drops the others.
+            return fail(ErrorCode::kInvalidArgument,
+                        "messages[{}]: a system message must be the first message", i);
+        }
+        if (const io::JsonValue* calls = v.find("tool_calls");
+            calls != nullptr && !(calls->is_array() && calls->items().empty()) &&
+            !calls->is_null()) {
+            return fail(ErrorCode::kUnsupported, "messages[{}]: tool_calls are not supported", i);
+        }
+        const io::JsonValue* content = v.find("content");
+        if (content != nullptr && content->is_string()) {
+            m.parts.push_back({ChatPart::Kind::kText, content->as_string(), {}});
+            return m;
+        }
+        if (content == nullptr || !content->is_array()) {
+            return fail(ErrorCode::kInvalidArgument,
+                        "messages[{}].content: expected a string or an array of items", i);
+        }
+        for (std::size_t j = 0; j < content->items().size(); ++j) {
+            QVL_ASSIGN_OR_RETURN(ChatPart p, item(content->items()[j], i, j));
+            if (p.kind == ChatPart::Kind::kImage && m.role != "user") {
+                return fail(ErrorCode::kInvalidArgument,
+                            "messages[{}].content[{}]: images are only allowed in user messages "
+                            "(the chat template drops them elsewhere)",
+                            i, j);
+            }
+            m.parts.push_back(std::move(p));
+        }
+        return m;
+    }
+
+    // Same precedence as the template: image, then video, then text.
+    base::Result<ChatPart> item(const io::JsonValue& v, std::size_t i, std::size_t j) const {
+        if (!v.is_object()) {
+            return fail(ErrorCode::kInvalidArgument, "messages[{}].content[{}]: not an object", i,
+                        j);
+        }
+        const io::JsonValue* type = v.find("type");
+        // Both arms must be string_views: with a const char* arm the conditional's type is a
+        // temporary std::string and the view would dangle.
+        const std::string_view t =
+            type && type->is_string() ? std::string_view(type->as_string()) : std::string_view();
+        if (t == "image" || v.find("image") || v.find("image_url")) {
+            const io::JsonValue* src = v.find("image");
+            if (src == nullptr) src = v.find("image_url");
+            if (src != nullptr && src->is_object()) src = src->find("url");
+            if (src == nullptr) src = v.find("url");
+            if (src == nullptr) src = v.find("path");
+            if (src == nullptr || !src->is_string() || src->as_string().empty()) {
+                return fail(ErrorCode::kInvalidArgument,
+                            "messages[{}].content[{}]: image item without a path string", i, j);
+            }
+            return image_part(src->as_string(), i, j);
+        }
+        if (t == "video" || v.find("video")) {
+            return fail(ErrorCode::kUnsupported,
+                        "messages[{}].content[{}]: video inputs are not supported", i, j);
+        }
+        if (const io::JsonValue* text = v.find("text")) {
+            if (!text->is_string()) {
+                return fail(ErrorCode::kInvalidArgument,
+                            "messages[{}].content[{}].text: not a string", i, j);
+            }
+            return ChatPart{ChatPart::Kind::kText, text->as_string(), {}};
+        }
+        return fail(ErrorCode::kInvalidArgument,
+                    "messages[{}].content[{}]: neither an image nor a text item", i, j);
+    }
+
+    base::Result<ChatPart> image_part(std::string_view src, std::size_t i, std::size_t j) const {
+        if (src.starts_with("file://")) src.remove_prefix(7);
+        if (src.starts_with("http://") || src.starts_with("https://") || src.starts_with("data:")) {
+            return fail(ErrorCode::kUnsupported,
+                        "messages[{}].content[{}]: only local image files are supported, got '{}'",
+                        i, j, src.substr(0, 64));
+        }
+        std::filesystem::path p(src);
+        if (p.is_relative() && !dir_.empty()) p = (dir_ / p).lexically_normal();
+        return ChatPart{ChatPart::Kind::kImage, {}, p.string()};
+    }
+
+    std::string file_;
+    std::filesystem::path dir_;
+};
+
+}  // namespace
+
+base::Result<std::vector<ChatMessage>> load_messages_file(const std::filesystem::path& path) {
+    QVL_ASSIGN_OR_RETURN(const io::JsonValue root, io::read_json_file(path));
+    return MessagesParser(path).parse(root);
+}
+
+base::Result<std::vector<std::int32_t>> expand_image_pads(std::span<const std::int32_t> ids,
+                                                          std::int32_t image_pad_id,
+                                                          std::span<const int> image_tokens) {
+    std::size_t n_pads = 0;
+    std::size_t total = ids.size();
+    for (const std::int32_t id : ids) n_pads += id == image_pad_id ? 1 : 0;
+    if (n_pads != image_tokens.size()) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "the prompt has {} image placeholders but {} images were given", n_pads,
+                           image_tokens.size());
+    }
+    for (std::size_t k = 0; k < image_tokens.size(); ++k) {
+        if (image_tokens[k] < 1) {
+            return base::error(ErrorCode::kInvalidArgument, "image {} has {} tokens, expected >= 1",
+                               k, image_tokens[k]);
+        }
+        total += std::size_t(image_tokens[k]) - 1;
+    }
+    std::vector<std::int32_t> out;
+    out.reserve(total);
+    std::size_t k = 0;
+    for (const std::int32_t id : ids) {
+        if (id == image_pad_id) {
+            out.insert(out.end(), std::size_t(image_tokens[k++]), image_pad_id);
+        } else {
+            out.push_back(id);
+        }
+    }
+    return out;
+}
+
+}  // namespace qvl::text
