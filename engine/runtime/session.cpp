@@ -10,9 +10,8 @@
 #include "base/cpu_features.h"
 #include "graph/builder.h"
 #include "graph/trace.h"
-#include "kernels/pos_embed.h"
-#include "kernels/rope.h"
 #include "model/mrope.h"
+#include "model/rope_tables.h"
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
 #include "runtime/memory_budget.h"
@@ -117,11 +116,7 @@ base::Status Session::reserve() {
 
     QVL_ASSIGN_OR_RETURN(kv_, KvCache::create(tc.num_hidden_layers, tc.num_key_value_heads,
                                               tc.head_dim, options_.ctx_size));
-    vision_pos_.resize(std::size_t(max_patches_) * vc.hidden_size);
-    vision_cos_.resize(std::size_t(max_patches_) * vc.head_dim() / 2);
-    vision_sin_.resize(vision_cos_.size());
-    patch_rows_.resize(max_patches_);
-    patch_cols_.resize(max_patches_);
+    vision_inputs_.reserve(vc, max_patches_);
     text_cos_.resize(std::size_t(chunk_) * tc.head_dim / 2);
     text_sin_.resize(text_cos_.size());
     chunk_pos_t_.resize(chunk_);
@@ -154,12 +149,7 @@ base::Status Session::reserve() {
     {
         graph_.clear();
         graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
-        model::build_vision_graph(g, vc, model_->weights().vision(),
-                                  {.n_patches = max_patches_,
-                                   .pixel_values = vision_pos_.data(),
-                                   .pos_embed = vision_pos_.data(),
-                                   .rope_cos = vision_cos_.data(),
-                                   .rope_sin = vision_sin_.data()});
+        model::build_vision_graph(g, vc, model_->weights().vision(), vision_inputs_.worst_case());
         arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
     }
     {
@@ -221,44 +211,9 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
                                "images need {} tokens but the context holds {}",
                                visual_rows_used_ + tokens, kv_.capacity());
         }
-        const int hidden = vc.hidden_size;
-        const int gside = int(std::lround(std::sqrt(double(vc.num_position_embeddings))));
         const model::VisionWeights& w = model_->weights().vision();
-        // Learned positions, repeated per temporal frame; RoPE ids in merge-window order.
-        const int frame = image.grid_h * image.grid_w;
-        for (int t = 0; t < image.grid_t; ++t) {
-            kernels::pos_embed_interpolate(
-                {.table = w.pos_embed.data,
-                 .table_type = w.pos_embed.type,
-                 .grid_side = gside,
-                 .dim = hidden,
-                 .gh = image.grid_h,
-                 .gw = image.grid_w,
-                 .merge = m,
-                 .out = vision_pos_.data() + std::size_t(t) * frame * hidden,
-                 .out_stride = hidden},
-                isa_);
-        }
-        int r = 0;
-        for (int t = 0; t < image.grid_t; ++t) {
-            for (int bh = 0; bh < image.grid_h / m; ++bh) {
-                for (int bw = 0; bw < image.grid_w / m; ++bw) {
-                    for (int mh = 0; mh < m; ++mh) {
-                        for (int mw = 0; mw < m; ++mw, ++r) {
-                            patch_rows_[r] = bh * m + mh;
-                            patch_cols_[r] = bw * m + mw;
-                        }
-                    }
-                }
-            }
-        }
-        kernels::vision_rope_tables(patch_rows_.data(), patch_cols_.data(), n, vc.head_dim(),
-                                    vc.rope_theta, vision_cos_.data(), vision_sin_.data());
-
-        model::VisionGraphInputs in{.n_patches = n,
-                                    .pos_embed = vision_pos_.data(),
-                                    .rope_cos = vision_cos_.data(),
-                                    .rope_sin = vision_sin_.data()};
+        model::VisionGraphInputs in =
+            vision_inputs_.prepare(vc, w, image.grid_t, image.grid_h, image.grid_w, isa_);
         const bool fused =
             fused_patch_embed_ && image.grid_t == 1 &&
             image.resized.rgb.size() == std::size_t(image.resized_height) * image.resized_width * 3;
@@ -343,8 +298,8 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
                                         const std::int32_t* pos_w, int visual_base) {
     const model::ModelConfig& cfg = model_->config();
     const model::TextConfig& tc = cfg.text;
-    kernels::text_mrope_tables(pos_t, pos_h, pos_w, n, tc.head_dim, tc.rope_theta, tc.mrope_section,
-                               text_cos_.data(), text_sin_.data());
+    model::text_mrope_tables(pos_t, pos_h, pos_w, n, tc.head_dim, tc.rope_theta, tc.mrope_section,
+                             text_cos_.data(), text_sin_.data());
     int n_visual = 0;
     for (int i = 0; i < n; ++i) {
         if (ids[offset + i] == cfg.image_token_id) visual_rows_[n_visual++] = i;
@@ -390,9 +345,9 @@ base::Status Session::decode(std::int32_t token) {
     decode_id_ = token;
     const std::int32_t p = std::int32_t(kv_.next_rope_position());
     chunk_pos_t_[0] = chunk_pos_h_[0] = chunk_pos_w_[0] = p;
-    kernels::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), 1,
-                               tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
-                               text_sin_.data());
+    model::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), 1,
+                             tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
+                             text_sin_.data());
     graph_.clear();
     graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
     const graph::Tensor logits =

@@ -21,6 +21,7 @@
 #include "kernels/isa.h"
 #include "model/model.h"
 #include "model/mrope.h"
+#include "model/vision_inputs.h"
 #include "runtime/kv_cache.h"
 
 namespace qvl::runtime {
@@ -118,8 +119,7 @@ class Session {
     int chunk_ = 0;
 
     // Scratch sized at create.
-    std::vector<float> vision_pos_, vision_cos_, vision_sin_;
-    std::vector<std::int32_t> patch_rows_, patch_cols_;
+    model::VisionInputTables vision_inputs_;
     std::vector<float> text_cos_, text_sin_;
     std::vector<std::int32_t> chunk_pos_t_, chunk_pos_h_, chunk_pos_w_, visual_rows_;
     std::vector<float> logits_;

@@ -13,6 +13,7 @@
 #include "kernel_test_util.h"
 #include "kernels/pos_embed.h"
 #include "kernels/rope.h"
+#include "model/rope_tables.h"
 
 namespace qvl::kernels {
 namespace {
@@ -134,7 +135,8 @@ TEST(GoldenRopeTables, VisionTablesMatchOracleAngles) {
         std::vector<std::int32_t> rows(n), cols(n);
         for (int i = 0; i < n; ++i) rows[i] = int(ids[2 * i]), cols[i] = int(ids[2 * i + 1]);
         std::vector<float> cs(std::size_t(n) * half), sn(std::size_t(n) * half);
-        vision_rope_tables(rows.data(), cols.data(), n, head_dim, 10000.0, cs.data(), sn.data());
+        model::vision_rope_tables(rows.data(), cols.data(), n, head_dim, 10000.0, cs.data(),
+                                  sn.data());
         for (std::size_t i = 0; i < cs.size(); ++i) {
             // The trace stores f32 angles: 1 ulp of an angle up to ~10 rad moves cos by 1e-6.
             ASSERT_NEAR(cs[i], std::cos(angles[i]), 2e-6) << name << " element " << i;

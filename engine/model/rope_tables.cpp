@@ -1,10 +1,8 @@
-// cos/sin table builders of kernels/rope.h. Angles and their cos/sin are computed in double
-// and rounded once to f32, so the tables are as exact as f32 storage allows.
+#include "model/rope_tables.h"
+
 #include <cmath>
 
-#include "kernels/rope.h"
-
-namespace qvl::kernels {
+namespace qvl::model {
 
 void text_mrope_tables(const std::int32_t* pos_t, const std::int32_t* pos_h,
                        const std::int32_t* pos_w, int n_tokens, int head_dim, double theta,
@@ -42,4 +40,4 @@ void vision_rope_tables(const std::int32_t* rows, const std::int32_t* cols, int 
     }
 }
 
-}  // namespace qvl::kernels
+}  // namespace qvl::model
