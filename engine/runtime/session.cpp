@@ -1,13 +1,13 @@
 #include "runtime/session.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 
 #include "base/check.h"
 #include "base/checked_math.h"
 #include "base/cpu_features.h"
+#include "base/log.h"
 #include "graph/builder.h"
 #include "graph/trace.h"
 #include "kernels/pos_embed.h"
@@ -41,7 +41,45 @@ base::Status guarded(const char* what, Fn&& fn) {
 
 }  // namespace
 
-const char* kernel_isa_name() { return kernels::isa_name(kernels::best_isa()); }
+namespace {
+
+kernels::Isa resolve_isa(std::optional<kernels::Isa> requested) {
+    if (!requested) return kernels::best_isa();
+    const kernels::Isa isa = kernels::clamp_to_supported(*requested);
+    if (isa != *requested) {
+        base::log(base::LogLevel::kWarning, "kernel tier {} is not supported here; using {}",
+                  kernels::isa_name(*requested), kernels::isa_name(isa));
+    }
+    return isa;
+}
+
+}  // namespace
+
+std::optional<Precision> precision_from_name(std::string_view name) {
+    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All}) {
+        if (name == precision_name(p)) return p;
+    }
+    return std::nullopt;
+}
+
+const char* precision_name(Precision precision) {
+    switch (precision) {
+        case Precision::kAuto:
+            return "auto";
+        case Precision::kF32:
+            return "f32";
+        case Precision::kBF16:
+            return "bf16";
+        case Precision::kBF16All:
+            return "bf16-all";
+    }
+    return "unknown";
+}
+
+const char* kernel_isa_name(std::optional<kernels::Isa> requested) {
+    return kernels::isa_name(requested ? kernels::clamp_to_supported(*requested)
+                                       : kernels::best_isa());
+}
 
 int default_max_image_tokens(const model::Model& model) {
     const image::PreprocessConfig& pp = model.preprocess();
@@ -53,7 +91,7 @@ int default_max_image_tokens(const model::Model& model) {
 Session::Session(const model::Model& model, const SessionOptions& options)
     : model_(&model),
       options_(options),
-      isa_(kernels::best_isa()),
+      isa_(resolve_isa(options.isa)),
       gemm_precision_(
           options.precision == Precision::kBF16 || options.precision == Precision::kBF16All ||
                   (options.precision == Precision::kAuto && isa_ == kernels::Isa::kAvx512Bf16)
@@ -66,8 +104,8 @@ Session::Session(const model::Model& model, const SessionOptions& options)
           options.pin_threads)),
       executor_(pool_.get(), isa_) {
     executor_.enable_profile(options.profile);
-    if (const char* dir = std::getenv("QVL_TRACE"); dir != nullptr && *dir != '\0') {
-        executor_.set_observer(graph::make_trace_observer(dir));
+    if (!options.trace_dir.empty()) {
+        executor_.set_observer(graph::make_trace_observer(options.trace_dir));
     }
 }
 
