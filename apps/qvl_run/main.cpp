@@ -122,8 +122,14 @@ int run(const RunOptions& o, const EnvOptions& env) {
     const model::Model& m = *loaded.value();
     const double load_ms = t.elapsed_ms();
 
-    image::PreprocessConfig pp = runtime::effective_preprocess(m, o.image_min_tokens.value_or(0),
-                                                               o.image_max_tokens.value_or(0));
+    // One SessionOptions for both the images' preprocessing and the session: they agree.
+    runtime::SessionOptions so;
+    so.threads = o.threads;
+    so.ctx_size = o.ctx_size;
+    so.min_image_tokens = o.image_min_tokens.value_or(0);
+    so.max_image_tokens = o.image_max_tokens.value_or(0);
+    apply_env_options(env, &so);
+    image::PreprocessConfig pp = runtime::effective_preprocess(m, so);
     pp.pixel_values = !o.dump_pixels.empty();  // the vision tower reads the resized image
     base::Result<runtime::PreparedPrompt> prepared = base::Status();
     if (o.raw) {
@@ -156,19 +162,14 @@ int run(const RunOptions& o, const EnvOptions& env) {
             {rows, std::int64_t(im.pixel_values.size()) / std::max<std::int64_t>(rows, 1)});
         if (!err.empty()) return fail(kExitOther, err);
     }
-    if (std::int64_t(prompt.ids.size()) + o.n_predict > o.ctx_size) {
-        return fail(kExitResource,
-                    fmt::format("prompt of {} tokens plus -n {} does not fit the context of {} "
-                                "tokens",
-                                prompt.ids.size(), o.n_predict, o.ctx_size),
+    if (base::Status fits = runtime::check_context_fits(
+            0, std::int64_t(prompt.ids.size()) + o.n_predict, o.ctx_size,
+            fmt::format("the prompt of {} tokens plus -n {}", prompt.ids.size(), o.n_predict));
+        !fits.ok()) {
+        return fail(kExitResource, fits,
                     "raise -c/--ctx-size, lower -n, or lower --image-max-tokens");
     }
 
-    runtime::SessionOptions so;
-    so.threads = o.threads;
-    so.ctx_size = o.ctx_size;
-    so.max_image_tokens = o.image_max_tokens.value_or(0);
-    apply_env_options(env, &so);
     base::Result<std::unique_ptr<runtime::Session>> session = runtime::Session::create(m, so);
     if (!session.ok()) {
         return fail(

@@ -82,10 +82,21 @@ const char* kernel_isa_name(std::optional<kernels::Isa> requested) {
 }
 
 int default_max_image_tokens(const model::Model& model) {
-    const image::PreprocessConfig& pp = model.preprocess();
-    const std::int64_t unit = std::int64_t(pp.patch_size) * pp.merge_size;
-    const std::int64_t tokens = pp.max_pixels / (unit * unit);
-    return int(std::clamp<std::int64_t>(tokens, 1, 4096));
+    return std::clamp(image::max_visual_tokens(model.preprocess()), 1, 4096);
+}
+
+image::PreprocessConfig effective_preprocess(const model::Model& model,
+                                             const SessionOptions& options) {
+    image::PreprocessConfig pp = model.preprocess();
+    const std::int64_t per_token = image::pixels_per_visual_token(pp);
+    if (options.max_image_tokens > 0) {
+        pp.max_pixels = options.max_image_tokens * per_token;
+    } else {
+        pp.max_pixels = std::min(pp.max_pixels, default_max_image_tokens(model) * per_token);
+    }
+    if (options.min_image_tokens > 0) pp.min_pixels = options.min_image_tokens * per_token;
+    pp.min_pixels = std::min(pp.min_pixels, pp.max_pixels);
+    return pp;
 }
 
 Session::Session(const model::Model& model, const SessionOptions& options)
@@ -126,8 +137,7 @@ base::Status Session::reserve() {
     const model::VisionConfig& vc = cfg.vision;
     const model::TextConfig& tc = cfg.text;
     const int merge_rows = vc.spatial_merge_size * vc.spatial_merge_size;
-    max_image_tokens_ = options_.max_image_tokens > 0 ? options_.max_image_tokens
-                                                      : default_max_image_tokens(*model_);
+    max_image_tokens_ = image::max_visual_tokens(effective_preprocess(*model_, options_));
     max_patches_ = max_image_tokens_ * merge_rows;
     chunk_ = std::min(kPrefillChunk, options_.ctx_size);
 
@@ -136,10 +146,8 @@ base::Status Session::reserve() {
     // --ctx-size or --image-max-tokens is refused with numbers instead of paging to death.
     std::uint64_t kv_bytes = 0, visual_bytes = 0, scratch_bytes = 0, fixed = 0;
     const bool sizes_ok =
-        base::checked_product(
-            {2, std::uint64_t(tc.num_hidden_layers), std::uint64_t(tc.num_key_value_heads),
-             std::uint64_t(tc.head_dim), std::uint64_t(options_.ctx_size), sizeof(float)},
-            &kv_bytes) &&
+        KvCache::bytes_needed(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
+                              options_.ctx_size, &kv_bytes) &&
         base::checked_product(
             {1 + vc.deepstack_visual_indexes.size(), std::uint64_t(options_.ctx_size),
              std::uint64_t(tc.hidden_size), sizeof(float)},
@@ -247,18 +255,14 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
     return guarded("encoding an image", [&]() -> base::Status {
         const model::VisionConfig& vc = model_->config().vision;
         const int m = vc.spatial_merge_size;
-        const int n = image.grid_t * image.grid_h * image.grid_w;
-        const int tokens = n / (m * m);
+        const int n = image.num_patches();
+        const int tokens = image.num_image_tokens();
         if (n > max_patches_) {
             return base::error(ErrorCode::kOutOfRange,
                                "image of {} visual tokens is over this session's budget of {}",
                                tokens, max_image_tokens_);
         }
-        if (visual_rows_used_ + tokens > kv_.capacity()) {
-            return base::error(ErrorCode::kOutOfRange,
-                               "images need {} tokens but the context holds {}",
-                               visual_rows_used_ + tokens, kv_.capacity());
-        }
+        QVL_TRY(check_context_fits(visual_rows_used_, tokens, kv_.capacity(), "the images"));
         const int hidden = vc.hidden_size;
         const int gside = int(std::lround(std::sqrt(double(vc.num_position_embeddings))));
         const model::VisionWeights& w = model_->weights().vision();
@@ -339,12 +343,7 @@ base::Status Session::prefill(std::span<const std::int32_t> ids) {
         const model::ModelConfig& cfg = model_->config();
         const int n = int(ids.size());
         if (n == 0) return base::error(ErrorCode::kInvalidArgument, "empty prompt");
-        if (std::int64_t(kv_.size()) + n > kv_.capacity()) {
-            return base::error(ErrorCode::kOutOfRange,
-                               "prompt of {} tokens does not fit the context of {} tokens "
-                               "({} already used)",
-                               n, kv_.capacity(), kv_.size());
-        }
+        QVL_TRY(check_context_fits(kv_.size(), n, kv_.capacity(), "the prompt"));
         for (std::int32_t id : ids) {
             if (id < 0 || id >= cfg.text.vocab_size) {
                 return base::error(ErrorCode::kInvalidArgument,
@@ -417,10 +416,7 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
 
 base::Status Session::decode(std::int32_t token) {
     const model::TextConfig& tc = model_->config().text;
-    if (kv_.size() + 1 > kv_.capacity()) {
-        return base::error(ErrorCode::kOutOfRange, "the context of {} tokens is full",
-                           kv_.capacity());
-    }
+    QVL_TRY(check_context_fits(kv_.size(), 1, kv_.capacity(), "the next token"));
     if (token < 0 || token >= tc.vocab_size) {
         return base::error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary",
                            token);

@@ -48,7 +48,10 @@ const char* precision_name(Precision precision);
 struct SessionOptions {
     int threads = 0;      // 0: one per physical core
     int ctx_size = 4096;  // KV arena, in tokens
-    // Per-image visual-token budget the arena is sized for; 0: default_max_image_tokens.
+    // Per-image visual-token budget (--image-min-tokens / --image-max-tokens): 0 keeps the
+    // preprocessor's; the maximum, also what the arena is sized for, defaults to
+    // default_max_image_tokens. Both reach images only through effective_preprocess().
+    int min_image_tokens = 0;
     int max_image_tokens = 0;
     Precision precision = Precision::kAuto;
     // Highest kernel tier to use; lowered to what the CPU supports (with a warning). Unset: the
@@ -65,6 +68,12 @@ const char* kernel_isa_name(std::optional<kernels::Isa> requested = std::nullopt
 // The per-image visual-token budget used when none is given: the preprocessor's maximum,
 // capped at 4096 tokens (16384 patches; larger images are downscaled to fit, as llama.cpp does).
 int default_max_image_tokens(const model::Model& model);
+
+// The preprocessing settings of a session with these options: the model's, with the per-image
+// token budget applied. The session sizes its arena for exactly this config's maximum, so images
+// prepared with it always fit; prepare prompts with it (it needs no session, e.g. --tokenize).
+image::PreprocessConfig effective_preprocess(const model::Model& model,
+                                             const SessionOptions& options);
 
 class Session {
   public:

@@ -112,8 +112,7 @@ TEST(EnvOptions, QvlRunExitsTwoOnABadValue) {
         std::ifstream in(err);
         const std::string text((std::istreambuf_iterator<char>(in)), {});
         const std::string variable(assignment, std::string(assignment).find('='));
-        EXPECT_EQ(text.rfind("qvl-run: error: " + variable + ": unknown value '", 0), 0u)
-            << text;
+        EXPECT_EQ(text.rfind("qvl-run: error: " + variable + ": unknown value '", 0), 0u) << text;
     }
 }
 #endif

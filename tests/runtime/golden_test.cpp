@@ -48,7 +48,8 @@ CaseRun run_case(const std::string& name, int threads, Precision precision = Pre
     const auto dir = test::test_data_dir() / name;
     auto messages = text::load_messages_file(dir / "case.json");
     EXPECT_TRUE(messages.ok()) << messages.status().message();
-    auto prompt = prepare_chat_prompt(m, messages.value(), effective_preprocess(m, 0, 0), {});
+    auto prompt =
+        prepare_chat_prompt(m, messages.value(), effective_preprocess(m, SessionOptions{}), {});
     EXPECT_TRUE(prompt.ok()) << prompt.status().message();
     run.prompt = std::move(prompt).value();
 
