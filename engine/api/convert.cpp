@@ -70,11 +70,10 @@ base::Result<io::Image> load_image_part(const std::vector<Message>& messages, in
                                            p.width, p.height, limits.max_pixels);
                     }
                     if (p.data.size() != std::size_t(p.width) * std::size_t(p.height) * 3) {
-                        return base::error(base::ErrorCode::kInvalidArgument,
-                                           "{}: {}x{} RGB needs {} bytes, got {}", p.path,
-                                           p.width, p.height,
-                                           std::size_t(p.width) * std::size_t(p.height) * 3,
-                                           p.data.size());
+                        return base::error(
+                            base::ErrorCode::kInvalidArgument,
+                            "{}: {}x{} RGB needs {} bytes, got {}", p.path, p.width, p.height,
+                            std::size_t(p.width) * std::size_t(p.height) * 3, p.data.size());
                     }
                     return io::Image{.width = p.width, .height = p.height, .rgb = p.data};
                 }

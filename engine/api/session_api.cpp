@@ -84,8 +84,7 @@ Result<Prompt> Session::prepare(const std::vector<Message>& messages) const {
         const io::ImageLimits limits;
         const std::vector<text::ChatMessage> chat = api::to_engine(messages);
         return wrap_prompt(runtime::prepare_chat_prompt_with(
-            *impl_->model->model, chat, impl_->preprocess,
-            [&](int index, const text::ChatPart&) {
+            *impl_->model->model, chat, impl_->preprocess, [&](int index, const text::ChatPart&) {
                 return api::load_image_part(messages, index, limits);
             }));
     });

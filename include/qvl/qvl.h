@@ -218,8 +218,8 @@ class Session {
     int context_used() const;
     int context_size() const;
     int threads() const;
-    std::string isa() const;  // the kernel tier in use
-    Precision precision() const;  // kAuto resolved
+    std::string isa() const;             // the kernel tier in use
+    Precision precision() const;         // kAuto resolved
     std::string profile_report() const;  // empty unless SessionOptions::profile
 
     // Opaque: defined inside the library.

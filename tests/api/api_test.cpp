@@ -1,9 +1,8 @@
 // The public API (include/qvl/qvl.h) over the tiny checkpoint: errors are values with the
 // engine's codes, options reach the session, images given as a path, as bytes or as pixels
 // give the same prompt, and generation matches the runtime it adapts.
-#include <qvl/qvl.h>
-
 #include <gtest/gtest.h>
+#include <qvl/qvl.h>
 
 #include <fstream>
 #include <iterator>
@@ -82,9 +81,9 @@ TEST(PublicApi, ImageAsPathBytesOrPixelsGiveTheSamePrompt) {
 TEST(PublicApi, GenerateStreamsAndFitsTheContext) {
     Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 128});
     ASSERT_TRUE(s.ok()) << s.status().message();
-    Result<Prompt> p = s->prepare({{.role = "user",
-                                    .content = {ContentPart::image_file(kPng),
-                                                ContentPart::from_text("What is this?")}}});
+    Result<Prompt> p = s->prepare(
+        {{.role = "user",
+          .content = {ContentPart::image_file(kPng), ContentPart::from_text("What is this?")}}});
     ASSERT_TRUE(p.ok()) << p.status().message();
     std::string streamed;
     GenerateOptions options{.n_predict = 8, .ignore_eos = true, .sampling = Sampling{}};

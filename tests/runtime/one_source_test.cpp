@@ -11,18 +11,12 @@
 #include "runtime/kv_cache.h"
 #include "runtime/session.h"
 #include "support/golden.h"
+#include "support/tiny_model.h"
 
 namespace qvl::runtime {
 namespace {
 
-const model::Model& tiny_model() {
-    static std::unique_ptr<model::Model> model = [] {
-        auto m = model::Model::load(test::test_data_dir() / "tiny-qwen3vl");
-        EXPECT_TRUE(m.ok()) << m.status().message();
-        return m.ok() ? std::move(m).value() : nullptr;
-    }();
-    return *model;
-}
+using test::tiny_model;
 
 TEST(ContextFits, BoundaryAndMessage) {
     EXPECT_TRUE(check_context_fits(0, 16, 16, "x").ok());

@@ -11,18 +11,12 @@
 #include "runtime/session.h"
 #include "support/golden.h"
 #include "support/scratch_dir.h"
+#include "support/tiny_model.h"
 
 namespace qvl::runtime {
 namespace {
 
-const model::Model& tiny_model() {
-    static std::unique_ptr<model::Model> model = [] {
-        auto m = model::Model::load(test::test_data_dir() / "tiny-qwen3vl");
-        EXPECT_TRUE(m.ok()) << m.status().message();
-        return m.ok() ? std::move(m).value() : nullptr;
-    }();
-    return *model;
-}
+using test::tiny_model;
 
 TEST(SessionOptions, PrecisionNames) {
     for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All}) {
