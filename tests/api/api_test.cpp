@@ -108,5 +108,39 @@ TEST(PublicApi, GenerateStreamsAndFitsTheContext) {
     EXPECT_EQ(over.status().code(), ErrorCode::kOutOfRange);
 }
 
+TEST(PublicApi, PromptsFollowTheSessionImageBudget) {
+    std::vector<int> tokens;
+    for (int budget : {4, 16}) {
+        Result<Session> s =
+            Session::create(tiny(), {.threads = 1, .ctx_size = 256, .max_image_tokens = budget});
+        ASSERT_TRUE(s.ok()) << s.status().message();
+        io::Image big{.width = 640, .height = 480};
+        big.rgb.assign(std::size_t(big.width) * big.height * 3, 200);
+        Result<Prompt> p = s->prepare(
+            {{.role = "user",
+              .content = {ContentPart::image_rgb(big.width, big.height, big.rgb, "big")}}});
+        ASSERT_TRUE(p.ok()) << p.status().message();
+        EXPECT_LE(p->images()[0].tokens, budget);
+        tokens.push_back(p->images()[0].tokens);
+        GenerateOptions options{.n_predict = 1};
+        EXPECT_TRUE(s->generate(p.value(), options).ok());
+    }
+    EXPECT_LT(tokens[0], tokens[1]);  // the budget, not something else, bounds the image
+}
+
+TEST(PublicApi, CancelStopsGeneration) {
+    Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 128});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    Result<Prompt> p = s->prepare_raw("Once upon a time");
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    std::atomic<bool> cancel{false};
+    GenerateOptions options{.n_predict = 50, .ignore_eos = true, .cancel = &cancel};
+    options.on_text = [&](std::string_view) { cancel.store(true); };
+    Result<Generation> g = s->generate(p.value(), options);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(g->finish_reason, "interrupted");
+    EXPECT_LT(g->tokens.size(), 50u);
+}
+
 }  // namespace
 }  // namespace qvl
