@@ -1,14 +1,13 @@
-# cmake --install: public headers, libqvl_engine.a and a package config, so that another
-# project can find_package(qvl) and link qvl::engine.
+# cmake --install: the public header qvl/qvl.h (standard library only: nothing else is needed
+# to compile against it), libqvl_engine.a and a package config, so that another project can
+# find_package(qvl) and link qvl::engine. Engine internals (kernels, graph, model, runtime
+# headers) are not installed: the library's API is the one header.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(TARGETS qvl_engine EXPORT qvlTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/engine/
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qvl
-        FILES_MATCHING PATTERN "*.h"
-        PATTERN "ref" EXCLUDE PATTERN "simd" EXCLUDE PATTERN "x86" EXCLUDE)
+install(FILES ${PROJECT_SOURCE_DIR}/include/qvl/qvl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qvl)
 install(EXPORT qvlTargets NAMESPACE qvl:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qvl)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/qvlConfig.cmake.in
     ${PROJECT_BINARY_DIR}/qvlConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qvl)

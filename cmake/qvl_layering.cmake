@@ -1,6 +1,8 @@
 cmake_minimum_required(VERSION 3.25)
 # cmake -P script (a CTest): every #include "..." of an engine file must respect the layering
-#   base < kernels, io < graph < text, image < model < runtime < apps (apps: no kernels/graph).
+#   base < kernels, io < graph < text, image < model < runtime < api < apps (apps: no
+#   kernels/graph). api implements the public header include/qvl/qvl.h ("qvl/"), which itself
+#   includes standard headers only.
 # Each layer lists only what it uses; text and image need neither kernels internals nor graph.
 # Third-party headers stay inside the wrapper .cpp that owns them.
 set(allowed_base "base")
@@ -11,8 +13,9 @@ set(allowed_text "base;io;text")
 set(allowed_image "base;kernels;io;image")
 set(allowed_model "base;kernels;graph;io;text;image;model")
 set(allowed_runtime "base;kernels;graph;io;text;image;model;runtime")
+set(allowed_api "base;kernels;graph;io;text;image;model;runtime;api;qvl")
 set(failures "")
-foreach(layer base kernels graph io text image model runtime)
+foreach(layer base kernels graph io text image model runtime api)
     file(GLOB_RECURSE files ${ROOT}/engine/${layer}/*.h ${ROOT}/engine/${layer}/*.cpp)
     foreach(f IN LISTS files)
         file(STRINGS ${f} includes REGEX "^#include \"[a-z_0-9]+/")
@@ -31,6 +34,19 @@ foreach(layer base kernels graph io text image model runtime)
         endif()
     endforeach()
 endforeach()
+# The public header: the standard library only, so installing it ships nothing else.
+file(GLOB_RECURSE public_headers ${ROOT}/include/*.h)
+foreach(f IN LISTS public_headers)
+    file(STRINGS ${f} includes REGEX "^#include")
+    foreach(line IN LISTS includes)
+        if(NOT line MATCHES "^#include <[a-z_]+>$")
+            list(APPEND failures "${f}: the public header includes the standard library only (${line})")
+        endif()
+    endforeach()
+endforeach()
+if(NOT public_headers)
+    list(APPEND failures "${ROOT}/include: the public header qvl/qvl.h is missing")
+endif()
 file(GLOB_RECURSE app_files ${ROOT}/apps/*.h ${ROOT}/apps/*.cpp)
 foreach(f IN LISTS app_files)
     file(STRINGS ${f} includes REGEX "^#include \"(kernels|graph)/")

@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "base/timer.h"
 #include "base/version.h"
+#include "env.h"
 #include "exit_codes.h"
 #include "io/json.h"
 #include "json_out.h"
@@ -93,7 +94,7 @@ runtime::SamplingParams sampling_from(const RunOptions& o, const model::Generati
     return s;
 }
 
-int run(const RunOptions& o) {
+int run(const RunOptions& o, const EnvOptions& env) {
     if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
     if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
     const base::Timer total;
@@ -121,8 +122,14 @@ int run(const RunOptions& o) {
     const model::Model& m = *loaded.value();
     const double load_ms = t.elapsed_ms();
 
-    image::PreprocessConfig pp = runtime::effective_preprocess(m, o.image_min_tokens.value_or(0),
-                                                               o.image_max_tokens.value_or(0));
+    // One SessionOptions for both the images' preprocessing and the session: they agree.
+    runtime::SessionOptions so;
+    so.threads = o.threads;
+    so.ctx_size = o.ctx_size;
+    so.min_image_tokens = o.image_min_tokens.value_or(0);
+    so.max_image_tokens = o.image_max_tokens.value_or(0);
+    apply_env_options(env, &so);
+    image::PreprocessConfig pp = runtime::effective_preprocess(m, so);
     pp.pixel_values = !o.dump_pixels.empty();  // the vision tower reads the resized image
     base::Result<runtime::PreparedPrompt> prepared = base::Status();
     if (o.raw) {
@@ -155,25 +162,14 @@ int run(const RunOptions& o) {
             {rows, std::int64_t(im.pixel_values.size()) / std::max<std::int64_t>(rows, 1)});
         if (!err.empty()) return fail(kExitOther, err);
     }
-    if (std::int64_t(prompt.ids.size()) + o.n_predict > o.ctx_size) {
-        return fail(kExitResource,
-                    fmt::format("prompt of {} tokens plus -n {} does not fit the context of {} "
-                                "tokens",
-                                prompt.ids.size(), o.n_predict, o.ctx_size),
+    if (base::Status fits = runtime::check_context_fits(
+            0, std::int64_t(prompt.ids.size()) + o.n_predict, o.ctx_size,
+            fmt::format("the prompt of {} tokens plus -n {}", prompt.ids.size(), o.n_predict));
+        !fits.ok()) {
+        return fail(kExitResource, fits,
                     "raise -c/--ctx-size, lower -n, or lower --image-max-tokens");
     }
 
-    runtime::SessionOptions so;
-    so.threads = o.threads;
-    so.ctx_size = o.ctx_size;
-    so.max_image_tokens = o.image_max_tokens.value_or(0);
-    if (const char* p = std::getenv("QVL_PRECISION"); p != nullptr) {
-        if (std::string(p) == "bf16") so.precision = runtime::Precision::kBF16;
-        if (std::string(p) == "bf16-all") so.precision = runtime::Precision::kBF16All;
-        if (std::string(p) == "f32") so.precision = runtime::Precision::kF32;
-    }
-    const char* profile_env = std::getenv("QVL_PROFILE");
-    so.profile = profile_env != nullptr && std::string(profile_env) == "1";
     base::Result<std::unique_ptr<runtime::Session>> session = runtime::Session::create(m, so);
     if (!session.ok()) {
         return fail(
@@ -256,11 +252,14 @@ int main(int argc, char** argv) try {
     const qvl::app::ParseOutcome outcome =
         qvl::app::parse_args(argc, argv, &options, stdout, stderr);
     if (outcome.exit_code >= 0) return outcome.exit_code;
+    qvl::app::EnvOptions env;
+    if (const int code = qvl::app::read_env_options(&env, stderr); code >= 0) return code;
     if (options.version) {
-        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(), qvl::runtime::kernel_isa_name());
+        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(),
+                    qvl::runtime::kernel_isa_name(env.isa));
         return 0;
     }
-    return qvl::app::run(options);
+    return qvl::app::run(options, env);
 } catch (const std::exception& e) {
     std::fprintf(stderr, "qvl-run: error: %s\n", e.what());
     return 1;

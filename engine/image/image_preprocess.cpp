@@ -1,5 +1,6 @@
 #include "image/image_preprocess.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -291,6 +292,20 @@ base::Result<PreprocessedImage> preprocess_image(const io::Image& image,
     PreprocessedImage out;
     QVL_TRY(preprocess_image_into(image, config, &out));
     return out;
+}
+
+int visual_token_count(int grid_t, int grid_h, int grid_w, int merge_size) {
+    return grid_t * grid_h * grid_w / (merge_size * merge_size);
+}
+
+std::int64_t pixels_per_visual_token(const PreprocessConfig& config) {
+    const std::int64_t unit = std::int64_t(config.patch_size) * config.merge_size;
+    return unit * unit;
+}
+
+int max_visual_tokens(const PreprocessConfig& config) {
+    const std::int64_t tokens = config.max_pixels / pixels_per_visual_token(config);
+    return int(std::min<std::int64_t>(tokens, std::numeric_limits<int>::max()));
 }
 
 }  // namespace qvl::image

@@ -28,6 +28,17 @@ struct PreprocessConfig {
     bool pixel_values = true;
 };
 
+// Visual tokens of an image of grid_t x grid_h x grid_w patches: each merge_size x merge_size
+// window of patches becomes one token (HF Qwen3VLProcessor: t * h * w / merge^2). The one place
+// this count is computed; everything else asks here.
+int visual_token_count(int grid_t, int grid_h, int grid_w, int merge_size);
+
+// Pixels of the resized image one visual token stands for: (patch_size * merge_size)^2.
+std::int64_t pixels_per_visual_token(const PreprocessConfig& config);
+
+// The most visual tokens an image can become under `config` (max_pixels / pixels per token).
+int max_visual_tokens(const PreprocessConfig& config);
+
 // Reads preprocessor_config.json: size.shortest_edge / size.longest_edge, overridden by
 // top-level min_pixels / max_pixels when present (as HF does), patch_size, temporal_patch_size,
 // merge_size, image_mean, image_std (3 numbers or one). Keys absent -> the defaults above; a
@@ -58,7 +69,8 @@ struct PreprocessedImage {
     // [grid_t*grid_h*grid_w, 3*temporal*patch*patch]: rows in merge-window order (window row,
     // window column, row in window, column in window), each row laid out (channel, t, y, x).
     std::vector<float> pixel_values;
-    int num_image_tokens() const { return grid_t * grid_h * grid_w / (merge_size * merge_size); }
+    int num_patches() const { return grid_t * grid_h * grid_w; }
+    int num_image_tokens() const { return visual_token_count(grid_t, grid_h, grid_w, merge_size); }
 };
 
 // The whole pipeline for one decoded image. Overrides of min/max pixels (e.g. from

@@ -1,9 +1,6 @@
 #include "kernels/isa.h"
 
-#include <cstdlib>
-
 #include "base/cpu_features.h"
-#include "base/log.h"
 
 namespace qvl::kernels {
 
@@ -56,18 +53,6 @@ Isa detect_best() {
     for (Isa isa : all_isas()) {
         if (isa_supported(isa)) best = isa;
     }
-    if (const char* env = std::getenv("QVL_ISA"); env != nullptr && *env != '\0') {
-        Isa wanted;
-        if (!parse_isa(env, &wanted)) {
-            base::log(base::LogLevel::kWarning, "QVL_ISA={} is not a known tier; using {}", env,
-                      isa_name(best));
-        } else if (int(wanted) > int(best)) {
-            base::log(base::LogLevel::kWarning, "QVL_ISA={} is not supported here; using {}", env,
-                      isa_name(best));
-        } else {
-            best = wanted;
-        }
-    }
     return best;
 }
 }  // namespace
@@ -75,6 +60,10 @@ Isa detect_best() {
 Isa best_isa() {
     static const Isa isa = detect_best();
     return isa;
+}
+
+Isa clamp_to_supported(Isa requested) {
+    return int(requested) > int(best_isa()) ? best_isa() : requested;
 }
 
 }  // namespace qvl::kernels

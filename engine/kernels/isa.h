@@ -16,9 +16,12 @@ bool parse_isa(std::string_view name, Isa* out);
 // Whether this CPU (and OS) can run code of that tier.
 bool isa_supported(Isa isa);
 
-// The best supported tier, lowered by QVL_ISA=scalar|avx2|avx512|avx512bf16 when set (never
-// raised above what the CPU has). Decided once, on first call.
+// The best tier this CPU supports. Decided once, on first call.
 Isa best_isa();
+
+// A tier asked for by the user (an option), lowered to best_isa() when the CPU cannot run it:
+// a request may lower the tier, never raise it.
+Isa clamp_to_supported(Isa requested);
 
 // Every tier, lowest first (tests iterate over it and skip the unsupported ones visibly).
 std::vector<Isa> all_isas();

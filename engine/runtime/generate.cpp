@@ -1,43 +1,41 @@
 #include "runtime/generate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "base/timer.h"
 
 namespace qvl::runtime {
 
-image::PreprocessConfig effective_preprocess(const model::Model& model, int min_image_tokens,
-                                             int max_image_tokens) {
-    image::PreprocessConfig pp = model.preprocess();
-    const std::int64_t unit = std::int64_t(pp.patch_size) * pp.merge_size;
-    const std::int64_t budget =
-        max_image_tokens > 0 ? max_image_tokens : default_max_image_tokens(model);
-    pp.max_pixels = std::min(pp.max_pixels, budget * unit * unit);
-    if (max_image_tokens > 0) pp.max_pixels = budget * unit * unit;
-    if (min_image_tokens > 0) pp.min_pixels = std::int64_t(min_image_tokens) * unit * unit;
-    pp.min_pixels = std::min(pp.min_pixels, pp.max_pixels);
-    return pp;
-}
-
 base::Result<PreparedPrompt> prepare_chat_prompt(const model::Model& model,
                                                  std::span<const text::ChatMessage> messages,
                                                  const image::PreprocessConfig& preprocess,
                                                  const io::ImageLimits& limits) {
+    return prepare_chat_prompt_with(model, messages, preprocess,
+                                    [&limits](int, const text::ChatPart& part) {
+                                        return io::load_image(part.image_path, limits);
+                                    });
+}
+
+base::Result<PreparedPrompt> prepare_chat_prompt_with(const model::Model& model,
+                                                      std::span<const text::ChatMessage> messages,
+                                                      const image::PreprocessConfig& preprocess,
+                                                      const ImageLoader& load) {
     PreparedPrompt out;
     std::vector<int> tokens_per_image;
     for (const text::ChatMessage& m : messages) {
         for (const text::ChatPart& part : m.parts) {
             if (part.kind != text::ChatPart::Kind::kImage) continue;
             base::Timer t;
-            QVL_ASSIGN_OR_RETURN(io::Image img, io::load_image(part.image_path, limits));
+            QVL_ASSIGN_OR_RETURN(io::Image img, load(int(tokens_per_image.size()), part));
             out.image_decode_ms += t.elapsed_ms();
             t.reset();
             base::Result<image::PreprocessedImage> pre = image::preprocess_image(img, preprocess);
             if (!pre.ok()) return pre.status().with_context(part.image_path + ": ");
             out.preprocess_ms += t.elapsed_ms();
             const image::PreprocessedImage& p = pre.value();
-            const int merge = preprocess.merge_size;
-            const int tokens = p.grid_t * p.grid_h * p.grid_w / (merge * merge);
+            const int tokens = p.num_image_tokens();
             out.infos.push_back({.path = part.image_path,
                                  .width = img.width,
                                  .height = img.height,
@@ -79,14 +77,10 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
     if (prompt.ids.empty()) {
         return base::error(base::ErrorCode::kInvalidArgument, "the prompt is empty");
     }
-    const std::int64_t need =
-        std::int64_t(session.context_used()) + std::int64_t(prompt.ids.size()) + params.n_predict;
-    if (need > session.context_size()) {
-        return base::error(base::ErrorCode::kOutOfRange,
-                           "prompt of {} tokens plus {} new tokens does not fit the context of "
-                           "{} tokens",
-                           prompt.ids.size(), params.n_predict, session.context_size());
-    }
+    QVL_TRY(check_context_fits(
+        session.context_used(), std::int64_t(prompt.ids.size()) + params.n_predict,
+        session.context_size(),
+        fmt::format("the prompt of {} tokens plus {} new", prompt.ids.size(), params.n_predict)));
     const base::Timer total;
     base::Timer t;
     for (const image::PreprocessedImage& image : prompt.images)

@@ -35,17 +35,21 @@ struct PreparedPrompt {
     double image_decode_ms = 0, preprocess_ms = 0;
 };
 
-// The preprocessing settings a session uses: the model's, with the per-image token budget
-// (min/max visual tokens; 0 = keep the model's, the maximum capped by the session's budget).
-image::PreprocessConfig effective_preprocess(const model::Model& model, int min_image_tokens,
-                                             int max_image_tokens);
-
 // Renders the chat template, loads and preprocesses every image part, tokenizes and expands
-// the image pads. Image errors name the file (kNotFound, kCorruptFile, kOutOfRange, ...).
+// the image pads. `preprocess` is effective_preprocess() of the session that will run it. Image
+// errors name the file (kNotFound, kCorruptFile, kOutOfRange, ...).
 base::Result<PreparedPrompt> prepare_chat_prompt(const model::Model& model,
                                                  std::span<const text::ChatMessage> messages,
                                                  const image::PreprocessConfig& preprocess,
                                                  const io::ImageLimits& limits);
+// The same, with the images supplied by the caller: load(i, part) returns the decoded image of
+// the i-th image part (already in memory, decoded from bytes, ...); its errors pass through.
+// part.image_path names the image in infos and messages.
+using ImageLoader = std::function<base::Result<io::Image>(int index, const text::ChatPart& part)>;
+base::Result<PreparedPrompt> prepare_chat_prompt_with(const model::Model& model,
+                                                      std::span<const text::ChatMessage> messages,
+                                                      const image::PreprocessConfig& preprocess,
+                                                      const ImageLoader& load);
 // Raw text (no template, no images); special tokens written in the text are recognised.
 base::Result<PreparedPrompt> prepare_raw_prompt(const model::Model& model, std::string_view text);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "base/aligned_buffer.h"
 #include "base/status.h"
@@ -12,8 +13,19 @@
 
 namespace qvl::runtime {
 
+// The one "does it fit the context" rule: `used` positions are filled, `what` needs `n_new`
+// more, the arena holds `capacity`. kOutOfRange naming the numbers when used + n_new exceeds
+// capacity (no overflow for any inputs), e.g. "the prompt (300 tokens) does not fit the context
+// of 256 tokens".
+base::Status check_context_fits(std::int64_t used, std::int64_t n_new, std::int64_t capacity,
+                                std::string_view what);
+
 class KvCache {
   public:
+    // Bytes of the arena create() allocates: 2 (K and V) x n_layers x n_kv_heads x max_ctx x
+    // head_dim x sizeof(float). False when that overflows 64 bits.
+    static bool bytes_needed(int n_layers, int n_kv_heads, int head_dim, int max_ctx,
+                             std::uint64_t* bytes);
     static base::Result<KvCache> create(int n_layers, int n_kv_heads, int head_dim, int max_ctx);
 
     graph::KvCacheView view();

@@ -1,13 +1,13 @@
 #include "runtime/session.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 
 #include "base/check.h"
 #include "base/checked_math.h"
 #include "base/cpu_features.h"
+#include "base/log.h"
 #include "graph/builder.h"
 #include "graph/trace.h"
 #include "model/mrope.h"
@@ -40,19 +40,68 @@ base::Status guarded(const char* what, Fn&& fn) {
 
 }  // namespace
 
-const char* kernel_isa_name() { return kernels::isa_name(kernels::best_isa()); }
+namespace {
+
+kernels::Isa resolve_isa(std::optional<kernels::Isa> requested) {
+    if (!requested) return kernels::best_isa();
+    const kernels::Isa isa = kernels::clamp_to_supported(*requested);
+    if (isa != *requested) {
+        base::log(base::LogLevel::kWarning, "kernel tier {} is not supported here; using {}",
+                  kernels::isa_name(*requested), kernels::isa_name(isa));
+    }
+    return isa;
+}
+
+}  // namespace
+
+std::optional<Precision> precision_from_name(std::string_view name) {
+    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All}) {
+        if (name == precision_name(p)) return p;
+    }
+    return std::nullopt;
+}
+
+const char* precision_name(Precision precision) {
+    switch (precision) {
+        case Precision::kAuto:
+            return "auto";
+        case Precision::kF32:
+            return "f32";
+        case Precision::kBF16:
+            return "bf16";
+        case Precision::kBF16All:
+            return "bf16-all";
+    }
+    return "unknown";
+}
+
+const char* kernel_isa_name(std::optional<kernels::Isa> requested) {
+    return kernels::isa_name(requested ? kernels::clamp_to_supported(*requested)
+                                       : kernels::best_isa());
+}
 
 int default_max_image_tokens(const model::Model& model) {
-    const image::PreprocessConfig& pp = model.preprocess();
-    const std::int64_t unit = std::int64_t(pp.patch_size) * pp.merge_size;
-    const std::int64_t tokens = pp.max_pixels / (unit * unit);
-    return int(std::clamp<std::int64_t>(tokens, 1, 4096));
+    return std::clamp(image::max_visual_tokens(model.preprocess()), 1, 4096);
+}
+
+image::PreprocessConfig effective_preprocess(const model::Model& model,
+                                             const SessionOptions& options) {
+    image::PreprocessConfig pp = model.preprocess();
+    const std::int64_t per_token = image::pixels_per_visual_token(pp);
+    if (options.max_image_tokens > 0) {
+        pp.max_pixels = options.max_image_tokens * per_token;
+    } else {
+        pp.max_pixels = std::min(pp.max_pixels, default_max_image_tokens(model) * per_token);
+    }
+    if (options.min_image_tokens > 0) pp.min_pixels = options.min_image_tokens * per_token;
+    pp.min_pixels = std::min(pp.min_pixels, pp.max_pixels);
+    return pp;
 }
 
 Session::Session(const model::Model& model, const SessionOptions& options)
     : model_(&model),
       options_(options),
-      isa_(kernels::best_isa()),
+      isa_(resolve_isa(options.isa)),
       gemm_precision_(
           options.precision == Precision::kBF16 || options.precision == Precision::kBF16All ||
                   (options.precision == Precision::kAuto && isa_ == kernels::Isa::kAvx512Bf16)
@@ -65,8 +114,8 @@ Session::Session(const model::Model& model, const SessionOptions& options)
           options.pin_threads)),
       executor_(pool_.get(), isa_) {
     executor_.enable_profile(options.profile);
-    if (const char* dir = std::getenv("QVL_TRACE"); dir != nullptr && *dir != '\0') {
-        executor_.set_observer(graph::make_trace_observer(dir));
+    if (!options.trace_dir.empty()) {
+        executor_.set_observer(graph::make_trace_observer(options.trace_dir));
     }
 }
 
@@ -87,8 +136,7 @@ base::Status Session::reserve() {
     const model::VisionConfig& vc = cfg.vision;
     const model::TextConfig& tc = cfg.text;
     const int merge_rows = vc.spatial_merge_size * vc.spatial_merge_size;
-    max_image_tokens_ = options_.max_image_tokens > 0 ? options_.max_image_tokens
-                                                      : default_max_image_tokens(*model_);
+    max_image_tokens_ = image::max_visual_tokens(effective_preprocess(*model_, options_));
     max_patches_ = max_image_tokens_ * merge_rows;
     chunk_ = std::min(kPrefillChunk, options_.ctx_size);
 
@@ -97,10 +145,8 @@ base::Status Session::reserve() {
     // --ctx-size or --image-max-tokens is refused with numbers instead of paging to death.
     std::uint64_t kv_bytes = 0, visual_bytes = 0, scratch_bytes = 0, fixed = 0;
     const bool sizes_ok =
-        base::checked_product(
-            {2, std::uint64_t(tc.num_hidden_layers), std::uint64_t(tc.num_key_value_heads),
-             std::uint64_t(tc.head_dim), std::uint64_t(options_.ctx_size), sizeof(float)},
-            &kv_bytes) &&
+        KvCache::bytes_needed(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
+                              options_.ctx_size, &kv_bytes) &&
         base::checked_product(
             {1 + vc.deepstack_visual_indexes.size(), std::uint64_t(options_.ctx_size),
              std::uint64_t(tc.hidden_size), sizeof(float)},
@@ -199,18 +245,14 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
     return guarded("encoding an image", [&]() -> base::Status {
         const model::VisionConfig& vc = model_->config().vision;
         const int m = vc.spatial_merge_size;
-        const int n = image.grid_t * image.grid_h * image.grid_w;
-        const int tokens = n / (m * m);
+        const int n = image.num_patches();
+        const int tokens = image.num_image_tokens();
         if (n > max_patches_) {
             return base::error(ErrorCode::kOutOfRange,
                                "image of {} visual tokens is over this session's budget of {}",
                                tokens, max_image_tokens_);
         }
-        if (visual_rows_used_ + tokens > kv_.capacity()) {
-            return base::error(ErrorCode::kOutOfRange,
-                               "images need {} tokens but the context holds {}",
-                               visual_rows_used_ + tokens, kv_.capacity());
-        }
+        QVL_TRY(check_context_fits(visual_rows_used_, tokens, kv_.capacity(), "the images"));
         const model::VisionWeights& w = model_->weights().vision();
         model::VisionGraphInputs in =
             vision_inputs_.prepare(vc, w, image.grid_t, image.grid_h, image.grid_w, isa_);
@@ -256,12 +298,7 @@ base::Status Session::prefill(std::span<const std::int32_t> ids) {
         const model::ModelConfig& cfg = model_->config();
         const int n = int(ids.size());
         if (n == 0) return base::error(ErrorCode::kInvalidArgument, "empty prompt");
-        if (std::int64_t(kv_.size()) + n > kv_.capacity()) {
-            return base::error(ErrorCode::kOutOfRange,
-                               "prompt of {} tokens does not fit the context of {} tokens "
-                               "({} already used)",
-                               n, kv_.capacity(), kv_.size());
-        }
+        QVL_TRY(check_context_fits(kv_.size(), n, kv_.capacity(), "the prompt"));
         for (std::int32_t id : ids) {
             if (id < 0 || id >= cfg.text.vocab_size) {
                 return base::error(ErrorCode::kInvalidArgument,
@@ -334,10 +371,7 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
 
 base::Status Session::decode(std::int32_t token) {
     const model::TextConfig& tc = model_->config().text;
-    if (kv_.size() + 1 > kv_.capacity()) {
-        return base::error(ErrorCode::kOutOfRange, "the context of {} tokens is full",
-                           kv_.capacity());
-    }
+    QVL_TRY(check_context_fits(kv_.size(), 1, kv_.capacity(), "the next token"));
     if (token < 0 || token >= tc.vocab_size) {
         return base::error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary",
                            token);

@@ -1,13 +1,17 @@
 // Session: one conversation over a loaded Model. Owns the thread pool, the KV arena, the
 // activation arena (reserved at create from the worst-case graphs: the largest allowed image
 // and the longest prefill chunk) and the visual features waiting for the next prefill.
-// After create, encode_image / prefill / decode allocate nothing but graph scratch that was
-// reserved up front; a decode step allocates nothing at all. Not thread-safe; one per thread.
+// After create, the big buffers never grow: encode_image and prefill allocate only small
+// per-call bookkeeping (position ids, image grids), and a decode step allocates nothing at all
+// (tests/model decode_no_alloc). Not thread-safe; one per thread.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -36,22 +40,41 @@ namespace qvl::runtime {
 // AVX512_BF16, else kF32.
 enum class Precision { kAuto, kF32, kBF16, kBF16All };
 
+// The spellings "f32", "bf16", "bf16-all" (and "auto"); nullopt for anything else.
+std::optional<Precision> precision_from_name(std::string_view name);
+const char* precision_name(Precision precision);
+
+// Everything about how a session runs is an option here: the engine reads no environment
+// variables (the CLI maps QVL_* onto these fields).
 struct SessionOptions {
     int threads = 0;      // 0: one per physical core
     int ctx_size = 4096;  // KV arena, in tokens
-    int max_image_tokens =
-        0;  // per-image budget the arena is sized for; 0: default_max_image_tokens
+    // Per-image visual-token budget (--image-min-tokens / --image-max-tokens): 0 keeps the
+    // preprocessor's; the maximum, also what the arena is sized for, defaults to
+    // default_max_image_tokens. Both reach images only through effective_preprocess().
+    int min_image_tokens = 0;
+    int max_image_tokens = 0;
     Precision precision = Precision::kAuto;
-    bool profile = false;  // per-op timing (Session::profile)
+    // Highest kernel tier to use; lowered to what the CPU supports (with a warning). Unset: the
+    // best the CPU supports.
+    std::optional<kernels::Isa> isa;
+    bool profile = false;   // per-op timing (Session::profile)
+    std::string trace_dir;  // non-empty: every node's output is written there as .npy
     bool pin_threads = false;
 };
 
-// The kernel tier sessions use on this machine ("avx512bf16", ...; QVL_ISA may lower it).
-const char* kernel_isa_name();
+// The kernel tier a session with that request runs on this machine ("avx512bf16", ...).
+const char* kernel_isa_name(std::optional<kernels::Isa> requested = std::nullopt);
 
 // The per-image visual-token budget used when none is given: the preprocessor's maximum,
 // capped at 4096 tokens (16384 patches; larger images are downscaled to fit, as llama.cpp does).
 int default_max_image_tokens(const model::Model& model);
+
+// The preprocessing settings of a session with these options: the model's, with the per-image
+// token budget applied. The session sizes its arena for exactly this config's maximum, so images
+// prepared with it always fit; prepare prompts with it (it needs no session, e.g. --tokenize).
+image::PreprocessConfig effective_preprocess(const model::Model& model,
+                                             const SessionOptions& options);
 
 class Session {
   public:

@@ -18,6 +18,7 @@
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "support/alloc_counter.h"
+#include "support/tiny_model.h"
 
 namespace qvl::runtime {
 namespace {
@@ -26,14 +27,7 @@ using test::GoldenArray;
 
 constexpr double kStrict = 2e-5;
 
-const model::Model& tiny_model() {
-    static std::unique_ptr<model::Model> model = [] {
-        auto m = model::Model::load(test::test_data_dir() / "tiny-qwen3vl");
-        EXPECT_TRUE(m.ok()) << m.status().message();
-        return m.ok() ? std::move(m).value() : nullptr;
-    }();
-    return *model;
-}
+using test::tiny_model;
 
 struct CaseRun {
     PreparedPrompt prompt;
@@ -48,7 +42,8 @@ CaseRun run_case(const std::string& name, int threads, Precision precision = Pre
     const auto dir = test::test_data_dir() / name;
     auto messages = text::load_messages_file(dir / "case.json");
     EXPECT_TRUE(messages.ok()) << messages.status().message();
-    auto prompt = prepare_chat_prompt(m, messages.value(), effective_preprocess(m, 0, 0), {});
+    auto prompt =
+        prepare_chat_prompt(m, messages.value(), effective_preprocess(m, SessionOptions{}), {});
     EXPECT_TRUE(prompt.ok()) << prompt.status().message();
     run.prompt = std::move(prompt).value();
 

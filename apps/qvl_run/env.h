@@ -1,0 +1,34 @@
+// The QVL_* environment variables of qvl-run (shared docs/cli.md). The engine reads no
+// environment: this is the one place that does, and it maps each variable onto a session
+// option. A value the CLI does not know is a usage error naming the variable, never ignored.
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "runtime/session.h"
+
+namespace qvl::app {
+
+struct EnvOptions {
+    std::optional<runtime::Precision> precision;  // QVL_PRECISION=f32|bf16|bf16-all
+    std::optional<kernels::Isa> isa;              // QVL_ISA=scalar|avx2|avx512|avx512bf16
+    bool profile = false;                         // QVL_PROFILE=0|1
+    std::string trace_dir;                        // QVL_TRACE=DIR
+};
+
+// How a variable is looked up: returns nullptr when unset. Tests pass their own.
+using EnvLookup = std::function<const char*(const char* name)>;
+
+// Reads the four variables through `lookup` (std::getenv by default) into *out. An unset or
+// empty variable keeps the default. An unknown value prints one line
+//   qvl-run: error: QVL_PRECISION: unknown value 'bogus' (expected f32, bf16, bf16-all)
+// to err and returns 2 (the usage exit code); otherwise returns -1 (continue).
+int read_env_options(EnvOptions* out, std::FILE* err, const EnvLookup& lookup = {});
+
+// Applies the options to a session's settings.
+void apply_env_options(const EnvOptions& env, runtime::SessionOptions* session);
+
+}  // namespace qvl::app

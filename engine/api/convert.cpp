@@ -1,0 +1,88 @@
+#include "api/convert.h"
+
+#include <span>
+
+#include "kernels/isa.h"
+
+namespace qvl::api {
+
+Status from_engine(const base::Status& status) {
+    // The public enum mirrors base::ErrorCode value for value (checked in api_test).
+    return Status(ErrorCode(int(status.code())), status.message());
+}
+
+base::Result<runtime::SessionOptions> to_engine(const SessionOptions& options) {
+    runtime::SessionOptions so;
+    so.threads = options.threads;
+    so.ctx_size = options.ctx_size;
+    so.min_image_tokens = options.min_image_tokens;
+    so.max_image_tokens = options.max_image_tokens;
+    so.precision = runtime::Precision(int(options.precision));
+    if (!options.isa.empty()) {
+        kernels::Isa isa{};
+        if (!kernels::parse_isa(options.isa, &isa)) {
+            return base::error(base::ErrorCode::kInvalidArgument,
+                               "isa '{}' is not a kernel tier (expected scalar, avx2, avx512, "
+                               "avx512bf16)",
+                               options.isa);
+        }
+        so.isa = isa;
+    }
+    so.profile = options.profile;
+    so.trace_dir = options.trace_dir;
+    return so;
+}
+
+Precision from_engine(runtime::Precision precision) { return Precision(int(precision)); }
+
+std::vector<text::ChatMessage> to_engine(const std::vector<Message>& messages) {
+    std::vector<text::ChatMessage> out;
+    for (const Message& m : messages) {
+        text::ChatMessage cm{.role = m.role};
+        for (const ContentPart& p : m.content) {
+            if (p.kind == ContentPart::Kind::kText) {
+                cm.parts.push_back({.kind = text::ChatPart::Kind::kText, .text = p.text});
+            } else {
+                cm.parts.push_back({.kind = text::ChatPart::Kind::kImage, .image_path = p.path});
+            }
+        }
+        out.push_back(std::move(cm));
+    }
+    return out;
+}
+
+base::Result<io::Image> load_image_part(const std::vector<Message>& messages, int index,
+                                        const io::ImageLimits& limits) {
+    int seen = 0;
+    for (const Message& m : messages) {
+        for (const ContentPart& p : m.content) {
+            if (p.kind == ContentPart::Kind::kText || seen++ != index) continue;
+            switch (p.kind) {
+                case ContentPart::Kind::kImageFile:
+                    return io::load_image(p.path, limits);
+                case ContentPart::Kind::kImageBytes:
+                    return io::decode_image(std::as_bytes(std::span(p.data)), limits, p.path);
+                case ContentPart::Kind::kImageRgb: {
+                    if (p.width < 1 || p.height < 1 ||
+                        std::uint64_t(p.width) * std::uint64_t(p.height) > limits.max_pixels) {
+                        return base::error(base::ErrorCode::kOutOfRange,
+                                           "{}: {}x{} pixels is outside 1..{} pixels", p.path,
+                                           p.width, p.height, limits.max_pixels);
+                    }
+                    if (p.data.size() != std::size_t(p.width) * std::size_t(p.height) * 3) {
+                        return base::error(
+                            base::ErrorCode::kInvalidArgument,
+                            "{}: {}x{} RGB needs {} bytes, got {}", p.path, p.width, p.height,
+                            std::size_t(p.width) * std::size_t(p.height) * 3, p.data.size());
+                    }
+                    return io::Image{.width = p.width, .height = p.height, .rgb = p.data};
+                }
+                case ContentPart::Kind::kText:
+                    break;
+            }
+        }
+    }
+    return base::error(base::ErrorCode::kInternal, "image part {} not found", index);
+}
+
+}  // namespace qvl::api

@@ -1,0 +1,146 @@
+// The public API (include/qvl/qvl.h) over the tiny checkpoint: errors are values with the
+// engine's codes, options reach the session, images given as a path, as bytes or as pixels
+// give the same prompt, and generation matches the runtime it adapts.
+#include <gtest/gtest.h>
+#include <qvl/qvl.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "base/status.h"
+#include "io/image.h"
+#include "support/golden.h"
+
+namespace qvl {
+namespace {
+
+const std::string kTiny = (test::test_data_dir() / "tiny-qwen3vl").string();
+const std::string kPng = (test::test_data_dir() / "golden" / "images" / "img_64x64.png").string();
+
+const Model& tiny() {
+    static const Model model = [] {
+        Result<Model> m = Model::load(kTiny);
+        EXPECT_TRUE(m.ok()) << m.status().message();
+        return std::move(m).value();
+    }();
+    return model;
+}
+
+TEST(PublicApi, ErrorCodesMirrorTheEngine) {
+    EXPECT_EQ(int(ErrorCode::kInternal), int(base::ErrorCode::kInternal));
+    EXPECT_EQ(int(ErrorCode::kOutOfRange), int(base::ErrorCode::kOutOfRange));
+    EXPECT_EQ(int(ErrorCode::kResourceExhausted), int(base::ErrorCode::kResourceExhausted));
+    const Result<Model> missing = Model::load("/nonexistent/model");
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+    EXPECT_NE(missing.status().message().find("/nonexistent/model"), std::string::npos);
+}
+
+TEST(PublicApi, OptionsReachTheSession) {
+    Result<Session> s = Session::create(
+        tiny(), {.threads = 1, .ctx_size = 64, .precision = Precision::kF32, .isa = "scalar"});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(s->isa(), "scalar");
+    EXPECT_EQ(s->precision(), Precision::kF32);
+    EXPECT_EQ(s->context_size(), 64);
+    EXPECT_EQ(s->threads(), 1);
+    const Result<Session> bad = Session::create(tiny(), {.isa = "foo"});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find("'foo'"), std::string::npos);
+}
+
+TEST(PublicApi, ImageAsPathBytesOrPixelsGiveTheSamePrompt) {
+    Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 256});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    std::ifstream in(kPng, std::ios::binary);
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+    auto decoded = io::load_image(kPng, {});
+    ASSERT_TRUE(decoded.ok());
+    std::vector<std::vector<ContentPart>> variants = {
+        {ContentPart::image_file(kPng)},
+        {ContentPart::image_bytes(bytes, "png bytes")},
+        {ContentPart::image_rgb(decoded->width, decoded->height, decoded->rgb, "pixels")}};
+    std::vector<std::int32_t> first;
+    for (std::vector<ContentPart>& parts : variants) {
+        parts.push_back(ContentPart::from_text("Describe."));
+        Result<Prompt> p = s->prepare({{.role = "user", .content = parts}});
+        ASSERT_TRUE(p.ok()) << p.status().message();
+        ASSERT_EQ(p->images().size(), 1u);
+        EXPECT_GT(p->images()[0].tokens, 0);
+        if (first.empty()) first = p->token_ids();
+        EXPECT_EQ(p->token_ids(), first);
+    }
+    const Result<Prompt> short_rgb = s->prepare(
+        {{.role = "user", .content = {ContentPart::image_rgb(4, 4, {1, 2, 3}, "tiny")}}});
+    ASSERT_FALSE(short_rgb.ok());
+    EXPECT_EQ(short_rgb.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(short_rgb.status().message().find("tiny"), std::string::npos);
+}
+
+TEST(PublicApi, GenerateStreamsAndFitsTheContext) {
+    Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 128});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    Result<Prompt> p = s->prepare(
+        {{.role = "user",
+          .content = {ContentPart::image_file(kPng), ContentPart::from_text("What is this?")}}});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    std::string streamed;
+    GenerateOptions options{.n_predict = 8, .ignore_eos = true, .sampling = Sampling{}};
+    options.on_text = [&](std::string_view piece) { streamed.append(piece); };
+    Result<Generation> g = s->generate(p.value(), options);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(g->tokens.size(), 8u);
+    EXPECT_EQ(g->finish_reason, "length");
+    EXPECT_EQ(g->text, streamed);
+    EXPECT_EQ(g->timings.prompt_tokens, int(p->token_ids().size()));
+
+    // Same prompt again on a fresh context: same greedy tokens.
+    s->reset();
+    Result<Generation> again = s->generate(p.value(), options);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->tokens, g->tokens);
+
+    // Without reset the context holds the first turn: too much for 128 tokens.
+    options.n_predict = 100;
+    const Result<Generation> over = s->generate(p.value(), options);
+    ASSERT_FALSE(over.ok());
+    EXPECT_EQ(over.status().code(), ErrorCode::kOutOfRange);
+}
+
+TEST(PublicApi, PromptsFollowTheSessionImageBudget) {
+    std::vector<int> tokens;
+    for (int budget : {4, 16}) {
+        Result<Session> s =
+            Session::create(tiny(), {.threads = 1, .ctx_size = 256, .max_image_tokens = budget});
+        ASSERT_TRUE(s.ok()) << s.status().message();
+        io::Image big{.width = 640, .height = 480};
+        big.rgb.assign(std::size_t(big.width) * big.height * 3, 200);
+        Result<Prompt> p = s->prepare(
+            {{.role = "user",
+              .content = {ContentPart::image_rgb(big.width, big.height, big.rgb, "big")}}});
+        ASSERT_TRUE(p.ok()) << p.status().message();
+        EXPECT_LE(p->images()[0].tokens, budget);
+        tokens.push_back(p->images()[0].tokens);
+        GenerateOptions options{.n_predict = 1};
+        EXPECT_TRUE(s->generate(p.value(), options).ok());
+    }
+    EXPECT_LT(tokens[0], tokens[1]);  // the budget, not something else, bounds the image
+}
+
+TEST(PublicApi, CancelStopsGeneration) {
+    Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 128});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    Result<Prompt> p = s->prepare_raw("Once upon a time");
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    std::atomic<bool> cancel{false};
+    GenerateOptions options{.n_predict = 50, .ignore_eos = true, .cancel = &cancel};
+    options.on_text = [&](std::string_view) { cancel.store(true); };
+    Result<Generation> g = s->generate(p.value(), options);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(g->finish_reason, "interrupted");
+    EXPECT_LT(g->tokens.size(), 50u);
+}
+
+}  // namespace
+}  // namespace qvl

@@ -1,0 +1,62 @@
+// Session options that used to be environment variables: the kernel tier, tracing and
+// profiling are fields of SessionOptions, and the engine reads no QVL_* variable itself.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "kernels/isa.h"
+#include "model/model.h"
+#include "runtime/generate.h"
+#include "runtime/session.h"
+#include "support/golden.h"
+#include "support/scratch_dir.h"
+#include "support/tiny_model.h"
+
+namespace qvl::runtime {
+namespace {
+
+using test::tiny_model;
+
+TEST(SessionOptions, PrecisionNames) {
+    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All}) {
+        EXPECT_EQ(precision_from_name(precision_name(p)), p);
+    }
+    EXPECT_FALSE(precision_from_name("bogus").has_value());
+    EXPECT_FALSE(precision_from_name("").has_value());
+}
+
+TEST(SessionOptions, IsaRequestIsClampedToTheCpu) {
+    EXPECT_EQ(kernels::clamp_to_supported(kernels::Isa::kScalar), kernels::Isa::kScalar);
+    EXPECT_EQ(kernels::clamp_to_supported(kernels::Isa::kAvx512Bf16), kernels::best_isa());
+    EXPECT_STREQ(kernel_isa_name(kernels::Isa::kScalar), "scalar");
+    EXPECT_STREQ(kernel_isa_name(), kernels::isa_name(kernels::best_isa()));
+}
+
+TEST(SessionOptions, IsaAndTraceAreOptionsNotEnvironment) {
+    // The environment says otherwise; the options win because the engine never looks at it.
+    const qvl::testing::ScratchDir env_dir;
+    setenv("QVL_ISA", "avx2", 1);
+    setenv("QVL_TRACE", (env_dir.path() / "from_env").c_str(), 1);
+    const qvl::testing::ScratchDir dir;
+    SessionOptions so;
+    so.threads = 1;
+    so.ctx_size = 64;
+    so.isa = kernels::Isa::kScalar;
+    so.trace_dir = (dir.path() / "trace").string();
+    auto session = Session::create(tiny_model(), so);
+    unsetenv("QVL_ISA");
+    unsetenv("QVL_TRACE");
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    Session& s = *session.value();
+    EXPECT_EQ(s.isa(), kernels::Isa::kScalar);
+    auto prompt = prepare_raw_prompt(tiny_model(), "hello");
+    ASSERT_TRUE(prompt.ok());
+    ASSERT_TRUE(s.prefill(prompt->ids).ok());
+    ASSERT_TRUE(std::filesystem::is_directory(dir.path() / "trace"));
+    EXPECT_FALSE(std::filesystem::is_empty(dir.path() / "trace"));
+    EXPECT_FALSE(std::filesystem::exists(env_dir.path() / "from_env"));
+}
+
+}  // namespace
+}  // namespace qvl::runtime
