@@ -53,7 +53,7 @@ int default_max_image_tokens(const model::Model& model) {
 Session::Session(const model::Model& model, const SessionOptions& options)
     : model_(&model),
       options_(options),
-      isa_(kernels::best_isa()),
+      isa_(options.isa.value_or(kernels::best_isa())),
       gemm_precision_(
           options.precision == Precision::kBF16 || options.precision == Precision::kBF16All ||
                   (options.precision == Precision::kAuto && isa_ == kernels::Isa::kAvx512Bf16)
@@ -77,6 +77,14 @@ base::Result<std::unique_ptr<Session>> Session::create(const model::Model& model
         return base::error(ErrorCode::kInvalidArgument, "context size {} must be positive",
                            options.ctx_size);
     }
+    if (options.slots < 1 || options.slots > model::kMaxDecodeBatch) {
+        return base::error(ErrorCode::kInvalidArgument, "{} slots: a session serves 1 to {}",
+                           options.slots, model::kMaxDecodeBatch);
+    }
+    if (options.isa.has_value() && !kernels::isa_supported(*options.isa)) {
+        return base::error(ErrorCode::kInvalidArgument, "this CPU cannot run the {} kernels",
+                           kernels::isa_name(*options.isa));
+    }
     std::unique_ptr<Session> s(new Session(model, options));
     const base::Status st = guarded("creating the session", [&] { return s->reserve(); });
     if (!st.ok()) return st;
@@ -98,10 +106,8 @@ base::Status Session::reserve() {
     // --ctx-size or --image-max-tokens is refused with numbers instead of paging to death.
     std::uint64_t kv_bytes = 0, visual_bytes = 0, scratch_bytes = 0, fixed = 0;
     const bool sizes_ok =
-        base::checked_product(
-            {2, std::uint64_t(tc.num_hidden_layers), std::uint64_t(tc.num_key_value_heads),
-             std::uint64_t(tc.head_dim), std::uint64_t(options_.ctx_size), sizeof(float)},
-            &kv_bytes) &&
+        KvCache::arena_bytes(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
+                             options_.ctx_size, options_.slots, &kv_bytes) &&
         base::checked_product(
             {1 + vc.deepstack_visual_indexes.size(), std::uint64_t(options_.ctx_size),
              std::uint64_t(tc.hidden_size), sizeof(float)},
@@ -116,19 +122,23 @@ base::Status Session::reserve() {
                                 sizes_ok ? fixed : ~std::uint64_t(0), 0, available));
 
     QVL_ASSIGN_OR_RETURN(kv_, KvCache::create(tc.num_hidden_layers, tc.num_key_value_heads,
-                                              tc.head_dim, options_.ctx_size));
+                                              tc.head_dim, options_.ctx_size, options_.slots));
     vision_pos_.resize(std::size_t(max_patches_) * vc.hidden_size);
     vision_cos_.resize(std::size_t(max_patches_) * vc.head_dim() / 2);
     vision_sin_.resize(vision_cos_.size());
     patch_rows_.resize(max_patches_);
     patch_cols_.resize(max_patches_);
-    text_cos_.resize(std::size_t(chunk_) * tc.head_dim / 2);
+    const int rows = std::max(chunk_, options_.slots);
+    text_cos_.resize(std::size_t(rows) * tc.head_dim / 2);
     text_sin_.resize(text_cos_.size());
-    chunk_pos_t_.resize(chunk_);
-    chunk_pos_h_.resize(chunk_);
-    chunk_pos_w_.resize(chunk_);
+    chunk_pos_t_.resize(rows);
+    chunk_pos_h_.resize(rows);
+    chunk_pos_w_.resize(rows);
     visual_rows_.resize(chunk_);
-    logits_.resize(tc.vocab_size);
+    logits_.resize(std::size_t(options_.slots) * tc.vocab_size);
+    decode_ids_.resize(options_.slots);
+    decode_pos_.resize(options_.slots);
+    decode_kv_.resize(options_.slots);
     const image::PreprocessConfig& pp = model_->preprocess();
     fused_patch_embed_ = pp.image_mean[0] == pp.image_mean[1] &&
                          pp.image_mean[0] == pp.image_mean[2] &&
@@ -177,6 +187,19 @@ base::Status Session::reserve() {
                                  .deepstack = deepstack_ptrs_});
         arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
     }
+    {  // a decode step of every slot at once
+        for (int i = 0; i < options_.slots; ++i) decode_kv_[i] = kv_.view(i);
+        graph_.clear();
+        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
+        model::build_text_graph(g, tc, model_->weights().text(), kv_.view(),
+                                {.n_tokens = options_.slots,
+                                 .ids = decode_ids_.data(),
+                                 .rope_cos = text_cos_.data(),
+                                 .rope_sin = text_sin_.data(),
+                                 .batch_kv = decode_kv_,
+                                 .batch_pos0 = decode_pos_.data()});
+        arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
+    }
     graph_.clear();
     // Refuse now, with the numbers, rather than be killed half-way through a prefill.
     QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), fixed, arena_bytes, available));
@@ -200,7 +223,7 @@ std::span<const float> Session::image_features(int image) const {
 }
 
 void Session::reset() {
-    kv_.clear();
+    for (int i = 0; i < kv_.slots(); ++i) kv_.clear(i);
     images_.clear();
     visual_rows_used_ = 0;
 }
@@ -296,16 +319,21 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
     });
 }
 
-base::Status Session::prefill(std::span<const std::int32_t> ids) {
+base::Status Session::prefill(std::span<const std::int32_t> ids) { return prefill(0, ids); }
+
+base::Status Session::prefill(int slot, std::span<const std::int32_t> ids) {
     return guarded("prefill", [&]() -> base::Status {
         const model::ModelConfig& cfg = model_->config();
         const int n = int(ids.size());
+        if (slot < 0 || slot >= kv_.slots()) {
+            return base::error(ErrorCode::kInvalidArgument, "no slot {}", slot);
+        }
         if (n == 0) return base::error(ErrorCode::kInvalidArgument, "empty prompt");
-        if (std::int64_t(kv_.size()) + n > kv_.capacity()) {
+        if (std::int64_t(kv_.size(slot)) + n > kv_.capacity()) {
             return base::error(ErrorCode::kOutOfRange,
                                "prompt of {} tokens does not fit the context of {} tokens "
                                "({} already used)",
-                               n, kv_.capacity(), kv_.size());
+                               n, kv_.capacity(), kv_.size(slot));
         }
         for (std::int32_t id : ids) {
             if (id < 0 || id >= cfg.text.vocab_size) {
@@ -318,7 +346,7 @@ base::Status Session::prefill(std::span<const std::int32_t> ids) {
         for (const EncodedImage& e : images_) grids.push_back(e.grid);
         QVL_ASSIGN_OR_RETURN(model::RopePositions pos,
                              model::compute_rope_positions(ids, grids, cfg.image_token_id));
-        const std::int64_t base_pos = kv_.next_rope_position();
+        const std::int64_t base_pos = kv_.next_rope_position(slot);
         int visual_seen = 0;
         for (int offset = 0; offset < n; offset += chunk_) {
             const int len = std::min(chunk_, n - offset);
@@ -327,24 +355,23 @@ base::Status Session::prefill(std::span<const std::int32_t> ids) {
                 chunk_pos_h_[i] = std::int32_t(pos.h[offset + i] + base_pos);
                 chunk_pos_w_[i] = std::int32_t(pos.w[offset + i] + base_pos);
             }
-            QVL_TRY(run_prefill_chunk(ids, offset, len, chunk_pos_t_.data(), chunk_pos_h_.data(),
-                                      chunk_pos_w_.data(), visual_seen));
+            QVL_TRY(run_prefill_chunk(slot, ids, offset, len, visual_seen));
             for (int i = 0; i < len; ++i) visual_seen += ids[offset + i] == cfg.image_token_id;
         }
-        kv_.set_rope_delta(kv_.rope_delta() + pos.rope_delta);
+        kv_.set_rope_delta(kv_.rope_delta(slot) + pos.rope_delta, slot);
         images_.clear();
         visual_rows_used_ = 0;
         return base::Status();
     });
 }
 
-base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int offset, int n,
-                                        const std::int32_t* pos_t, const std::int32_t* pos_h,
-                                        const std::int32_t* pos_w, int visual_base) {
+base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset,
+                                        int n, int visual_base) {
     const model::ModelConfig& cfg = model_->config();
     const model::TextConfig& tc = cfg.text;
-    kernels::text_mrope_tables(pos_t, pos_h, pos_w, n, tc.head_dim, tc.rope_theta, tc.mrope_section,
-                               text_cos_.data(), text_sin_.data());
+    kernels::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), n,
+                               tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
+                               text_sin_.data());
     int n_visual = 0;
     for (int i = 0; i < n; ++i) {
         if (ids[offset + i] == cfg.image_token_id) visual_rows_[n_visual++] = i;
@@ -357,9 +384,9 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
     graph_.clear();
     graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
     const graph::Tensor logits = model::build_text_graph(
-        g, tc, model_->weights().text(), kv_.view(),
+        g, tc, model_->weights().text(), kv_.view(slot),
         {.n_tokens = n,
-         .pos0 = kv_.size(),
+         .pos0 = kv_.size(slot),
          .ids = ids.data() + offset,
          .rope_cos = text_cos_.data(),
          .rope_sin = text_sin_.data(),
@@ -369,43 +396,71 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
          .deepstack = chunk_deepstack_,
          .want_logits = last});
     run_graph();
-    kv_.advance(n);
+    kv_.advance(n, slot);
     if (last) {
-        std::memcpy(logits_.data(), executor_.data(graph_, logits, arena_.data()),
-                    logits_.size() * sizeof(float));
+        const std::size_t vocab = std::size_t(tc.vocab_size);
+        std::memcpy(logits_.data() + std::size_t(slot) * vocab,
+                    executor_.data(graph_, logits, arena_.data()), vocab * sizeof(float));
     }
     return base::Status();
 }
 
 base::Status Session::decode(std::int32_t token) {
+    const int slot = 0;
+    return decode_batch({&slot, 1}, {&token, 1});
+}
+
+base::Status Session::decode_batch(std::span<const int> slots,
+                                   std::span<const std::int32_t> tokens) {
     const model::TextConfig& tc = model_->config().text;
-    if (kv_.size() + 1 > kv_.capacity()) {
-        return base::error(ErrorCode::kOutOfRange, "the context of {} tokens is full",
-                           kv_.capacity());
+    const int m = int(slots.size());
+    if (m == 0 || m > kv_.slots() || tokens.size() != slots.size()) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "decode batch of {} slots and {} tokens (the session has {} slots)", m,
+                           tokens.size(), kv_.slots());
     }
-    if (token < 0 || token >= tc.vocab_size) {
-        return base::error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary",
-                           token);
+    for (int i = 0; i < m; ++i) {
+        const int slot = slots[i];
+        if (slot < 0 || slot >= kv_.slots() ||
+            std::find(slots.begin(), slots.begin() + i, slot) != slots.begin() + i) {
+            return base::error(ErrorCode::kInvalidArgument, "decode batch: bad or repeated slot {}",
+                               slot);
+        }
+        if (kv_.size(slot) + 1 > kv_.capacity()) {
+            return base::error(ErrorCode::kOutOfRange, "the context of {} tokens is full",
+                               kv_.capacity());
+        }
+        if (tokens[i] < 0 || tokens[i] >= tc.vocab_size) {
+            return base::error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary",
+                               tokens[i]);
+        }
+        decode_ids_[i] = tokens[i];
+        decode_pos_[i] = kv_.size(slot);
+        decode_kv_[i] = kv_.view(slot);
+        const std::int32_t p = std::int32_t(kv_.next_rope_position(slot));
+        chunk_pos_t_[i] = chunk_pos_h_[i] = chunk_pos_w_[i] = p;
     }
-    decode_id_ = token;
-    const std::int32_t p = std::int32_t(kv_.next_rope_position());
-    chunk_pos_t_[0] = chunk_pos_h_[0] = chunk_pos_w_[0] = p;
-    kernels::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), 1,
+    kernels::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), m,
                                tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
                                text_sin_.data());
     graph_.clear();
     graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
     const graph::Tensor logits =
         model::build_text_graph(g, tc, model_->weights().text(), kv_.view(),
-                                {.n_tokens = 1,
-                                 .pos0 = kv_.size(),
-                                 .ids = &decode_id_,
+                                {.n_tokens = m,
+                                 .ids = decode_ids_.data(),
                                  .rope_cos = text_cos_.data(),
-                                 .rope_sin = text_sin_.data()});
+                                 .rope_sin = text_sin_.data(),
+                                 .batch_kv = {decode_kv_.data(), std::size_t(m)},
+                                 .batch_pos0 = decode_pos_.data()});
     run_graph();
-    kv_.advance(1);
-    std::memcpy(logits_.data(), executor_.data(graph_, logits, arena_.data()),
-                logits_.size() * sizeof(float));
+    const std::size_t vocab = std::size_t(tc.vocab_size);
+    const float* out = executor_.data(graph_, logits, arena_.data());
+    for (int i = 0; i < m; ++i) {
+        kv_.advance(1, slots[i]);
+        std::memcpy(logits_.data() + std::size_t(slots[i]) * vocab, out + std::size_t(i) * vocab,
+                    vocab * sizeof(float));
+    }
     return base::Status();
 }
 

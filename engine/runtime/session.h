@@ -1,4 +1,5 @@
-// Session: one conversation over a loaded Model. Owns the thread pool, the KV arena, the
+// Session: one conversation (or, with slots > 1, several: one KV region per slot, decoded
+// together in one batched pass) over a loaded Model. Owns the thread pool, the KV arena, the
 // activation arena (reserved at create from the worst-case graphs: the largest allowed image
 // and the longest prefill chunk) and the visual features waiting for the next prefill.
 // After create, encode_image / prefill / decode allocate nothing but graph scratch that was
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -43,6 +45,9 @@ struct SessionOptions {
     Precision precision = Precision::kAuto;
     bool profile = false;  // per-op timing (Session::profile)
     bool pin_threads = false;
+    int slots = 1;  // sequences with their own KV region (1..model::kMaxDecodeBatch)
+    // Kernel tier; unset: kernel_isa_name()'s. A tier this CPU lacks is refused at create.
+    std::optional<kernels::Isa> isa;
 };
 
 // The kernel tier sessions use on this machine ("avx512bf16", ...; QVL_ISA may lower it).
@@ -67,12 +72,25 @@ class Session {
     // One decode step for `token`; updates logits().
     base::Status decode(std::int32_t token);
 
-    std::span<const float> logits() const { return {logits_.data(), logits_.size()}; }
+    // The same for one slot: prefill(ids) and decode(token) are slot 0's.
+    base::Status prefill(int slot, std::span<const std::int32_t> ids);
+    // One decode step for several slots in one pass: slots[i] (distinct) decodes tokens[i]. The
+    // matrix products run over all rows at once; each slot's logits are bit-identical to what
+    // the same step gives it alone.
+    base::Status decode_batch(std::span<const int> slots, std::span<const std::int32_t> tokens);
+
+    std::span<const float> logits(int slot = 0) const {
+        const std::size_t vocab = std::size_t(model_->config().text.vocab_size);
+        return {logits_.data() + std::size_t(slot) * vocab, vocab};
+    }
     // The final merger output of encoded image i (of those waiting for prefill).
     std::span<const float> image_features(int image) const;
     void reset();
+    // Empties one slot's KV (the pending images stay).
+    void reset_slot(int slot) { kv_.clear(slot); }
 
-    int context_used() const { return kv_.size(); }
+    int slots() const { return kv_.slots(); }
+    int context_used(int slot = 0) const { return kv_.size(slot); }
     int context_size() const { return kv_.capacity(); }
     int max_image_tokens() const { return max_image_tokens_; }
     int threads() const { return pool_->size(); }
@@ -91,9 +109,9 @@ class Session {
   private:
     Session(const model::Model& model, const SessionOptions& options);
     base::Status reserve();
-    base::Status run_prefill_chunk(std::span<const std::int32_t> ids, int offset, int n,
-                                   const std::int32_t* pos_t, const std::int32_t* pos_h,
-                                   const std::int32_t* pos_w, int visual_base);
+    // Prefills ids[offset, offset + n) into slot at the positions in chunk_pos_*.
+    base::Status run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset, int n,
+                                   int visual_base);
     void run_graph();
 
     struct EncodedImage {
@@ -127,7 +145,10 @@ class Session {
     // same mean and std (true for Qwen3-VL), else images go through pixel_values.
     float pixel_lut_[256] = {};
     bool fused_patch_embed_ = false;
-    std::int32_t decode_id_ = 0;
+    // Decode batch inputs, one row per slot, sized at create.
+    std::vector<std::int32_t> decode_ids_;
+    std::vector<int> decode_pos_;
+    std::vector<graph::KvCacheView> decode_kv_;
 
     // Visual features for the next prefill: merger output and one buffer per deepstack level,
     // each [ctx_size, text hidden].
