@@ -322,9 +322,16 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
 base::Status Session::prefill(std::span<const std::int32_t> ids) { return prefill(0, ids); }
 
 base::Status Session::prefill(int slot, std::span<const std::int32_t> ids) {
+    QVL_TRY(begin_prefill(slot, ids));
+    for (bool done = false; !done;) QVL_TRY(prefill_next(&done));
+    return base::Status();
+}
+
+base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids) {
     return guarded("prefill", [&]() -> base::Status {
         const model::ModelConfig& cfg = model_->config();
         const int n = int(ids.size());
+        job_ = PrefillJob{};
         if (slot < 0 || slot >= kv_.slots()) {
             return base::error(ErrorCode::kInvalidArgument, "no slot {}", slot);
         }
@@ -344,23 +351,45 @@ base::Status Session::prefill(int slot, std::span<const std::int32_t> ids) {
         }
         std::vector<model::ImageGrid> grids;
         for (const EncodedImage& e : images_) grids.push_back(e.grid);
-        QVL_ASSIGN_OR_RETURN(model::RopePositions pos,
+        QVL_ASSIGN_OR_RETURN(job_.pos,
                              model::compute_rope_positions(ids, grids, cfg.image_token_id));
-        const std::int64_t base_pos = kv_.next_rope_position(slot);
-        int visual_seen = 0;
-        for (int offset = 0; offset < n; offset += chunk_) {
-            const int len = std::min(chunk_, n - offset);
-            for (int i = 0; i < len; ++i) {
-                chunk_pos_t_[i] = std::int32_t(pos.t[offset + i] + base_pos);
-                chunk_pos_h_[i] = std::int32_t(pos.h[offset + i] + base_pos);
-                chunk_pos_w_[i] = std::int32_t(pos.w[offset + i] + base_pos);
-            }
-            QVL_TRY(run_prefill_chunk(slot, ids, offset, len, visual_seen));
-            for (int i = 0; i < len; ++i) visual_seen += ids[offset + i] == cfg.image_token_id;
+        job_.slot = slot;
+        job_.ids = ids;
+        job_.base_pos = kv_.next_rope_position(slot);
+        return base::Status();
+    });
+}
+
+base::Status Session::prefill_next(bool* done) {
+    *done = false;
+    if (job_.slot < 0) {
+        return base::error(ErrorCode::kInvalidArgument, "no prefill in progress");
+    }
+    return guarded("prefill", [&]() -> base::Status {
+        const int n = int(job_.ids.size());
+        const int offset = job_.offset;
+        const int len = std::min(chunk_, n - offset);
+        for (int i = 0; i < len; ++i) {
+            chunk_pos_t_[i] = std::int32_t(job_.pos.t[offset + i] + job_.base_pos);
+            chunk_pos_h_[i] = std::int32_t(job_.pos.h[offset + i] + job_.base_pos);
+            chunk_pos_w_[i] = std::int32_t(job_.pos.w[offset + i] + job_.base_pos);
         }
-        kv_.set_rope_delta(kv_.rope_delta(slot) + pos.rope_delta, slot);
-        images_.clear();
-        visual_rows_used_ = 0;
+        const base::Status st =
+            run_prefill_chunk(job_.slot, job_.ids, offset, len, job_.visual_seen);
+        if (!st.ok()) {
+            job_.slot = -1;
+            return st;
+        }
+        const std::int32_t image_id = model_->config().image_token_id;
+        for (int i = 0; i < len; ++i) job_.visual_seen += job_.ids[offset + i] == image_id;
+        job_.offset += len;
+        if (job_.offset == n) {
+            kv_.set_rope_delta(kv_.rope_delta(job_.slot) + job_.pos.rope_delta, job_.slot);
+            images_.clear();
+            visual_rows_used_ = 0;
+            job_.slot = -1;
+            *done = true;
+        }
         return base::Status();
     });
 }

@@ -74,6 +74,13 @@ class Session {
 
     // The same for one slot: prefill(ids) and decode(token) are slot 0's.
     base::Status prefill(int slot, std::span<const std::int32_t> ids);
+    // prefill(slot, ids) in bounded pieces, so a scheduler can run decode steps in between:
+    // begin_prefill checks ids and computes their positions (ids must outlive the prefill);
+    // each prefill_next runs one chunk (at most 512 tokens) and sets *done after the last,
+    // when logits(slot) holds the last position's logits. Decode steps of other slots may run
+    // between the pieces; encode_image and another prefill may not.
+    base::Status begin_prefill(int slot, std::span<const std::int32_t> ids);
+    base::Status prefill_next(bool* done);
     // One decode step for several slots in one pass: slots[i] (distinct) decodes tokens[i]. The
     // matrix products run over all rows at once; each slot's logits are bit-identical to what
     // the same step gives it alone.
@@ -86,6 +93,11 @@ class Session {
     // The final merger output of encoded image i (of those waiting for prefill).
     std::span<const float> image_features(int image) const;
     void reset();
+    // Drops the images encoded for the next prefill (an abandoned admission).
+    void clear_images() {
+        images_.clear();
+        visual_rows_used_ = 0;
+    }
     // Empties one slot's KV (the pending images stay).
     void reset_slot(int slot) { kv_.clear(slot); }
 
@@ -145,6 +157,14 @@ class Session {
     // same mean and std (true for Qwen3-VL), else images go through pixel_values.
     float pixel_lut_[256] = {};
     bool fused_patch_embed_ = false;
+    struct PrefillJob {
+        int slot = -1;  // -1: none in progress
+        std::span<const std::int32_t> ids;
+        model::RopePositions pos;
+        std::int64_t base_pos = 0;
+        int offset = 0, visual_seen = 0;
+    };
+    PrefillJob job_;
     // Decode batch inputs, one row per slot, sized at create.
     std::vector<std::int32_t> decode_ids_;
     std::vector<int> decode_pos_;

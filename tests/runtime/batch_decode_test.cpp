@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "kernels/scratch.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "support/alloc_counter.h"
 #include "support/golden.h"
 #include "tiny_case.h"
 
@@ -115,22 +117,56 @@ TEST_P(BatchInvariance, LogitsDoNotDependOnTheBatch) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Tiers, BatchInvariance,
-    ::testing::Values(Tier{Precision::kF32, kernels::Isa::kScalar},
-                      Tier{Precision::kF32, kernels::Isa::kAvx2},
-                      Tier{Precision::kBF16, kernels::Isa::kAvx2},
-                      Tier{Precision::kF32, kernels::Isa::kAvx512},
-                      Tier{Precision::kBF16, kernels::Isa::kAvx512},
-                      Tier{Precision::kF32, kernels::Isa::kAvx512Bf16},
-                      Tier{Precision::kBF16, kernels::Isa::kAvx512Bf16},
-                      Tier{Precision::kBF16All, kernels::Isa::kAvx512Bf16}),
-    [](const auto& info) {
-        const char* p = info.param.precision == Precision::kF32    ? "f32"
-                        : info.param.precision == Precision::kBF16 ? "bf16"
-                                                                   : "bf16all";
-        return std::string(kernels::isa_name(info.param.isa)) + "_" + p;
-    });
+INSTANTIATE_TEST_SUITE_P(Tiers, BatchInvariance,
+                         ::testing::Values(Tier{Precision::kF32, kernels::Isa::kScalar},
+                                           Tier{Precision::kF32, kernels::Isa::kAvx2},
+                                           Tier{Precision::kBF16, kernels::Isa::kAvx2},
+                                           Tier{Precision::kF32, kernels::Isa::kAvx512},
+                                           Tier{Precision::kBF16, kernels::Isa::kAvx512},
+                                           Tier{Precision::kF32, kernels::Isa::kAvx512Bf16},
+                                           Tier{Precision::kBF16, kernels::Isa::kAvx512Bf16},
+                                           Tier{Precision::kBF16All, kernels::Isa::kAvx512Bf16}),
+                         [](const auto& info) {
+                             const char* p = info.param.precision == Precision::kF32    ? "f32"
+                                             : info.param.precision == Precision::kBF16 ? "bf16"
+                                                                                        : "bf16all";
+                             return std::string(kernels::isa_name(info.param.isa)) + "_" + p;
+                         });
+
+TEST(BatchDecode, StepOfFourSlotsDoesNotAllocate) {
+    auto session = make_session(Precision::kF32, kernels::best_isa(), 4);
+    ASSERT_NE(session, nullptr);
+    Session& s = *session;
+    const std::vector<std::int32_t> prompt = {151644, 872, 198, 9707, 151645, 198};
+    const std::vector<int> slots = {2, 0, 3, 1};
+    for (int slot : slots) ASSERT_TRUE(s.prefill(slot, prompt).ok());
+    std::vector<std::int32_t> tokens = {1879, 11, 0, 872};
+    ASSERT_TRUE(s.decode_batch(slots, tokens).ok());  // warm-up sizes the planner scratch
+    const test::AllocationCounter counter;
+    const std::uint64_t scratch = kernels::scratch_allocations();
+    for (int step = 0; step < 8; ++step) {
+        for (int i = 0; i < 4; ++i)
+            tokens[std::size_t(i)] = argmax(s.logits(slots[std::size_t(i)]));
+        ASSERT_TRUE(s.decode_batch(slots, tokens).ok());
+        ASSERT_TRUE(s.decode_batch({slots.data() + 1, 2}, {tokens.data() + 1, 2}).ok());
+    }
+    EXPECT_EQ(counter.allocations(), 0);
+    EXPECT_EQ(kernels::scratch_allocations(), scratch) << "kernel scratch grew in a decode step";
+}
+
+TEST(BatchDecode, RefusesBadBatches) {
+    auto session = make_session(Precision::kF32, kernels::best_isa(), 2);
+    ASSERT_NE(session, nullptr);
+    const std::vector<std::int32_t> t2 = {1, 2};
+    const std::vector<int> repeated = {1, 1}, outside = {0, 2};
+    EXPECT_EQ(session->decode_batch(repeated, t2).code(), base::ErrorCode::kInvalidArgument);
+    EXPECT_EQ(session->decode_batch(outside, t2).code(), base::ErrorCode::kInvalidArgument);
+    EXPECT_EQ(session->prefill(2, t2).code(), base::ErrorCode::kInvalidArgument);
+    SessionOptions so;
+    so.slots = 0;
+    EXPECT_EQ(Session::create(test_util::tiny_model(), so).status().code(),
+              base::ErrorCode::kInvalidArgument);
+}
 
 }  // namespace
 }  // namespace qvl::runtime

@@ -1,0 +1,226 @@
+// The multi-sequence Engine on the tiny checkpoint: every golden case served at once on four
+// slots gives the golden greedy tokens (f32) and exactly what a single generate() gives;
+// cancel frees the slot; full queues, long prompts and over-budget arenas are refused.
+#include "runtime/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "support/golden.h"
+#include "tiny_case.h"
+
+namespace qvl::runtime {
+namespace {
+
+// Collects results; wait() blocks until n requests are done.
+struct Results {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<RequestId, RequestResult> done;
+    std::map<RequestId, std::string> streamed;
+
+    void wait(std::size_t n) {
+        std::unique_lock<std::mutex> lock(mu);
+        ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return done.size() >= n; }))
+            << "requests did not finish";
+    }
+};
+
+Request make_request(Results& results, RequestId* id_slot, PreparedPrompt prompt, int n_predict) {
+    Request r;
+    r.prompt = std::move(prompt);
+    r.params.n_predict = n_predict;
+    r.params.ignore_eos = true;
+    r.on_text = [&results, id_slot](std::string_view piece, std::int32_t) {
+        const std::lock_guard<std::mutex> lock(results.mu);
+        results.streamed[*id_slot].append(piece);
+    };
+    r.on_done = [&results, id_slot](const RequestResult& res) {
+        {
+            const std::lock_guard<std::mutex> lock(results.mu);
+            results.done[*id_slot] = res;
+        }
+        results.cv.notify_all();
+    };
+    return r;
+}
+
+std::unique_ptr<Engine> make_engine(int slots, Precision precision, int ctx = 256) {
+    EngineOptions eo;
+    eo.threads = 2;
+    eo.slots = slots;
+    eo.ctx_size = ctx;
+    eo.precision = precision;
+    auto e = Engine::create(test_util::tiny_model(), eo);
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    return e.ok() ? std::move(e).value() : nullptr;
+}
+
+class EngineGolden : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(EngineGolden, FourSlotsGiveTheSingleRunOutput) {
+    const Precision precision = GetParam();
+    const std::vector<std::string> names = test::golden_case_names();
+    auto engine = make_engine(4, precision);
+    ASSERT_NE(engine, nullptr);
+    Results results;
+    // Ids are known only after submit returns; callbacks read them through stable slots.
+    std::vector<RequestId> ids(names.size() * 2, 0);
+    std::mutex submit_mu;
+    for (std::size_t i = 0; i < ids.size(); ++i) {  // every case twice: more requests than slots
+        const std::lock_guard<std::mutex> lock(results.mu);
+        auto id = engine->submit(make_request(
+            results, &ids[i], test_util::case_prompt(names[i % names.size()]), 16));
+        ASSERT_TRUE(id.ok()) << id.status().message();
+        ids[i] = id.value();
+    }
+    results.wait(ids.size());
+    EXPECT_EQ(engine->stats().slots_busy, 0);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const std::string& name = names[i % names.size()];
+        SCOPED_TRACE(name);
+        const RequestResult& r = results.done.at(ids[i]);
+        EXPECT_EQ(r.finish_reason, "length") << r.error.message();
+        // The single-conversation path with the same settings.
+        SessionOptions so;
+        so.threads = 1;
+        so.ctx_size = 256;
+        so.precision = precision;
+        auto session = Session::create(test_util::tiny_model(), so);
+        ASSERT_TRUE(session.ok());
+        GenerateParams gp;
+        gp.n_predict = 16;
+        gp.ignore_eos = true;
+        auto single = generate(*session.value(), test_util::case_prompt(name), gp, {});
+        ASSERT_TRUE(single.ok());
+        EXPECT_EQ(r.tokens, single.value().tokens);
+        EXPECT_EQ(r.text, single.value().text);
+        EXPECT_EQ(results.streamed[ids[i]], r.text);
+        if (precision == Precision::kF32) {
+            const auto golden =
+                test::read_golden(test::test_data_dir() / name / "golden.safetensors");
+            const std::vector<std::int64_t> gen = golden.at("generated_ids").as_ints();
+            ASSERT_EQ(r.tokens.size(), gen.size());
+            for (std::size_t t = 0; t < gen.size(); ++t) EXPECT_EQ(r.tokens[t], gen[t]);
+        }
+        EXPECT_GT(r.timings.total, 0);
+        EXPECT_GE(r.timings.total, r.timings.ttft);
+        EXPECT_EQ(r.prompt_tokens, int(test_util::case_prompt(name).ids.size()));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, EngineGolden,
+                         ::testing::Values(Precision::kF32, Precision::kAuto),
+                         [](const auto& info) {
+                             return std::string(info.param == Precision::kF32 ? "f32" : "auto");
+                         });
+
+TEST(Engine, CancelFreesTheSlot) {
+    auto engine = make_engine(1, Precision::kF32);
+    ASSERT_NE(engine, nullptr);
+    Results results;
+    RequestId first = 0, second = 0;
+    Request r = make_request(results, &first, test_util::case_prompt("golden/text_only"), 200);
+    Engine* e = engine.get();
+    auto inner_text = r.on_text;
+    r.on_text = [&, e, inner_text](std::string_view piece, std::int32_t token) {
+        inner_text(piece, token);
+        e->cancel(first);  // allowed from a callback
+    };
+    {
+        const std::lock_guard<std::mutex> lock(results.mu);
+        first = engine->submit(std::move(r)).value();
+        second = engine
+                     ->submit(make_request(results, &second,
+                                           test_util::case_prompt("golden/text_only"), 4))
+                     .value();
+    }
+    results.wait(2);
+    const RequestResult& a = results.done.at(first);
+    EXPECT_EQ(a.finish_reason, "cancelled");
+    EXPECT_LT(a.tokens.size(), 5u);
+    EXPECT_EQ(results.done.at(second).finish_reason, "length");
+    EXPECT_EQ(results.done.at(second).tokens.size(), 4u);
+    EXPECT_EQ(engine->stats().slots_busy, 0);
+    EXPECT_EQ(engine->stats().queue_length, 0);
+    engine->cancel(first);  // idempotent, long after the end
+}
+
+TEST(Engine, RefusesWhatCannotRun) {
+    auto engine = make_engine(1, Precision::kF32, 32);
+    ASSERT_NE(engine, nullptr);
+    Request r;
+    r.prompt.ids.assign(32, 198);
+    auto id = engine->submit(std::move(r));
+    ASSERT_FALSE(id.ok());
+    EXPECT_EQ(id.status().code(), base::ErrorCode::kOutOfRange);
+    Request empty;
+    EXPECT_EQ(engine->submit(std::move(empty)).status().code(),
+              base::ErrorCode::kInvalidArgument);
+
+    EngineOptions eo;
+    eo.threads = 1;
+    eo.slots = 32;
+    eo.ctx_size = 1 << 30;
+    auto huge = Engine::create(test_util::tiny_model(), eo);
+    ASSERT_FALSE(huge.ok());
+    EXPECT_EQ(huge.status().code(), base::ErrorCode::kResourceExhausted);
+    EXPECT_NE(huge.status().message().find("ctx-size"), std::string::npos)
+        << huge.status().message();
+    eo.ctx_size = 64;
+    eo.slots = 33;
+    EXPECT_EQ(Engine::create(test_util::tiny_model(), eo).status().code(),
+              base::ErrorCode::kInvalidArgument);
+}
+
+TEST(Engine, QueueLimit) {
+    EngineOptions eo;
+    eo.threads = 1;
+    eo.slots = 1;
+    eo.ctx_size = 256;
+    eo.max_queue = 0;
+    auto engine = Engine::create(test_util::tiny_model(), eo);
+    ASSERT_TRUE(engine.ok());
+    Request r;
+    r.prompt = test_util::case_prompt("golden/text_only");
+    EXPECT_EQ(engine.value()->submit(std::move(r)).status().code(),
+              base::ErrorCode::kResourceExhausted);
+}
+
+TEST(Engine, StopStringEndsBeforeTheMatch) {
+    auto engine = make_engine(2, Precision::kF32);
+    ASSERT_NE(engine, nullptr);
+    Results results;
+    RequestId probe = 0, cut = 0;
+    {
+        const std::lock_guard<std::mutex> lock(results.mu);
+        probe = engine
+                    ->submit(make_request(results, &probe,
+                                          test_util::case_prompt("golden/text_only"), 16))
+                    .value();
+    }
+    results.wait(1);
+    const std::string full = results.done.at(probe).text;
+    ASSERT_GE(full.size(), 4u);
+    const std::string stop = full.substr(full.size() / 2, 2);
+    Request r = make_request(results, &cut, test_util::case_prompt("golden/text_only"), 16);
+    r.stop_strings = {stop};
+    {
+        const std::lock_guard<std::mutex> lock(results.mu);
+        cut = engine->submit(std::move(r)).value();
+    }
+    results.wait(2);
+    const RequestResult& c = results.done.at(cut);
+    EXPECT_EQ(c.finish_reason, "stop");
+    EXPECT_EQ(c.text, full.substr(0, full.find(stop)));
+    EXPECT_EQ(results.streamed[cut], c.text);
+}
+
+}  // namespace
+}  // namespace qvl::runtime
