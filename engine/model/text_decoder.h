@@ -35,7 +35,9 @@ struct TextGraphInputs {
     const int* batch_pos0 = nullptr;
 };
 
-// Most rows a decode batch may have (row indices for the per-row attention outputs).
+// Most rows a decode batch may have. Up to 32 rows the products take the GEMV path, whose
+// per-row order of operations does not depend on the row count (tests/kernels/
+// gemm_row_invariance_test.cpp); beyond it the packed GEMM rounds differently.
 inline constexpr int kMaxDecodeBatch = 32;
 
 // Returns the logits tensor [1, vocab] ([n_tokens, vocab] for a decode batch; invalid when

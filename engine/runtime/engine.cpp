@@ -29,7 +29,7 @@ struct Job {
     std::size_t streamed = 0;  // bytes of result.text already passed to on_text
     std::size_t next_image = 0;
     bool prefill_started = false;
-    bool stop_string = false;  // ended on a stop string: the text was cut, nothing to flush
+    bool stop_string = false;   // ended on a stop string: the text was cut, nothing to flush
     std::int32_t pending = -1;  // sampled token whose decode step is still to run
 };
 
@@ -356,8 +356,8 @@ base::Result<RequestId> Engine::submit(Request request) {
     const model::Model& m = *impl_->model;
     job->sampler = std::make_unique<Sampler>(m.config().text.vocab_size, job->req.params.sampling);
     job->stream = std::make_unique<text::StreamDecoder>(m.tokenizer(), true);
-    job->result.tokens.reserve(std::size_t(
-        std::clamp(job->req.params.n_predict, 0, impl_->session->context_size())));
+    job->result.tokens.reserve(
+        std::size_t(std::clamp(job->req.params.n_predict, 0, impl_->session->context_size())));
     RequestId id = 0;
     {
         const std::lock_guard<std::mutex> lock(impl_->mu);

@@ -24,12 +24,12 @@
 namespace qvl::runtime {
 
 struct EngineOptions {
-    int threads = 0;            // compute threads; 0 = one per physical core
-    int slots = 1;              // sequences served at once
-    int ctx_size = 4096;        // KV tokens per slot
-    int max_image_tokens = 0;   // per-image visual-token budget; 0 = default_max_image_tokens
+    int threads = 0;           // compute threads; 0 = one per physical core
+    int slots = 1;             // sequences served at once
+    int ctx_size = 4096;       // KV tokens per slot
+    int max_image_tokens = 0;  // per-image visual-token budget; 0 = default_max_image_tokens
     Precision precision = Precision::kAuto;
-    int max_queue = 64;         // requests waiting for a slot; submit() past that -> kResourceExhausted
+    int max_queue = 64;  // requests waiting for a slot; submit() past that -> kResourceExhausted
     std::size_t image_cache_mb = 256;  // image-feature cache (0 = off)
     bool profile = false;
 };
@@ -55,7 +55,8 @@ struct Request {
     // cancel flag is not used: call Engine::cancel.
     GenerateParams params;
     std::vector<std::string> stop_strings;  // OpenAI `stop`: generation ends before the match
-    std::function<void(std::string_view piece, std::int32_t token)> on_text;  // streamed, UTF-8 safe
+    std::function<void(std::string_view piece, std::int32_t token)>
+        on_text;                                        // streamed, UTF-8 safe
     std::function<void(const RequestResult&)> on_done;  // exactly once, last
 };
 

@@ -75,8 +75,8 @@ TEST_P(EngineGolden, FourSlotsGiveTheSingleRunOutput) {
     std::mutex submit_mu;
     for (std::size_t i = 0; i < ids.size(); ++i) {  // every case twice: more requests than slots
         const std::lock_guard<std::mutex> lock(results.mu);
-        auto id = engine->submit(make_request(
-            results, &ids[i], test_util::case_prompt(names[i % names.size()]), 16));
+        auto id = engine->submit(
+            make_request(results, &ids[i], test_util::case_prompt(names[i % names.size()]), 16));
         ASSERT_TRUE(id.ok()) << id.status().message();
         ids[i] = id.value();
     }
@@ -161,8 +161,7 @@ TEST(Engine, RefusesWhatCannotRun) {
     ASSERT_FALSE(id.ok());
     EXPECT_EQ(id.status().code(), base::ErrorCode::kOutOfRange);
     Request empty;
-    EXPECT_EQ(engine->submit(std::move(empty)).status().code(),
-              base::ErrorCode::kInvalidArgument);
+    EXPECT_EQ(engine->submit(std::move(empty)).status().code(), base::ErrorCode::kInvalidArgument);
 
     EngineOptions eo;
     eo.threads = 1;
