@@ -139,7 +139,8 @@ base::Status parse_request(const io::JsonValue& v, const std::string& label,
             messages = &x;
         } else if (key == "n_predict") {
             if (!x.is_integer() || x.as_int() < 0 || x.as_int() > kMaxTokens) {
-                return bad(label, fmt::format("n_predict must be an integer in [0, {}]", kMaxTokens));
+                return bad(label,
+                           fmt::format("n_predict must be an integer in [0, {}]", kMaxTokens));
             }
             gp.n_predict = int(x.as_int());
         } else if (key == "temperature") {
@@ -237,9 +238,9 @@ int run_batch(const RunOptions& o, SamplingDefaults sampling_defaults) {
     eo.max_queue = 2 * o.parallel;
     base::Result<std::unique_ptr<runtime::Engine>> created = runtime::Engine::create(m, eo);
     if (!created.ok()) {
-        return fail(created.status().code() == ErrorCode::kResourceExhausted ? kExitResource
-                                                                              : kExitOther,
-                    created.status().message(), "lower -c/--ctx-size, --parallel or --image-max-tokens");
+        return fail(
+            created.status().code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther,
+            created.status().message(), "lower -c/--ctx-size, --parallel or --image-max-tokens");
     }
     std::unique_ptr<runtime::Engine> engine = std::move(created).value();
 

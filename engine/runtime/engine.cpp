@@ -28,6 +28,11 @@ struct Job {
     std::unique_ptr<text::StreamDecoder> stream;
     std::size_t streamed = 0;  // bytes of result.text already passed to on_text
     std::size_t next_image = 0;
+    // Identity of each image (content hash) and its merged grid, in prompt order.
+    std::vector<std::uint64_t> image_hashes;
+    std::vector<model::ImageGrid> grids;
+    int keep = 0;                 // prompt tokens reused from the slot's KV
+    std::size_t kept_images = 0;  // images whose pads lie in those tokens
     bool prefill_started = false;
     bool stop_string = false;   // ended on a stop string: the text was cut, nothing to flush
     std::int32_t pending = -1;  // sampled token whose decode step is still to run
@@ -45,6 +50,26 @@ std::size_t stop_prefix_hold(std::string_view text, const std::vector<std::strin
         }
     }
     return hold;
+}
+
+int merge_size(const model::Model& m) { return m.config().vision.spatial_merge_size; }
+
+// FNV-1a over what the vision tower sees of an image: its resized pixels (or pixel_values) and
+// grid, which already reflect the preprocessing settings.
+std::uint64_t image_hash(const image::PreprocessedImage& im) {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](const void* data, std::size_t n) {
+        const auto* p = static_cast<const unsigned char*>(data);
+        for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    };
+    const int dims[] = {im.grid_t, im.grid_h, im.grid_w, im.resized_height, im.resized_width};
+    mix(dims, sizeof dims);
+    if (!im.resized.rgb.empty()) {
+        mix(im.resized.rgb.data(), im.resized.rgb.size());
+    } else {
+        mix(im.pixel_values.data(), im.pixel_values.size() * sizeof(float));
+    }
+    return h;
 }
 
 }  // namespace
@@ -65,6 +90,12 @@ struct Engine::Impl {
 
     // Scheduler thread only.
     std::vector<std::unique_ptr<Job>> slots;
+    // The images whose features a slot's KV holds (for prefix reuse), in order.
+    struct SlotImages {
+        std::vector<std::uint64_t> hashes;
+        std::vector<model::ImageGrid> grids;
+    };
+    std::vector<SlotImages> slot_images;
     int admitting = -1;  // the slot whose images / prefill are under way
     std::vector<RequestId> cancels_now;
     std::vector<std::unique_ptr<Job>> dropped;
@@ -73,6 +104,8 @@ struct Engine::Impl {
     std::thread thread;
 
     void run();
+    int reusable_prefix(int slot, const Job& j, std::size_t* kept_images) const;
+    int pick_slot(Job& j) const;
     void step();
     void admit_piece();
     void decode_step();
@@ -102,13 +135,12 @@ void Engine::Impl::run() {
             }
             // Admit one request at a time: its vision and prefill run in pieces between steps.
             if (admitting < 0 && !queue.empty()) {
-                for (int s = 0; s < int(slots.size()); ++s) {
-                    if (slots[s] != nullptr) continue;
+                const int s = pick_slot(*queue.front());
+                if (s >= 0) {
                     slots[s] = std::move(queue.front());
                     queue.pop_front();
                     admitting = s;
                     ++busy;
-                    break;
                 }
             }
         }
@@ -135,6 +167,65 @@ void Engine::Impl::run() {
     for (std::unique_ptr<Job>& j : rest) finish_job(*j, "cancelled", {});
 }
 
+// How many of j's prompt tokens the slot's KV already holds: the common prefix of token ids,
+// cut before the first image whose content differs and never inside a run of image pads, and
+// at least one token short of the prompt (its last position's logits are needed).
+int Engine::Impl::reusable_prefix(int slot, const Job& j, std::size_t* kept_images) const {
+    const std::span<const std::int32_t> held = session->slot_tokens(slot);
+    const std::vector<std::int32_t>& ids = j.req.prompt.ids;
+    const std::int32_t pad = model->config().image_token_id;
+    const SlotImages& mem = slot_images[std::size_t(slot)];
+    const std::size_t limit = std::min(held.size(), ids.size() - 1);
+    std::size_t keep = 0, image = 0;
+    while (keep < limit && held[keep] == ids[keep]) {
+        if (ids[keep] == pad && (keep == 0 || ids[keep - 1] != pad)) {  // an image's run starts
+            const bool same = image < mem.hashes.size() && image < j.image_hashes.size() &&
+                              mem.hashes[image] == j.image_hashes[image] &&
+                              mem.grids[image].t == j.grids[image].t &&
+                              mem.grids[image].h == j.grids[image].h &&
+                              mem.grids[image].w == j.grids[image].w;
+            if (!same) break;
+            ++image;
+        }
+        ++keep;
+    }
+    while (keep > 0 && ids[keep] == pad && ids[keep - 1] == pad) --keep;  // not inside a run
+    std::size_t images = 0;
+    for (std::size_t i = 0; i < keep; ++i) images += ids[i] == pad && (i == 0 || ids[i - 1] != pad);
+    *kept_images = images;
+    return int(keep);
+}
+
+// The free slot for j: the one whose conversation j continues (it reuses at least half of what
+// the slot holds) with the longest reuse; otherwise the slot with the least to lose, so that an
+// incidental common prefix (the same system prompt) does not evict another conversation. -1
+// when no slot is free.
+int Engine::Impl::pick_slot(Job& j) const {
+    int best = -1, best_score = -1, best_keep = 0;
+    std::size_t best_held = 0, best_images = 0;
+    for (int s = 0; s < int(slots.size()); ++s) {
+        if (slots[s] != nullptr) continue;
+        std::size_t images = 0;
+        const int keep = reusable_prefix(s, j, &images);
+        const std::size_t held = session->slot_tokens(s).size();
+        const int score = keep > 0 && 2 * std::size_t(keep) >= held ? keep : 0;
+        if (score > best_score || (score == best_score && held < best_held)) {
+            best = s;
+            best_score = score;
+            best_keep = keep;
+            best_held = held;
+            best_images = images;
+        }
+    }
+    if (best >= 0) {
+        j.keep = best_keep;
+        j.next_image = best_images;
+        j.kept_images = best_images;
+        j.result.cached_prompt_tokens = best_keep;
+    }
+    return best;
+}
+
 void Engine::Impl::step() {
     if (admitting >= 0) admit_piece();
     decode_step();
@@ -144,7 +235,7 @@ void Engine::Impl::admit_piece() {
     const int slot = admitting;
     Job& j = *slots[slot];
     const std::vector<image::PreprocessedImage>& images = j.req.prompt.images;
-    if (j.next_image == 0 && !j.prefill_started) {
+    if (!j.prefill_started && j.result.timings.queue == 0) {
         j.result.timings.queue = base::now_ms() - j.submitted_ms;
         session->clear_images();
     }
@@ -158,8 +249,16 @@ void Engine::Impl::admit_piece() {
     const base::Timer t;
     if (!j.prefill_started) {
         j.prefill_started = true;
-        session->reset_slot(slot);
-        const base::Status st = session->begin_prefill(slot, j.req.prompt.ids);
+        slot_images[std::size_t(slot)] = {};
+        base::Status st;
+        if (j.keep > 0) {
+            st = session->begin_prefill_reusing(
+                slot, j.req.prompt.ids, j.keep,
+                std::span<const model::ImageGrid>(j.grids).first(j.kept_images));
+        } else {
+            session->reset_slot(slot);
+            st = session->begin_prefill(slot, j.req.prompt.ids);
+        }
         if (!st.ok()) {
             finish(slot, "error", st);
             return;
@@ -174,6 +273,7 @@ void Engine::Impl::admit_piece() {
     }
     if (done) {
         admitting = -1;
+        slot_images[std::size_t(slot)] = {j.image_hashes, j.grids};
         if (j.req.params.n_predict <= 0) {
             finish(slot, "length");
         } else {
@@ -270,6 +370,7 @@ void Engine::Impl::finish(int slot, const char* reason, base::Status error) {
         admitting = -1;
         session->clear_images();
         session->reset_slot(slot);
+        slot_images[std::size_t(slot)] = {};
     }
     const std::unique_ptr<Job> job = std::move(slots[slot]);
     {
@@ -319,6 +420,7 @@ base::Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     QVL_ASSIGN_OR_RETURN(impl->session, Session::create(model, so));
     impl->default_stops = default_stop_ids(model);
     impl->slots.resize(std::size_t(options.slots));
+    impl->slot_images.resize(std::size_t(options.slots));
     impl->batch_slots.reserve(std::size_t(options.slots));
     impl->batch_tokens.reserve(std::size_t(options.slots));
     std::unique_ptr<Engine> engine(new Engine(std::move(impl)));
@@ -353,6 +455,11 @@ base::Result<RequestId> Engine::submit(Request request) {
     job->submitted_ms = base::now_ms();
     job->result.prompt_tokens = n;
     job->result.timings.image_decode = job->req.prompt.image_decode_ms;
+    const int merge = merge_size(*impl_->model);
+    for (const image::PreprocessedImage& im : job->req.prompt.images) {
+        job->image_hashes.push_back(image_hash(im));
+        job->grids.push_back({.t = im.grid_t, .h = im.grid_h / merge, .w = im.grid_w / merge});
+    }
     const model::Model& m = *impl_->model;
     job->sampler = std::make_unique<Sampler>(m.config().text.vocab_size, job->req.params.sampling);
     job->stream = std::make_unique<text::StreamDecoder>(m.tokenizer(), true);

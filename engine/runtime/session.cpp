@@ -139,6 +139,8 @@ base::Status Session::reserve() {
     decode_ids_.resize(options_.slots);
     decode_pos_.resize(options_.slots);
     decode_kv_.resize(options_.slots);
+    history_.resize(std::size_t(options_.slots));
+    for (std::vector<std::int32_t>& h : history_) h.reserve(std::size_t(options_.ctx_size));
     const image::PreprocessConfig& pp = model_->preprocess();
     fused_patch_embed_ = pp.image_mean[0] == pp.image_mean[1] &&
                          pp.image_mean[0] == pp.image_mean[2] &&
@@ -223,7 +225,7 @@ std::span<const float> Session::image_features(int image) const {
 }
 
 void Session::reset() {
-    for (int i = 0; i < kv_.slots(); ++i) kv_.clear(i);
+    for (int i = 0; i < kv_.slots(); ++i) reset_slot(i);
     images_.clear();
     visual_rows_used_ = 0;
 }
@@ -360,6 +362,50 @@ base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids)
     });
 }
 
+base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
+                                            std::span<const model::ImageGrid> kept_grids) {
+    if (slot < 0 || slot >= kv_.slots()) {
+        return base::error(ErrorCode::kInvalidArgument, "no slot {}", slot);
+    }
+    const std::vector<std::int32_t>& held = history_[std::size_t(slot)];
+    const std::int32_t pad = model_->config().image_token_id;
+    if (keep <= 0 || keep >= int(ids.size()) || keep > int(held.size()) ||
+        !std::equal(ids.begin(), ids.begin() + keep, held.begin()) ||
+        (ids[keep] == pad && ids[keep - 1] == pad)) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "cannot reuse {} tokens of slot {} for a prompt of {} tokens", keep,
+                           slot, ids.size());
+    }
+    return guarded("prefill", [&]() -> base::Status {
+        job_ = PrefillJob{};
+        const model::ModelConfig& cfg = model_->config();
+        for (std::int32_t id : ids.subspan(std::size_t(keep))) {
+            if (id < 0 || id >= cfg.text.vocab_size) {
+                return base::error(ErrorCode::kInvalidArgument,
+                                   "token id {} is outside the vocabulary of {}", id,
+                                   cfg.text.vocab_size);
+            }
+        }
+        if (ids.size() > std::size_t(kv_.capacity())) {
+            return base::error(ErrorCode::kOutOfRange,
+                               "prompt of {} tokens does not fit the context of {} tokens",
+                               ids.size(), kv_.capacity());
+        }
+        std::vector<model::ImageGrid> grids(kept_grids.begin(), kept_grids.end());
+        for (const EncodedImage& e : images_) grids.push_back(e.grid);
+        QVL_ASSIGN_OR_RETURN(job_.pos,
+                             model::compute_rope_positions(ids, grids, cfg.image_token_id));
+        kv_.truncate(keep, slot);
+        kv_.set_rope_delta(0, slot);
+        history_[std::size_t(slot)].resize(std::size_t(keep));
+        job_.slot = slot;
+        job_.ids = ids;
+        job_.offset = keep;
+        job_.base_pos = 0;
+        return base::Status();
+    });
+}
+
 base::Status Session::prefill_next(bool* done) {
     *done = false;
     if (job_.slot < 0) {
@@ -426,6 +472,8 @@ base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> 
          .want_logits = last});
     run_graph();
     kv_.advance(n, slot);
+    history_[std::size_t(slot)].insert(history_[std::size_t(slot)].end(), ids.begin() + offset,
+                                       ids.begin() + offset + n);
     if (last) {
         const std::size_t vocab = std::size_t(tc.vocab_size);
         std::memcpy(logits_.data() + std::size_t(slot) * vocab,
@@ -487,6 +535,7 @@ base::Status Session::decode_batch(std::span<const int> slots,
     const float* out = executor_.data(graph_, logits, arena_.data());
     for (int i = 0; i < m; ++i) {
         kv_.advance(1, slots[i]);
+        history_[std::size_t(slots[i])].push_back(tokens[i]);
         std::memcpy(logits_.data() + std::size_t(slots[i]) * vocab, out + std::size_t(i) * vocab,
                     vocab * sizeof(float));
     }

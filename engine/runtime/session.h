@@ -80,6 +80,14 @@ class Session {
     // when logits(slot) holds the last position's logits. Decode steps of other slots may run
     // between the pieces; encode_image and another prefill may not.
     base::Status begin_prefill(int slot, std::span<const std::int32_t> ids);
+    // Prefix reuse: ids is a whole prompt whose first `keep` tokens (0 < keep < ids.size())
+    // the slot's KV already holds (slot_tokens begins with them, with the same images:
+    // the caller checks those); keep must not cut a run of image pads. The KV is cut back to
+    // keep and only the rest is prefilled, at the positions a cold prefill of ids gives it.
+    // kept_grids: the grids of the images whose pads lie in ids[0, keep); the pending images
+    // (encode_image) are those of the rest.
+    base::Status begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
+                                       std::span<const model::ImageGrid> kept_grids);
     base::Status prefill_next(bool* done);
     // One decode step for several slots in one pass: slots[i] (distinct) decodes tokens[i]. The
     // matrix products run over all rows at once; each slot's logits are bit-identical to what
@@ -99,7 +107,14 @@ class Session {
         visual_rows_used_ = 0;
     }
     // Empties one slot's KV (the pending images stay).
-    void reset_slot(int slot) { kv_.clear(slot); }
+    void reset_slot(int slot) {
+        kv_.clear(slot);
+        history_[std::size_t(slot)].clear();
+    }
+    // The token ids whose keys and values the slot's KV holds, in order.
+    std::span<const std::int32_t> slot_tokens(int slot) const {
+        return history_[std::size_t(slot)];
+    }
 
     int slots() const { return kv_.slots(); }
     int context_used(int slot = 0) const { return kv_.size(slot); }
@@ -165,6 +180,7 @@ class Session {
         int offset = 0, visual_seen = 0;
     };
     PrefillJob job_;
+    std::vector<std::vector<std::int32_t>> history_;  // per slot, capacity ctx_size
     // Decode batch inputs, one row per slot, sized at create.
     std::vector<std::int32_t> decode_ids_;
     std::vector<int> decode_pos_;

@@ -88,8 +88,8 @@ std::map<std::string, BatchResult> parse_output(const std::string& out) {
 
 const fs::path kTiny = test::test_data_dir() / "tiny-qwen3vl";
 
-std::map<std::string, BatchResult> run_batch(const testing::ScratchDir& dir,
-                                             const std::string& env, int* code) {
+std::map<std::string, BatchResult> run_batch(const testing::ScratchDir& dir, const std::string& env,
+                                             int* code) {
     std::string file;
     for (const std::string& name : test::golden_case_names()) {
         file += "{\"id\": \"" + name +
@@ -132,10 +132,11 @@ TEST(Batch, SameTextAsSingleRuns) {
     for (const std::string& name : test::golden_case_names()) {
         SCOPED_TRACE(name);
         int single_code = 0;
-        std::string single = run_command(std::string(QVL_RUN_PATH) + " -m " + kTiny.string() +
-                                              " -t 1 -c 256 -n 16 --ignore-eos --temp 0 --messages " +
-                                              (test::test_data_dir() / name / "case.json").string(),
-                                          &single_code);
+        std::string single =
+            run_command(std::string(QVL_RUN_PATH) + " -m " + kTiny.string() +
+                            " -t 1 -c 256 -n 16 --ignore-eos --temp 0 --messages " +
+                            (test::test_data_dir() / name / "case.json").string(),
+                        &single_code);
         ASSERT_EQ(single_code, 0);
         ASSERT_FALSE(single.empty());
         single.pop_back();  // the newline after the answer

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -219,6 +221,118 @@ TEST(Engine, StopStringEndsBeforeTheMatch) {
     EXPECT_EQ(c.finish_reason, "stop");
     EXPECT_EQ(c.text, full.substr(0, full.find(stop)));
     EXPECT_EQ(results.streamed[cut], c.text);
+}
+
+}  // namespace
+}  // namespace qvl::runtime
+
+namespace qvl::runtime {
+namespace {
+
+// The next turn of a conversation: the prompt, the answer and a follow-up question.
+PreparedPrompt next_turn(const PreparedPrompt& first, const std::vector<std::int32_t>& answer) {
+    PreparedPrompt p = first;
+    p.ids.insert(p.ids.end(), answer.begin(), answer.end());
+    for (std::int32_t id : {151645, 198, 151644, 872, 198, 9707, 151645, 198, 151644, 77091, 198})
+        p.ids.push_back(id);
+    return p;
+}
+
+TEST(Engine, NextTurnReusesTheSlotsPrefix) {
+    const PreparedPrompt first = test_util::case_prompt("golden/img64_describe");
+    auto engine = make_engine(2, Precision::kF32);
+    ASSERT_NE(engine, nullptr);
+    Results results;
+    RequestId a = 0, b = 0, other = 0;
+    {
+        const std::lock_guard<std::mutex> lock(results.mu);
+        a = engine->submit(make_request(results, &a, first, 8)).value();
+    }
+    results.wait(1);
+    const std::vector<std::int32_t> answer = results.done.at(a).tokens;
+    ASSERT_EQ(answer.size(), 8u);
+    const PreparedPrompt second = next_turn(first, answer);
+    {
+        const std::lock_guard<std::mutex> lock(results.mu);
+        // A different conversation first: it must take the other slot.
+        other = engine
+                    ->submit(make_request(results, &other,
+                                          test_util::case_prompt("golden/text_only"), 4))
+                    .value();
+        b = engine->submit(make_request(results, &b, second, 8)).value();
+    }
+    results.wait(3);
+    const RequestResult& rb = results.done.at(b);
+    // The KV holds the prompt and every answer token but the last (never decoded).
+    EXPECT_EQ(rb.cached_prompt_tokens, int(first.ids.size() + answer.size()) - 1);
+    EXPECT_LT(results.done.at(other).cached_prompt_tokens, 8);
+
+    // The same turn cold, on a fresh engine: the same greedy answer.
+    auto cold_engine = make_engine(1, Precision::kF32);
+    Results cold;
+    RequestId c = 0;
+    {
+        const std::lock_guard<std::mutex> lock(cold.mu);
+        c = cold_engine->submit(make_request(cold, &c, second, 8)).value();
+    }
+    cold.wait(1);
+    EXPECT_EQ(cold.done.at(c).cached_prompt_tokens, 0);
+    EXPECT_EQ(rb.tokens, cold.done.at(c).tokens);
+
+    // The same tokens with another picture of the same size: reuse stops before its pads.
+    PreparedPrompt changed = second;
+    ASSERT_FALSE(changed.images[0].resized.rgb.empty());
+    changed.images[0].resized.rgb[0] ^= 1;
+    RequestId d = 0;
+    {
+        const std::lock_guard<std::mutex> lock(results.mu);
+        d = engine->submit(make_request(results, &d, changed, 2)).value();
+    }
+    results.wait(4);
+    const auto pad = std::find(second.ids.begin(), second.ids.end(),
+                               test_util::tiny_model().config().image_token_id);
+    EXPECT_LE(results.done.at(d).cached_prompt_tokens, int(pad - second.ids.begin()));
+}
+
+// Prefix reuse at the session level: the suffix prefilled after a reused prefix gives the
+// cold prefill's logits up to f32 rounding (the products see other row counts).
+TEST(Session, PrefillReusingMatchesCold) {
+    const model::Model& m = test_util::tiny_model();
+    const PreparedPrompt first = test_util::case_prompt("golden/img64_describe");
+    const std::vector<std::int32_t> answer = {9707, 11, 1879, 0, 13};
+    const PreparedPrompt second = next_turn(first, answer);
+    SessionOptions so;
+    so.threads = 2;
+    so.ctx_size = 256;
+    so.precision = Precision::kF32;
+    auto session = Session::create(m, so);
+    ASSERT_TRUE(session.ok());
+    Session& s = *session.value();
+    ASSERT_TRUE(s.encode_image(second.images[0]).ok());
+    ASSERT_TRUE(s.prefill(second.ids).ok());
+    const std::vector<float> cold(s.logits().begin(), s.logits().end());
+
+    s.reset();
+    ASSERT_TRUE(s.encode_image(first.images[0]).ok());
+    ASSERT_TRUE(s.prefill(first.ids).ok());
+    for (std::int32_t t : answer) ASSERT_TRUE(s.decode(t).ok());
+    const int keep = int(first.ids.size() + answer.size());
+    const model::ImageGrid grid{.t = first.images[0].grid_t,
+                                .h = first.images[0].grid_h / 2,
+                                .w = first.images[0].grid_w / 2};
+    ASSERT_TRUE(s.begin_prefill_reusing(0, second.ids, keep, {&grid, 1}).ok());
+    for (bool done = false; !done;) ASSERT_TRUE(s.prefill_next(&done).ok());
+    EXPECT_EQ(s.context_used(), int(second.ids.size()));
+    double max_diff = 0, max_ref = 0;
+    for (std::size_t i = 0; i < cold.size(); ++i) {
+        max_diff = std::max(max_diff, double(std::abs(cold[i] - s.logits()[i])));
+        max_ref = std::max(max_ref, double(std::abs(cold[i])));
+    }
+    EXPECT_LE(max_diff, 2e-5 * max_ref);
+    // A prefix that is not the slot's is refused.
+    std::vector<std::int32_t> wrong = second.ids;
+    wrong[1] ^= 1;
+    EXPECT_FALSE(s.begin_prefill_reusing(0, wrong, keep, {&grid, 1}).ok());
 }
 
 }  // namespace
