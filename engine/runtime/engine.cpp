@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/timer.h"
+#include "runtime/image_cache.h"
 #include "runtime/sampler.h"
 #include "text/tokenizer.h"
 
@@ -29,7 +30,7 @@ struct Job {
     std::size_t streamed = 0;  // bytes of result.text already passed to on_text
     std::size_t next_image = 0;
     // Identity of each image (content hash) and its merged grid, in prompt order.
-    std::vector<std::uint64_t> image_hashes;
+    std::vector<ImageKey> image_hashes;
     std::vector<model::ImageGrid> grids;
     int keep = 0;                 // prompt tokens reused from the slot's KV
     std::size_t kept_images = 0;  // images whose pads lie in those tokens
@@ -54,24 +55,6 @@ std::size_t stop_prefix_hold(std::string_view text, const std::vector<std::strin
 
 int merge_size(const model::Model& m) { return m.config().vision.spatial_merge_size; }
 
-// FNV-1a over what the vision tower sees of an image: its resized pixels (or pixel_values) and
-// grid, which already reflect the preprocessing settings.
-std::uint64_t image_hash(const image::PreprocessedImage& im) {
-    std::uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](const void* data, std::size_t n) {
-        const auto* p = static_cast<const unsigned char*>(data);
-        for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-    };
-    const int dims[] = {im.grid_t, im.grid_h, im.grid_w, im.resized_height, im.resized_width};
-    mix(dims, sizeof dims);
-    if (!im.resized.rgb.empty()) {
-        mix(im.resized.rgb.data(), im.resized.rgb.size());
-    } else {
-        mix(im.pixel_values.data(), im.pixel_values.size() * sizeof(float));
-    }
-    return h;
-}
-
 }  // namespace
 
 struct Engine::Impl {
@@ -92,10 +75,11 @@ struct Engine::Impl {
     std::vector<std::unique_ptr<Job>> slots;
     // The images whose features a slot's KV holds (for prefix reuse), in order.
     struct SlotImages {
-        std::vector<std::uint64_t> hashes;
+        std::vector<ImageKey> hashes;
         std::vector<model::ImageGrid> grids;
     };
     std::vector<SlotImages> slot_images;
+    std::unique_ptr<ImageFeatureCache> image_cache;  // null: off
     int admitting = -1;  // the slot whose images / prefill are under way
     std::vector<RequestId> cancels_now;
     std::vector<std::unique_ptr<Job>> dropped;
@@ -241,7 +225,21 @@ void Engine::Impl::admit_piece() {
     }
     if (j.next_image < images.size()) {  // one image per piece
         const base::Timer t;
-        const base::Status st = session->encode_image(images[j.next_image++]);
+        const std::size_t i = j.next_image++;
+        const std::vector<float>* cached =
+            image_cache ? image_cache->find(j.image_hashes[i], j.grids[i]) : nullptr;
+        base::Status st;
+        if (cached != nullptr) {
+            st = session->add_encoded_image(j.grids[i], *cached);
+            ++j.result.image_cache_hits;
+        } else {
+            st = session->encode_image(images[i]);
+            if (st.ok() && image_cache) {
+                const int last = int(i - j.kept_images);  // among the pending images
+                image_cache->insert(j.image_hashes[i], j.grids[i],
+                                    session->image_feature_levels(last));
+            }
+        }
         j.result.timings.vision += t.elapsed_ms();
         if (!st.ok()) finish(slot, "error", st);
         return;
@@ -421,6 +419,9 @@ base::Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     impl->default_stops = default_stop_ids(model);
     impl->slots.resize(std::size_t(options.slots));
     impl->slot_images.resize(std::size_t(options.slots));
+    if (options.image_cache_mb > 0) {
+        impl->image_cache = std::make_unique<ImageFeatureCache>(options.image_cache_mb << 20);
+    }
     impl->batch_slots.reserve(std::size_t(options.slots));
     impl->batch_tokens.reserve(std::size_t(options.slots));
     std::unique_ptr<Engine> engine(new Engine(std::move(impl)));
@@ -457,7 +458,7 @@ base::Result<RequestId> Engine::submit(Request request) {
     job->result.timings.image_decode = job->req.prompt.image_decode_ms;
     const int merge = merge_size(*impl_->model);
     for (const image::PreprocessedImage& im : job->req.prompt.images) {
-        job->image_hashes.push_back(image_hash(im));
+        job->image_hashes.push_back(image_key(im));
         job->grids.push_back({.t = im.grid_t, .h = im.grid_h / merge, .w = im.grid_w / merge});
     }
     const model::Model& m = *impl_->model;

@@ -224,6 +224,46 @@ std::span<const float> Session::image_features(int image) const {
             std::size_t(e.n_tokens) * hidden};
 }
 
+std::vector<float> Session::image_feature_levels(int image) const {
+    std::vector<float> out;
+    if (image < 0 || image >= int(images_.size())) return out;
+    const std::size_t hidden = std::size_t(model_->config().text.hidden_size);
+    const EncodedImage& e = images_[std::size_t(image)];
+    const std::size_t n = std::size_t(e.n_tokens) * hidden;
+    const std::size_t row0 = std::size_t(e.first_row) * hidden;
+    out.reserve(n * (1 + deepstack_ptrs_.size()));
+    out.insert(out.end(), visual_.as<float>() + row0, visual_.as<float>() + row0 + n);
+    for (const float* level : deepstack_ptrs_)
+        out.insert(out.end(), level + row0, level + row0 + n);
+    return out;
+}
+
+base::Status Session::add_encoded_image(const model::ImageGrid& grid,
+                                        std::span<const float> levels) {
+    const std::size_t hidden = std::size_t(model_->config().text.hidden_size);
+    const std::int64_t tokens = std::int64_t(grid.t) * grid.h * grid.w;
+    if (tokens < 1 || tokens > max_image_tokens_ ||
+        levels.size() != std::size_t(tokens) * hidden * (1 + deepstack_ptrs_.size())) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "image features of {} values do not match a {}x{}x{} grid",
+                           levels.size(), grid.t, grid.h, grid.w);
+    }
+    if (visual_rows_used_ + tokens > kv_.capacity()) {
+        return base::error(ErrorCode::kOutOfRange, "images need {} tokens but the context holds {}",
+                           visual_rows_used_ + tokens, kv_.capacity());
+    }
+    const std::size_t n = std::size_t(tokens) * hidden;
+    const std::size_t row0 = std::size_t(visual_rows_used_) * hidden;
+    std::copy(levels.begin(), levels.begin() + std::ptrdiff_t(n), visual_.as<float>() + row0);
+    for (std::size_t l = 0; l < deepstack_ptrs_.size(); ++l) {
+        const auto src = levels.begin() + std::ptrdiff_t((l + 1) * n);
+        std::copy(src, src + std::ptrdiff_t(n), deepstack_ptrs_[l] + row0);
+    }
+    images_.push_back({.n_tokens = int(tokens), .first_row = visual_rows_used_, .grid = grid});
+    visual_rows_used_ += int(tokens);
+    return base::Status();
+}
+
 void Session::reset() {
     for (int i = 0; i < kv_.slots(); ++i) reset_slot(i);
     images_.clear();

@@ -100,6 +100,13 @@ class Session {
     }
     // The final merger output of encoded image i (of those waiting for prefill).
     std::span<const float> image_features(int image) const;
+    // Every feature level of encoded image i (merger output, then each deepstack level), each
+    // [tokens, text hidden], concatenated: what an image-feature cache keeps. Empty if no such
+    // image.
+    std::vector<float> image_feature_levels(int image) const;
+    // Adds an image as if encode_image had run: levels as image_feature_levels returns them,
+    // grid in merged tokens.
+    base::Status add_encoded_image(const model::ImageGrid& grid, std::span<const float> levels);
     void reset();
     // Drops the images encoded for the next prefill (an abandoned admission).
     void clear_images() {

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "runtime/image_cache.h"
 #include "runtime/session.h"
 #include "support/golden.h"
 #include "tiny_case.h"
@@ -333,6 +335,90 @@ TEST(Session, PrefillReusingMatchesCold) {
     std::vector<std::int32_t> wrong = second.ids;
     wrong[1] ^= 1;
     EXPECT_FALSE(s.begin_prefill_reusing(0, wrong, keep, {&grid, 1}).ok());
+}
+
+}  // namespace
+}  // namespace qvl::runtime
+
+namespace qvl::runtime {
+namespace {
+
+TEST(Engine, ImageCacheSkipsTheVisionTower) {
+    PreparedPrompt second = test_util::case_prompt("golden/img64_describe");
+    second.ids[0] = 8948;  // no prefix in common with the first request, the same picture
+    auto engine = make_engine(1, Precision::kF32);
+    ASSERT_NE(engine, nullptr);
+    Results results;
+    RequestId a = 0, b = 0;
+    {
+        const std::lock_guard<std::mutex> lock(results.mu);
+        a = engine
+                ->submit(
+                    make_request(results, &a, test_util::case_prompt("golden/img64_describe"), 4))
+                .value();
+        b = engine->submit(make_request(results, &b, second, 8)).value();
+    }
+    results.wait(2);
+    EXPECT_EQ(results.done.at(a).image_cache_hits, 0);
+    EXPECT_EQ(results.done.at(b).image_cache_hits, 1);
+    EXPECT_EQ(results.done.at(b).cached_prompt_tokens, 0);
+
+    EngineOptions eo;
+    eo.threads = 2;
+    eo.ctx_size = 256;
+    eo.precision = Precision::kF32;
+    eo.image_cache_mb = 0;
+    auto cold_engine = Engine::create(test_util::tiny_model(), eo);
+    ASSERT_TRUE(cold_engine.ok());
+    Results cold;
+    RequestId c = 0;
+    {
+        const std::lock_guard<std::mutex> lock(cold.mu);
+        c = cold_engine.value()->submit(make_request(cold, &c, second, 8)).value();
+    }
+    cold.wait(1);
+    EXPECT_EQ(cold.done.at(c).image_cache_hits, 0);
+    EXPECT_EQ(results.done.at(b).tokens, cold.done.at(c).tokens);
+}
+
+// Cached features restored into a session give exactly the logits of running the tower.
+TEST(Session, RestoredImageFeaturesGiveIdenticalLogits) {
+    const PreparedPrompt p = test_util::case_prompt("golden/img64_describe");
+    SessionOptions so;
+    so.threads = 2;
+    so.ctx_size = 256;
+    auto session = Session::create(test_util::tiny_model(), so);
+    ASSERT_TRUE(session.ok());
+    Session& s = *session.value();
+    ASSERT_TRUE(s.encode_image(p.images[0]).ok());
+    const std::vector<float> levels = s.image_feature_levels(0);
+    ASSERT_FALSE(levels.empty());
+    ASSERT_TRUE(s.prefill(p.ids).ok());
+    const std::vector<float> cold(s.logits().begin(), s.logits().end());
+    s.reset();
+    const model::ImageGrid grid{
+        .t = p.images[0].grid_t, .h = p.images[0].grid_h / 2, .w = p.images[0].grid_w / 2};
+    ASSERT_TRUE(s.add_encoded_image(grid, levels).ok());
+    ASSERT_TRUE(s.prefill(p.ids).ok());
+    EXPECT_EQ(0, std::memcmp(cold.data(), s.logits().data(), cold.size() * sizeof(float)));
+    EXPECT_FALSE(s.add_encoded_image(grid, {levels.data(), levels.size() - 1}).ok());
+}
+
+TEST(ImageFeatureCache, LeastRecentlyUsedOut) {
+    ImageFeatureCache cache(3 * 100 * sizeof(float));
+    const model::ImageGrid g{.t = 1, .h = 2, .w = 2};
+    for (std::uint64_t k = 1; k <= 3; ++k)
+        cache.insert({k, k}, g, std::vector<float>(100, float(k)));
+    ASSERT_NE(cache.find({1, 1}, g), nullptr);  // 1 is now the most recent
+    cache.insert({4, 4}, g, std::vector<float>(100, 4.f));
+    EXPECT_EQ(cache.find({2, 2}, g), nullptr);  // the least recently used went out
+    EXPECT_NE(cache.find({1, 1}, g), nullptr);
+    EXPECT_NE(cache.find({3, 3}, g), nullptr);
+    EXPECT_EQ(cache.find({4, 4}, {.t = 1, .h = 4, .w = 1}), nullptr);  // another grid
+    EXPECT_LE(cache.bytes(), 3 * 100 * sizeof(float));
+    cache.insert({5, 5}, g, std::vector<float>(1000, 5.f));  // larger than the bound: not kept
+    EXPECT_EQ(cache.find({5, 5}, g), nullptr);
+    EXPECT_EQ(cache.size(), 3u);
 }
 
 }  // namespace
