@@ -460,8 +460,7 @@ base::Status Session::prefill_next(bool* done) {
             chunk_pos_h_[i] = std::int32_t(job_.pos.h[offset + i] + job_.base_pos);
             chunk_pos_w_[i] = std::int32_t(job_.pos.w[offset + i] + job_.base_pos);
         }
-        const base::Status st =
-            run_prefill_chunk(job_.slot, job_.ids, offset, len, job_.visual_seen);
+        base::Status st = run_prefill_chunk(job_.slot, job_.ids, offset, len, job_.visual_seen);
         if (!st.ok()) {
             job_.slot = -1;
             return st;

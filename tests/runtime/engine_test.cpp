@@ -423,3 +423,62 @@ TEST(ImageFeatureCache, LeastRecentlyUsedOut) {
 
 }  // namespace
 }  // namespace qvl::runtime
+
+namespace qvl::runtime {
+namespace {
+
+// A running sequence keeps decoding while a long prompt is admitted: the prompt's prefill runs
+// in pieces with a decode step after each.
+TEST(Engine, RunningSequencesStreamDuringAnAdmission) {
+    auto engine = make_engine(2, Precision::kF32, 1200);
+    ASSERT_NE(engine, nullptr);
+    Engine* e = engine.get();
+    std::mutex mu;
+    std::condition_variable cv;
+    int a_tokens = 0, a_tokens_at_submit = -1, a_tokens_at_b_first = -1;
+    bool done_a = false, done_b = false;
+    Request b;
+    b.prompt.ids.assign(1100, 198);  // three prefill chunks of at most 512
+    b.params.n_predict = 2;
+    b.params.ignore_eos = true;
+    b.on_text = [&](std::string_view, std::int32_t) {
+        const std::lock_guard<std::mutex> lock(mu);
+        if (a_tokens_at_b_first < 0) a_tokens_at_b_first = a_tokens;
+    };
+    b.on_done = [&](const RequestResult&) {
+        const std::lock_guard<std::mutex> lock(mu);
+        done_b = true;
+        cv.notify_all();
+    };
+    Request a;
+    a.prompt = test_util::case_prompt("golden/text_only");
+    a.params.n_predict = 60;
+    a.params.ignore_eos = true;
+    a.on_text = [&](std::string_view, std::int32_t) {
+        const std::lock_guard<std::mutex> lock(mu);
+        ++a_tokens;
+        cv.notify_all();
+    };
+    a.on_done = [&](const RequestResult&) {
+        const std::lock_guard<std::mutex> lock(mu);
+        done_a = true;
+        cv.notify_all();
+    };
+    ASSERT_TRUE(engine->submit(std::move(a)).ok());
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return a_tokens >= 3; }));
+    a_tokens_at_submit = a_tokens;
+    lock.unlock();
+    // At most one more step of A can run before B is admitted at the next scheduler step.
+    ASSERT_TRUE(e->submit(std::move(b)).ok());
+    lock.lock();
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return done_a && done_b; }));
+    ASSERT_GE(a_tokens_at_b_first, 0);
+    // Three prefill pieces, each followed by a decode step of the running sequence (a blocking
+    // admission would give at most two: one before it, one after).
+    EXPECT_GE(a_tokens_at_b_first - a_tokens_at_submit, 3);
+    EXPECT_LT(a_tokens_at_b_first, 60) << "A finished before B's admission: the test saw nothing";
+}
+
+}  // namespace
+}  // namespace qvl::runtime
