@@ -25,7 +25,8 @@ struct UsageError {
 
 const char* const kUsage =
     "Usage: qvl-run -m MODEL_DIR [-i IMAGE]... [-p PROMPT | -f PROMPT_FILE] [options]\n"
-    "       qvl-run -m MODEL_DIR --messages FILE [options]\n";
+    "       qvl-run -m MODEL_DIR --messages FILE [options]\n"
+    "       qvl-run -m MODEL_DIR --batch FILE.jsonl [--parallel N] [-o OUT.jsonl] [options]\n";
 
 const char* const kDescription =
     "Answers a prompt about images with a Qwen3-VL model (a Hugging Face folder).\n"
@@ -41,7 +42,7 @@ class QvlFormatter : public CLI::Formatter {
 // Numeric flags arrive as text and are converted after parsing (see convert_numbers).
 struct NumberTexts {
     std::string n_predict, temperature, top_k, top_p, seed, ctx_size, threads;
-    std::string image_min_tokens, image_max_tokens;
+    std::string image_min_tokens, image_max_tokens, parallel;
 };
 
 struct Flags {
@@ -52,6 +53,9 @@ struct Flags {
     CLI::Option* model = nullptr;
     CLI::Option* verbose = nullptr;
     CLI::Option* quiet = nullptr;
+    CLI::Option* batch = nullptr;
+    CLI::Option* output = nullptr;
+    CLI::Option* parallel = nullptr;
 };
 
 const char* const kFooter =
@@ -88,6 +92,14 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
                      ->type_name("FILE")
                      ->group(in);
     app.add_flag("--raw", o->raw, "Raw text prompt: no chat template, no images")->group(in);
+    f.batch = app.add_option("--batch", o->batch_file,
+                             "One request per JSON line: {\"id\", \"messages\", ...}")
+                  ->type_name("FILE")
+                  ->group(in);
+    f.parallel = app.add_option("--parallel", t->parallel,
+                                "--batch: conversations decoded at once (default 1)")
+                     ->type_name("N")
+                     ->group(in);
 
     const std::string gen = "Generation";
     app.add_option("-n,--n-predict", t->n_predict, "Maximum new tokens (default 128)")
@@ -137,6 +149,10 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
                    "Write the logits at the last prompt position (float32 .npy)")
         ->type_name("FILE")
         ->group(out);
+    f.output = app.add_option("-o,--output", o->output_file,
+                              "--batch: write result lines to FILE (default stdout)")
+                   ->type_name("FILE")
+                   ->group(out);
     f.verbose = app.add_flag("-v,--verbose", *verbose_count, "More progress on stderr")->group(out);
     f.quiet = app.add_flag("-q,--quiet", *quiet_count, "Errors only on stderr")->group(out);
     app.add_flag("--version", o->version, "Print the version and the ISA in use, then exit")
@@ -272,6 +288,10 @@ std::optional<UsageError> convert_numbers(const CLI::App& app, const NumberTexts
         }
         o->seed = seed;
     }
+    if (given("--parallel")) {
+        if (auto e = to_int("--parallel", t.parallel, 1, 32, &v)) return e;
+        o->parallel = int(v);
+    }
     float f = 0.0f;
     if (given("--temp")) {
         if (auto e = to_float("--temp", t.temperature, &f)) return e;
@@ -284,6 +304,30 @@ std::optional<UsageError> convert_numbers(const CLI::App& app, const NumberTexts
             return UsageError{fmt::format("--top-p: {} is out of range (0, 1]", t.top_p), {}};
         }
         o->top_p = f;
+    }
+    return std::nullopt;
+}
+
+// --batch takes its conversations from the file: no other prompt source or single-run output.
+std::optional<UsageError> check_batch(const Flags& f, const RunOptions* o) {
+    if (o->batch_file.empty()) return UsageError{"--batch: empty path", {}};
+    if (f.output->count() > 0 && o->output_file.empty()) {
+        return UsageError{"-o/--output: empty path", {}};
+    }
+    const bool other = o->prompt_given || f.prompt_file->count() > 0 || f.messages->count() > 0 ||
+                       f.system->count() > 0 || !o->images.empty() || o->raw || o->json ||
+                       o->tokenize || !o->dump_pixels.empty() || !o->dump_vision.empty() ||
+                       !o->dump_logits.empty();
+    if (other) {
+        return UsageError{
+            "--batch takes each conversation from its lines: no -p, -f, -i, -s, "
+            "--messages, --raw, --json, --tokenize or --dump-*",
+            "put each conversation's \"messages\" in the batch file"};
+    }
+    if (o->image_min_tokens && o->image_max_tokens && *o->image_min_tokens > *o->image_max_tokens) {
+        return UsageError{fmt::format("--image-min-tokens {} is above --image-max-tokens {}",
+                                      *o->image_min_tokens, *o->image_max_tokens),
+                          {}};
     }
     return std::nullopt;
 }
@@ -301,6 +345,10 @@ std::optional<UsageError> check_combinations(const Flags& f, RunOptions* o) {
     if (o->model_dir.empty()) return UsageError{"-m/--model: empty path", {}};
 
     o->prompt_given = f.prompt->count() > 0;
+    if (f.batch->count() > 0) return check_batch(f, o);
+    if (f.parallel->count() > 0 || f.output->count() > 0) {
+        return UsageError{"--parallel and -o/--output go with --batch FILE", {}};
+    }
     std::vector<std::string> sources;
     if (o->prompt_given) sources.emplace_back("-p");
     if (f.prompt_file->count() > 0) sources.emplace_back("-f");

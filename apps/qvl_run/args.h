@@ -34,8 +34,11 @@ struct RunOptions {
     bool tokenize = false;                                  // --tokenize
     std::string dump_pixels, dump_vision, dump_logits;      // --dump-*: output .npy paths
     int verbosity = 0;                                      // -1 quiet, 0 normal, 1 verbose
-    bool version = false;                                   // --version (the caller prints it)
-    bool help = false;                                      // --help (already printed)
+    std::string batch_file;   // --batch: one request per JSON line (apps/qvl_run/batch.h)
+    int parallel = 1;         // --parallel, in [1, 32]: conversations at once in --batch
+    std::string output_file;  // -o, --output: --batch results (default stdout)
+    bool version = false;     // --version (the caller prints it)
+    bool help = false;        // --help (already printed)
 };
 
 struct ParseOutcome {

@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "base/timer.h"
 #include "base/version.h"
+#include "batch.h"
 #include "env.h"
 #include "exit_codes.h"
 #include "io/json.h"
@@ -97,6 +98,7 @@ runtime::SamplingParams sampling_from(const RunOptions& o, const model::Generati
 int run(const RunOptions& o, const EnvOptions& env) {
     if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
     if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
+    if (!o.batch_file.empty()) return run_batch(o, env, sampling_from);
     const base::Timer total;
 
     // The user's text first: a missing prompt file is an input error before any loading.

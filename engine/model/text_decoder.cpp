@@ -1,12 +1,47 @@
 #include "model/text_decoder.h"
 
+#include <array>
 #include <cmath>
 
+#include "base/check.h"
 #include "model/vision_encoder.h"
 
 namespace qvl::model {
 
 using graph::Tensor;
+
+namespace {
+
+// Row indices 0, 1, ... for scattering per-sequence attention rows into the batch.
+constexpr std::array<std::int32_t, kMaxDecodeBatch> kRowIndex = [] {
+    std::array<std::int32_t, kMaxDecodeBatch> r{};
+    for (int i = 0; i < kMaxDecodeBatch; ++i) r[std::size_t(i)] = i;
+    return r;
+}();
+
+// A decode batch's attention: each row stores its K/V in and attends over its own sequence's
+// cache, exactly the nodes a batch of one runs, so a row's result never depends on the others.
+Tensor batch_attention(graph::GraphBuilder& g, const TextGraphInputs& in, int il, Tensor q,
+                       Tensor k, Tensor v, const graph::AttentionOptions& base) {
+    const int n = in.n_tokens;
+    const int q_cols = base.n_heads * base.head_dim;
+    const int kv_cols = base.n_kv_heads * base.head_dim;
+    Tensor out = n > 1 ? g.activation("attn", n, q_cols) : Tensor{};
+    for (int i = 0; i < n; ++i) {
+        const graph::KvLayerView cache = in.batch_kv[std::size_t(i)].layer(il);
+        const int pos = in.batch_pos0[i];
+        g.store_kv("kv", g.view(k, i, 1, 0, kv_cols), g.view(v, i, 1, 0, kv_cols), cache, pos,
+                   base.n_kv_heads, base.head_dim);
+        graph::AttentionOptions o = base;
+        o.pos0 = pos;
+        Tensor a = g.attention_cached("attn", g.view(q, i, 1, 0, q_cols), cache, pos + 1, o);
+        if (n == 1) return a;
+        g.scatter_rows("attn_rows", out, a, &kRowIndex[std::size_t(i)]);
+    }
+    return out;
+}
+
+}  // namespace
 
 // mirrors Qwen3VLTextModel.forward (+ the lm_head of Qwen3VLForConditionalGeneration)
 Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const TextWeights& w,
@@ -17,6 +52,10 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
     const int n_kv_heads = cfg.num_key_value_heads;
     const int head_dim = cfg.head_dim;
     const float eps = cfg.rms_norm_eps;
+    const bool batch = !in.batch_kv.empty();
+    QVL_CHECK(!batch || (int(in.batch_kv.size()) == n && n <= kMaxDecodeBatch &&
+                         in.batch_pos0 != nullptr && in.n_visual == 0),
+              "text graph: bad decode batch");
 
     g.set_scope("text");
     Tensor cos = g.input("rope_cos", in.rope_cos, n, head_dim / 2);  // [n, hd/2]
@@ -30,7 +69,6 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
     const float scale = 1.0f / std::sqrt(float(head_dim));
     for (int il = 0; il < cfg.num_hidden_layers; ++il) {
         const TextLayerWeights& l = w.layers[il];
-        const graph::KvLayerView cache = kv.layer(il);
         g.set_scope("text.layers", il);  // mirrors Qwen3VLTextDecoderLayer.forward
         Tensor h = g.rms_norm("input_norm", x, l.input_norm.data, eps);  // [n, d]
         Tensor q = g.matmul("q", h, weight_ref(l.q));                    // [n, heads*hd]
@@ -40,14 +78,20 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
         k = g.rms_norm("k_norm", k, l.k_norm.data, eps, head_dim);
         g.rope("q_rope", q, cos, sin, n_heads, head_dim);
         g.rope("k_rope", k, cos, sin, n_kv_heads, head_dim);
-        g.store_kv("kv", k, v, cache, in.pos0, n_kv_heads, head_dim);
-        Tensor a = g.attention_cached("attn", q, cache, in.pos0 + n,
-                                      {.n_heads = n_heads,
-                                       .n_kv_heads = n_kv_heads,
-                                       .head_dim = head_dim,
-                                       .scale = scale,
-                                       .causal = true,
-                                       .pos0 = in.pos0});               // [n, heads*hd]
+        const graph::AttentionOptions ao{.n_heads = n_heads,
+                                         .n_kv_heads = n_kv_heads,
+                                         .head_dim = head_dim,
+                                         .scale = scale,
+                                         .causal = true,
+                                         .pos0 = in.pos0};
+        Tensor a;  // [n, heads*hd]
+        if (batch) {
+            a = batch_attention(g, in, il, q, k, v, ao);
+        } else {
+            const graph::KvLayerView cache = kv.layer(il);
+            g.store_kv("kv", k, v, cache, in.pos0, n_kv_heads, head_dim);
+            a = g.attention_cached("attn", q, cache, in.pos0 + n, ao);
+        }
         x = g.matmul("attn_res", a, weight_ref(l.o), {.residual = x});  // [n, d]
         h = g.rms_norm("post_norm", x, l.post_norm.data, eps);
         Tensor u = g.matmul_gated("gate_up", h, weight_ref(l.gate), weight_ref(l.up));  // [n, d_ff]
@@ -60,7 +104,7 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
     }
     if (!in.want_logits) return Tensor{};
     g.set_scope("text");
-    Tensor last = g.view(x, n - 1, 1, 0, d);  // [1, d]
+    Tensor last = batch ? x : g.view(x, n - 1, 1, 0, d);  // [1, d] or the whole batch
     Tensor h = g.rms_norm("final_norm", last, w.final_norm.data, eps);
     Tensor logits = g.matmul("logits", h, weight_ref(w.lm_head));  // [1, vocab]
     g.keep(logits);

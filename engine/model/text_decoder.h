@@ -2,7 +2,9 @@
 // [pos0, pos0 + n_tokens): embeddings with image features spliced in, the Qwen3 layers with
 // q/k RMSNorm and interleaved M-RoPE, K/V appended to the cache, causal GQA attention over
 // the cache, SwiGLU, deepstack features added after the first layers, and the final norm +
-// lm_head on the last row only.
+// lm_head on the last row only. A decode batch instead runs one row per sequence: the
+// products see all rows at once (weights read once per step), each row stores its K/V in and
+// attends over its own cache, and every row gets logits.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +28,20 @@ struct TextGraphInputs {
     float* image_embeds = nullptr;              // [n_visual, hidden]
     std::span<float* const> deepstack;          // each [n_visual, hidden]
     bool want_logits = true;                    // lm_head on the last row
+    // Decode batch: when non-empty (size n_tokens), row i is its own sequence at cache index
+    // batch_pos0[i] of batch_kv[i]; kv and pos0 are then unused, there are no visual rows, and
+    // the logits cover every row.
+    std::span<const graph::KvCacheView> batch_kv;
+    const int* batch_pos0 = nullptr;
 };
 
-// Returns the logits tensor [1, vocab] (invalid when !want_logits).
+// Most rows a decode batch may have. Up to 32 rows the products take the GEMV path, whose
+// per-row order of operations does not depend on the row count (tests/kernels/
+// gemm_row_invariance_test.cpp); beyond it the packed GEMM rounds differently.
+inline constexpr int kMaxDecodeBatch = 32;
+
+// Returns the logits tensor [1, vocab] ([n_tokens, vocab] for a decode batch; invalid when
+// !want_logits).
 graph::Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const TextWeights& w,
                                const graph::KvCacheView& kv, const TextGraphInputs& in);
 

@@ -1,11 +1,14 @@
-// The KV arena: one allocation at session start holding keys and values for every layer,
-// laid out [layer][k|v][kv_head][pos][head_dim] in f32, so decode attention streams each
-// head's keys contiguously. Tracks how many positions are filled and the M-RoPE delta (the
-// two differ after an image; confusing them shifts every generated token).
+// The KV arena: one allocation at session start holding keys and values for every slot (one
+// sequence each) and every layer, laid out [slot][layer][k|v][kv_head][pos][head_dim] in f32, so
+// decode attention streams each head's keys contiguously and a slot's region never moves. Tracks
+// per slot how many positions are filled and the M-RoPE delta (the two differ after an image;
+// confusing them shifts every generated token). The slot argument defaults to 0, the only slot of
+// a single-conversation cache.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "base/aligned_buffer.h"
 #include "base/status.h"
@@ -22,31 +25,39 @@ base::Status check_context_fits(std::int64_t used, std::int64_t n_new, std::int6
 
 class KvCache {
   public:
-    // Bytes of the arena create() allocates: 2 (K and V) x n_layers x n_kv_heads x max_ctx x
-    // head_dim x sizeof(float). False when that overflows 64 bits.
-    static bool bytes_needed(int n_layers, int n_kv_heads, int head_dim, int max_ctx,
-                             std::uint64_t* bytes);
-    static base::Result<KvCache> create(int n_layers, int n_kv_heads, int head_dim, int max_ctx);
+    static base::Result<KvCache> create(int n_layers, int n_kv_heads, int head_dim, int max_ctx,
+                                        int n_slots = 1);
+    // Bytes an arena of these dimensions takes; false when the product overflows.
+    static bool arena_bytes(int n_layers, int n_kv_heads, int head_dim, int max_ctx, int n_slots,
+                            std::uint64_t* bytes);
 
-    graph::KvCacheView view();
-    int size() const { return size_; }
+    graph::KvCacheView view(int slot = 0);
+    int slots() const { return int(slots_.size()); }
+    int size(int slot = 0) const { return slots_[slot].size; }
     int capacity() const { return max_ctx_; }
-    std::int64_t rope_delta() const { return rope_delta_; }
-    std::int64_t next_rope_position() const { return size_ + rope_delta_; }
+    std::int64_t rope_delta(int slot = 0) const { return slots_[slot].rope_delta; }
+    std::int64_t next_rope_position(int slot = 0) const {
+        return slots_[slot].size + slots_[slot].rope_delta;
+    }
 
-    void advance(int n) { size_ += n; }
-    void set_rope_delta(std::int64_t d) { rope_delta_ = d; }
-    void clear() {
-        size_ = 0;
-        rope_delta_ = 0;
+    void advance(int n, int slot = 0) { slots_[slot].size += n; }
+    void set_rope_delta(std::int64_t d, int slot = 0) { slots_[slot].rope_delta = d; }
+    // Keeps the first n positions (prefix reuse); the rope delta is the caller's to set.
+    void truncate(int n, int slot = 0) { slots_[slot].size = n; }
+    void clear(int slot = 0) {
+        slots_[slot].size = 0;
+        slots_[slot].rope_delta = 0;
     }
     std::size_t bytes() const { return buffer_.size(); }
 
   private:
+    struct Slot {
+        int size = 0;
+        std::int64_t rope_delta = 0;
+    };
     base::AlignedBuffer buffer_;
     int n_layers_ = 0, n_kv_heads_ = 0, head_dim_ = 0, max_ctx_ = 0;
-    int size_ = 0;
-    std::int64_t rope_delta_ = 0;
+    std::vector<Slot> slots_;
 };
 
 }  // namespace qvl::runtime

@@ -125,6 +125,10 @@ base::Result<std::unique_ptr<Session>> Session::create(const model::Model& model
         return base::error(ErrorCode::kInvalidArgument, "context size {} must be positive",
                            options.ctx_size);
     }
+    if (options.slots < 1 || options.slots > model::kMaxDecodeBatch) {
+        return base::error(ErrorCode::kInvalidArgument, "{} slots: a session serves 1 to {}",
+                           options.slots, model::kMaxDecodeBatch);
+    }
     std::unique_ptr<Session> s(new Session(model, options));
     const base::Status st = guarded("creating the session", [&] { return s->reserve(); });
     if (!st.ok()) return st;
@@ -145,8 +149,8 @@ base::Status Session::reserve() {
     // --ctx-size or --image-max-tokens is refused with numbers instead of paging to death.
     std::uint64_t kv_bytes = 0, visual_bytes = 0, scratch_bytes = 0, fixed = 0;
     const bool sizes_ok =
-        KvCache::bytes_needed(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
-                              options_.ctx_size, &kv_bytes) &&
+        KvCache::arena_bytes(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
+                             options_.ctx_size, options_.slots, &kv_bytes) &&
         base::checked_product(
             {1 + vc.deepstack_visual_indexes.size(), std::uint64_t(options_.ctx_size),
              std::uint64_t(tc.hidden_size), sizeof(float)},
@@ -161,15 +165,21 @@ base::Status Session::reserve() {
                                 sizes_ok ? fixed : ~std::uint64_t(0), 0, available));
 
     QVL_ASSIGN_OR_RETURN(kv_, KvCache::create(tc.num_hidden_layers, tc.num_key_value_heads,
-                                              tc.head_dim, options_.ctx_size));
+                                              tc.head_dim, options_.ctx_size, options_.slots));
     vision_inputs_.reserve(vc, max_patches_);
-    text_cos_.resize(std::size_t(chunk_) * tc.head_dim / 2);
+    const int rows = std::max(chunk_, options_.slots);
+    text_cos_.resize(std::size_t(rows) * tc.head_dim / 2);
     text_sin_.resize(text_cos_.size());
-    chunk_pos_t_.resize(chunk_);
-    chunk_pos_h_.resize(chunk_);
-    chunk_pos_w_.resize(chunk_);
+    chunk_pos_t_.resize(rows);
+    chunk_pos_h_.resize(rows);
+    chunk_pos_w_.resize(rows);
     visual_rows_.resize(chunk_);
-    logits_.resize(tc.vocab_size);
+    logits_.resize(std::size_t(options_.slots) * tc.vocab_size);
+    decode_ids_.resize(options_.slots);
+    decode_pos_.resize(options_.slots);
+    decode_kv_.resize(options_.slots);
+    history_.resize(std::size_t(options_.slots));
+    for (std::vector<std::int32_t>& h : history_) h.reserve(std::size_t(options_.ctx_size));
     const image::PreprocessConfig& pp = model_->preprocess();
     fused_patch_embed_ = pp.image_mean[0] == pp.image_mean[1] &&
                          pp.image_mean[0] == pp.image_mean[2] &&
@@ -213,6 +223,19 @@ base::Status Session::reserve() {
                                  .deepstack = deepstack_ptrs_});
         arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
     }
+    {  // a decode step of every slot at once
+        for (int i = 0; i < options_.slots; ++i) decode_kv_[i] = kv_.view(i);
+        graph_.clear();
+        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
+        model::build_text_graph(g, tc, model_->weights().text(), kv_.view(),
+                                {.n_tokens = options_.slots,
+                                 .ids = decode_ids_.data(),
+                                 .rope_cos = text_cos_.data(),
+                                 .rope_sin = text_sin_.data(),
+                                 .batch_kv = decode_kv_,
+                                 .batch_pos0 = decode_pos_.data()});
+        arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
+    }
     graph_.clear();
     // Refuse now, with the numbers, rather than be killed half-way through a prefill.
     QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), fixed, arena_bytes, available));
@@ -235,8 +258,48 @@ std::span<const float> Session::image_features(int image) const {
             std::size_t(e.n_tokens) * hidden};
 }
 
+std::vector<float> Session::image_feature_levels(int image) const {
+    std::vector<float> out;
+    if (image < 0 || image >= int(images_.size())) return out;
+    const std::size_t hidden = std::size_t(model_->config().text.hidden_size);
+    const EncodedImage& e = images_[std::size_t(image)];
+    const std::size_t n = std::size_t(e.n_tokens) * hidden;
+    const std::size_t row0 = std::size_t(e.first_row) * hidden;
+    out.reserve(n * (1 + deepstack_ptrs_.size()));
+    out.insert(out.end(), visual_.as<float>() + row0, visual_.as<float>() + row0 + n);
+    for (const float* level : deepstack_ptrs_)
+        out.insert(out.end(), level + row0, level + row0 + n);
+    return out;
+}
+
+base::Status Session::add_encoded_image(const model::ImageGrid& grid,
+                                        std::span<const float> levels) {
+    const std::size_t hidden = std::size_t(model_->config().text.hidden_size);
+    const std::int64_t tokens = std::int64_t(grid.t) * grid.h * grid.w;
+    if (tokens < 1 || tokens > max_image_tokens_ ||
+        levels.size() != std::size_t(tokens) * hidden * (1 + deepstack_ptrs_.size())) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "image features of {} values do not match a {}x{}x{} grid",
+                           levels.size(), grid.t, grid.h, grid.w);
+    }
+    if (visual_rows_used_ + tokens > kv_.capacity()) {
+        return base::error(ErrorCode::kOutOfRange, "images need {} tokens but the context holds {}",
+                           visual_rows_used_ + tokens, kv_.capacity());
+    }
+    const std::size_t n = std::size_t(tokens) * hidden;
+    const std::size_t row0 = std::size_t(visual_rows_used_) * hidden;
+    std::copy(levels.begin(), levels.begin() + std::ptrdiff_t(n), visual_.as<float>() + row0);
+    for (std::size_t l = 0; l < deepstack_ptrs_.size(); ++l) {
+        const auto src = levels.begin() + std::ptrdiff_t((l + 1) * n);
+        std::copy(src, src + std::ptrdiff_t(n), deepstack_ptrs_[l] + row0);
+    }
+    images_.push_back({.n_tokens = int(tokens), .first_row = visual_rows_used_, .grid = grid});
+    visual_rows_used_ += int(tokens);
+    return base::Status();
+}
+
 void Session::reset() {
-    kv_.clear();
+    for (int i = 0; i < kv_.slots(); ++i) reset_slot(i);
     images_.clear();
     visual_rows_used_ = 0;
 }
@@ -293,12 +356,24 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
     });
 }
 
-base::Status Session::prefill(std::span<const std::int32_t> ids) {
+base::Status Session::prefill(std::span<const std::int32_t> ids) { return prefill(0, ids); }
+
+base::Status Session::prefill(int slot, std::span<const std::int32_t> ids) {
+    QVL_TRY(begin_prefill(slot, ids));
+    for (bool done = false; !done;) QVL_TRY(prefill_next(&done));
+    return base::Status();
+}
+
+base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids) {
     return guarded("prefill", [&]() -> base::Status {
         const model::ModelConfig& cfg = model_->config();
         const int n = int(ids.size());
+        job_ = PrefillJob{};
+        if (slot < 0 || slot >= kv_.slots()) {
+            return base::error(ErrorCode::kInvalidArgument, "no slot {}", slot);
+        }
         if (n == 0) return base::error(ErrorCode::kInvalidArgument, "empty prompt");
-        QVL_TRY(check_context_fits(kv_.size(), n, kv_.capacity(), "the prompt"));
+        QVL_TRY(check_context_fits(kv_.size(slot), n, kv_.capacity(), "the prompt"));
         for (std::int32_t id : ids) {
             if (id < 0 || id >= cfg.text.vocab_size) {
                 return base::error(ErrorCode::kInvalidArgument,
@@ -308,35 +383,99 @@ base::Status Session::prefill(std::span<const std::int32_t> ids) {
         }
         std::vector<model::ImageGrid> grids;
         for (const EncodedImage& e : images_) grids.push_back(e.grid);
-        QVL_ASSIGN_OR_RETURN(model::RopePositions pos,
+        QVL_ASSIGN_OR_RETURN(job_.pos,
                              model::compute_rope_positions(ids, grids, cfg.image_token_id));
-        const std::int64_t base_pos = kv_.next_rope_position();
-        int visual_seen = 0;
-        for (int offset = 0; offset < n; offset += chunk_) {
-            const int len = std::min(chunk_, n - offset);
-            for (int i = 0; i < len; ++i) {
-                chunk_pos_t_[i] = std::int32_t(pos.t[offset + i] + base_pos);
-                chunk_pos_h_[i] = std::int32_t(pos.h[offset + i] + base_pos);
-                chunk_pos_w_[i] = std::int32_t(pos.w[offset + i] + base_pos);
-            }
-            QVL_TRY(run_prefill_chunk(ids, offset, len, chunk_pos_t_.data(), chunk_pos_h_.data(),
-                                      chunk_pos_w_.data(), visual_seen));
-            for (int i = 0; i < len; ++i) visual_seen += ids[offset + i] == cfg.image_token_id;
-        }
-        kv_.set_rope_delta(kv_.rope_delta() + pos.rope_delta);
-        images_.clear();
-        visual_rows_used_ = 0;
+        job_.slot = slot;
+        job_.ids = ids;
+        job_.base_pos = kv_.next_rope_position(slot);
         return base::Status();
     });
 }
 
-base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int offset, int n,
-                                        const std::int32_t* pos_t, const std::int32_t* pos_h,
-                                        const std::int32_t* pos_w, int visual_base) {
+base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
+                                            std::span<const model::ImageGrid> kept_grids) {
+    if (slot < 0 || slot >= kv_.slots()) {
+        return base::error(ErrorCode::kInvalidArgument, "no slot {}", slot);
+    }
+    const std::vector<std::int32_t>& held = history_[std::size_t(slot)];
+    const std::int32_t pad = model_->config().image_token_id;
+    if (keep <= 0 || keep >= int(ids.size()) || keep > int(held.size()) ||
+        !std::equal(ids.begin(), ids.begin() + keep, held.begin()) ||
+        (ids[keep] == pad && ids[keep - 1] == pad)) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "cannot reuse {} tokens of slot {} for a prompt of {} tokens", keep,
+                           slot, ids.size());
+    }
+    return guarded("prefill", [&]() -> base::Status {
+        job_ = PrefillJob{};
+        const model::ModelConfig& cfg = model_->config();
+        for (std::int32_t id : ids.subspan(std::size_t(keep))) {
+            if (id < 0 || id >= cfg.text.vocab_size) {
+                return base::error(ErrorCode::kInvalidArgument,
+                                   "token id {} is outside the vocabulary of {}", id,
+                                   cfg.text.vocab_size);
+            }
+        }
+        if (ids.size() > std::size_t(kv_.capacity())) {
+            return base::error(ErrorCode::kOutOfRange,
+                               "prompt of {} tokens does not fit the context of {} tokens",
+                               ids.size(), kv_.capacity());
+        }
+        std::vector<model::ImageGrid> grids(kept_grids.begin(), kept_grids.end());
+        for (const EncodedImage& e : images_) grids.push_back(e.grid);
+        QVL_ASSIGN_OR_RETURN(job_.pos,
+                             model::compute_rope_positions(ids, grids, cfg.image_token_id));
+        kv_.truncate(keep, slot);
+        kv_.set_rope_delta(0, slot);
+        history_[std::size_t(slot)].resize(std::size_t(keep));
+        job_.slot = slot;
+        job_.ids = ids;
+        job_.offset = keep;
+        job_.base_pos = 0;
+        return base::Status();
+    });
+}
+
+base::Status Session::prefill_next(bool* done) {
+    *done = false;
+    if (job_.slot < 0) {
+        return base::error(ErrorCode::kInvalidArgument, "no prefill in progress");
+    }
+    return guarded("prefill", [&]() -> base::Status {
+        const int n = int(job_.ids.size());
+        const int offset = job_.offset;
+        const int len = std::min(chunk_, n - offset);
+        for (int i = 0; i < len; ++i) {
+            chunk_pos_t_[i] = std::int32_t(job_.pos.t[offset + i] + job_.base_pos);
+            chunk_pos_h_[i] = std::int32_t(job_.pos.h[offset + i] + job_.base_pos);
+            chunk_pos_w_[i] = std::int32_t(job_.pos.w[offset + i] + job_.base_pos);
+        }
+        base::Status st = run_prefill_chunk(job_.slot, job_.ids, offset, len, job_.visual_seen);
+        if (!st.ok()) {
+            job_.slot = -1;
+            return st;
+        }
+        const std::int32_t image_id = model_->config().image_token_id;
+        for (int i = 0; i < len; ++i) job_.visual_seen += job_.ids[offset + i] == image_id;
+        job_.offset += len;
+        if (job_.offset == n) {
+            kv_.set_rope_delta(kv_.rope_delta(job_.slot) + job_.pos.rope_delta, job_.slot);
+            images_.clear();
+            visual_rows_used_ = 0;
+            job_.slot = -1;
+            *done = true;
+        }
+        return base::Status();
+    });
+}
+
+base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset,
+                                        int n, int visual_base) {
     const model::ModelConfig& cfg = model_->config();
     const model::TextConfig& tc = cfg.text;
-    model::text_mrope_tables(pos_t, pos_h, pos_w, n, tc.head_dim, tc.rope_theta, tc.mrope_section,
-                             text_cos_.data(), text_sin_.data());
+    model::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), n,
+                               tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
+                               text_sin_.data());
     int n_visual = 0;
     for (int i = 0; i < n; ++i) {
         if (ids[offset + i] == cfg.image_token_id) visual_rows_[n_visual++] = i;
@@ -349,9 +488,9 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
     graph_.clear();
     graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
     const graph::Tensor logits = model::build_text_graph(
-        g, tc, model_->weights().text(), kv_.view(),
+        g, tc, model_->weights().text(), kv_.view(slot),
         {.n_tokens = n,
-         .pos0 = kv_.size(),
+         .pos0 = kv_.size(slot),
          .ids = ids.data() + offset,
          .rope_cos = text_cos_.data(),
          .rope_sin = text_sin_.data(),
@@ -361,40 +500,71 @@ base::Status Session::run_prefill_chunk(std::span<const std::int32_t> ids, int o
          .deepstack = chunk_deepstack_,
          .want_logits = last});
     run_graph();
-    kv_.advance(n);
+    kv_.advance(n, slot);
+    history_[std::size_t(slot)].insert(history_[std::size_t(slot)].end(), ids.begin() + offset,
+                                       ids.begin() + offset + n);
     if (last) {
-        std::memcpy(logits_.data(), executor_.data(graph_, logits, arena_.data()),
-                    logits_.size() * sizeof(float));
+        const std::size_t vocab = std::size_t(tc.vocab_size);
+        std::memcpy(logits_.data() + std::size_t(slot) * vocab,
+                    executor_.data(graph_, logits, arena_.data()), vocab * sizeof(float));
     }
     return base::Status();
 }
 
 base::Status Session::decode(std::int32_t token) {
+    const int slot = 0;
+    return decode_batch({&slot, 1}, {&token, 1});
+}
+
+base::Status Session::decode_batch(std::span<const int> slots,
+                                   std::span<const std::int32_t> tokens) {
     const model::TextConfig& tc = model_->config().text;
-    QVL_TRY(check_context_fits(kv_.size(), 1, kv_.capacity(), "the next token"));
-    if (token < 0 || token >= tc.vocab_size) {
-        return base::error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary",
-                           token);
+    const int m = int(slots.size());
+    if (m == 0 || m > kv_.slots() || tokens.size() != slots.size()) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "decode batch of {} slots and {} tokens (the session has {} slots)", m,
+                           tokens.size(), kv_.slots());
     }
-    decode_id_ = token;
-    const std::int32_t p = std::int32_t(kv_.next_rope_position());
-    chunk_pos_t_[0] = chunk_pos_h_[0] = chunk_pos_w_[0] = p;
-    model::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), 1,
-                             tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
-                             text_sin_.data());
+    for (int i = 0; i < m; ++i) {
+        const int slot = slots[i];
+        if (slot < 0 || slot >= kv_.slots() ||
+            std::find(slots.begin(), slots.begin() + i, slot) != slots.begin() + i) {
+            return base::error(ErrorCode::kInvalidArgument, "decode batch: bad or repeated slot {}",
+                               slot);
+        }
+        QVL_TRY(check_context_fits(kv_.size(slot), 1, kv_.capacity(), "the next token"));
+        if (tokens[i] < 0 || tokens[i] >= tc.vocab_size) {
+            return base::error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary",
+                               tokens[i]);
+        }
+        decode_ids_[i] = tokens[i];
+        decode_pos_[i] = kv_.size(slot);
+        decode_kv_[i] = kv_.view(slot);
+        const std::int32_t p = std::int32_t(kv_.next_rope_position(slot));
+        chunk_pos_t_[i] = chunk_pos_h_[i] = chunk_pos_w_[i] = p;
+    }
+    model::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), m,
+                               tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
+                               text_sin_.data());
     graph_.clear();
     graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
     const graph::Tensor logits =
         model::build_text_graph(g, tc, model_->weights().text(), kv_.view(),
-                                {.n_tokens = 1,
-                                 .pos0 = kv_.size(),
-                                 .ids = &decode_id_,
+                                {.n_tokens = m,
+                                 .ids = decode_ids_.data(),
                                  .rope_cos = text_cos_.data(),
-                                 .rope_sin = text_sin_.data()});
+                                 .rope_sin = text_sin_.data(),
+                                 .batch_kv = {decode_kv_.data(), std::size_t(m)},
+                                 .batch_pos0 = decode_pos_.data()});
     run_graph();
-    kv_.advance(1);
-    std::memcpy(logits_.data(), executor_.data(graph_, logits, arena_.data()),
-                logits_.size() * sizeof(float));
+    const std::size_t vocab = std::size_t(tc.vocab_size);
+    const float* out = executor_.data(graph_, logits, arena_.data());
+    for (int i = 0; i < m; ++i) {
+        kv_.advance(1, slots[i]);
+        history_[std::size_t(slots[i])].push_back(tokens[i]);
+        std::memcpy(logits_.data() + std::size_t(slots[i]) * vocab, out + std::size_t(i) * vocab,
+                    vocab * sizeof(float));
+    }
     return base::Status();
 }
 

@@ -1,4 +1,5 @@
-// Session: one conversation over a loaded Model. Owns the thread pool, the KV arena, the
+// Session: one conversation (or, with slots > 1, several: one KV region per slot, decoded
+// together in one batched pass) over a loaded Model. Owns the thread pool, the KV arena, the
 // activation arena (reserved at create from the worst-case graphs: the largest allowed image
 // and the longest prefill chunk) and the visual features waiting for the next prefill.
 // After create, the big buffers never grow: encode_image and prefill allocate only small
@@ -61,6 +62,7 @@ struct SessionOptions {
     bool profile = false;   // per-op timing (Session::profile)
     std::string trace_dir;  // non-empty: every node's output is written there as .npy
     bool pin_threads = false;
+    int slots = 1;  // sequences with their own KV region (1..model::kMaxDecodeBatch)
 };
 
 // The kernel tier a session with that request runs on this machine ("avx512bf16", ...).
@@ -91,12 +93,59 @@ class Session {
     // One decode step for `token`; updates logits().
     base::Status decode(std::int32_t token);
 
-    std::span<const float> logits() const { return {logits_.data(), logits_.size()}; }
+    // The same for one slot: prefill(ids) and decode(token) are slot 0's.
+    base::Status prefill(int slot, std::span<const std::int32_t> ids);
+    // prefill(slot, ids) in bounded pieces, so a scheduler can run decode steps in between:
+    // begin_prefill checks ids and computes their positions (ids must outlive the prefill);
+    // each prefill_next runs one chunk (at most 512 tokens) and sets *done after the last,
+    // when logits(slot) holds the last position's logits. Decode steps of other slots may run
+    // between the pieces; encode_image and another prefill may not.
+    base::Status begin_prefill(int slot, std::span<const std::int32_t> ids);
+    // Prefix reuse: ids is a whole prompt whose first `keep` tokens (0 < keep < ids.size())
+    // the slot's KV already holds (slot_tokens begins with them, with the same images:
+    // the caller checks those); keep must not cut a run of image pads. The KV is cut back to
+    // keep and only the rest is prefilled, at the positions a cold prefill of ids gives it.
+    // kept_grids: the grids of the images whose pads lie in ids[0, keep); the pending images
+    // (encode_image) are those of the rest.
+    base::Status begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
+                                       std::span<const model::ImageGrid> kept_grids);
+    base::Status prefill_next(bool* done);
+    // One decode step for several slots in one pass: slots[i] (distinct) decodes tokens[i]. The
+    // matrix products run over all rows at once; each slot's logits are bit-identical to what
+    // the same step gives it alone.
+    base::Status decode_batch(std::span<const int> slots, std::span<const std::int32_t> tokens);
+
+    std::span<const float> logits(int slot = 0) const {
+        const std::size_t vocab = std::size_t(model_->config().text.vocab_size);
+        return {logits_.data() + std::size_t(slot) * vocab, vocab};
+    }
     // The final merger output of encoded image i (of those waiting for prefill).
     std::span<const float> image_features(int image) const;
+    // Every feature level of encoded image i (merger output, then each deepstack level), each
+    // [tokens, text hidden], concatenated: what an image-feature cache keeps. Empty if no such
+    // image.
+    std::vector<float> image_feature_levels(int image) const;
+    // Adds an image as if encode_image had run: levels as image_feature_levels returns them,
+    // grid in merged tokens.
+    base::Status add_encoded_image(const model::ImageGrid& grid, std::span<const float> levels);
     void reset();
+    // Drops the images encoded for the next prefill (an abandoned admission).
+    void clear_images() {
+        images_.clear();
+        visual_rows_used_ = 0;
+    }
+    // Empties one slot's KV (the pending images stay).
+    void reset_slot(int slot) {
+        kv_.clear(slot);
+        history_[std::size_t(slot)].clear();
+    }
+    // The token ids whose keys and values the slot's KV holds, in order.
+    std::span<const std::int32_t> slot_tokens(int slot) const {
+        return history_[std::size_t(slot)];
+    }
 
-    int context_used() const { return kv_.size(); }
+    int slots() const { return kv_.slots(); }
+    int context_used(int slot = 0) const { return kv_.size(slot); }
     int context_size() const { return kv_.capacity(); }
     int max_image_tokens() const { return max_image_tokens_; }
     int threads() const { return pool_->size(); }
@@ -115,9 +164,9 @@ class Session {
   private:
     Session(const model::Model& model, const SessionOptions& options);
     base::Status reserve();
-    base::Status run_prefill_chunk(std::span<const std::int32_t> ids, int offset, int n,
-                                   const std::int32_t* pos_t, const std::int32_t* pos_h,
-                                   const std::int32_t* pos_w, int visual_base);
+    // Prefills ids[offset, offset + n) into slot at the positions in chunk_pos_*.
+    base::Status run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset, int n,
+                                   int visual_base);
     void run_graph();
 
     struct EncodedImage {
@@ -150,7 +199,19 @@ class Session {
     // same mean and std (true for Qwen3-VL), else images go through pixel_values.
     float pixel_lut_[256] = {};
     bool fused_patch_embed_ = false;
-    std::int32_t decode_id_ = 0;
+    struct PrefillJob {
+        int slot = -1;  // -1: none in progress
+        std::span<const std::int32_t> ids;
+        model::RopePositions pos;
+        std::int64_t base_pos = 0;
+        int offset = 0, visual_seen = 0;
+    };
+    PrefillJob job_;
+    std::vector<std::vector<std::int32_t>> history_;  // per slot, capacity ctx_size
+    // Decode batch inputs, one row per slot, sized at create.
+    std::vector<std::int32_t> decode_ids_;
+    std::vector<int> decode_pos_;
+    std::vector<graph::KvCacheView> decode_kv_;
 
     // Visual features for the next prefill: merger output and one buffer per deepstack level,
     // each [ctx_size, text hidden].

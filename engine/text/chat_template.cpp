@@ -1,6 +1,7 @@
 #include "text/chat_template.h"
 
 #include <string_view>
+#include <utility>
 
 #include "io/json.h"
 
@@ -56,6 +57,8 @@ class MessagesParser {
   public:
     explicit MessagesParser(const std::filesystem::path& path)
         : file_(path.string()), dir_(path.parent_path()) {}
+    MessagesParser(std::string label, std::filesystem::path dir)
+        : file_(std::move(label)), dir_(std::move(dir)) {}
 
     template <class... Args>
     base::Status fail(ErrorCode code, fmt::format_string<Args...> f, Args&&... args) const {
@@ -187,6 +190,12 @@ class MessagesParser {
 base::Result<std::vector<ChatMessage>> load_messages_file(const std::filesystem::path& path) {
     QVL_ASSIGN_OR_RETURN(const io::JsonValue root, io::read_json_file(path));
     return MessagesParser(path).parse(root);
+}
+
+base::Result<std::vector<ChatMessage>> parse_messages(const io::JsonValue& messages,
+                                                      const std::string& label,
+                                                      const std::filesystem::path& image_dir) {
+    return MessagesParser(label, image_dir).parse(messages);
 }
 
 base::Result<std::vector<std::int32_t>> expand_image_pads(std::span<const std::int32_t> ids,

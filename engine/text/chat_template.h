@@ -11,6 +11,10 @@
 
 #include "base/status.h"
 
+namespace qvl::io {
+class JsonValue;
+}  // namespace qvl::io
+
 namespace qvl::text {
 
 struct ChatPart {
@@ -46,6 +50,12 @@ std::string render_chat(std::span<const ChatMessage> messages, bool add_generati
 // calls and remote (http/data) images: kUnsupported. Missing file: kNotFound; bad JSON:
 // kCorruptFile.
 base::Result<std::vector<ChatMessage>> load_messages_file(const std::filesystem::path& path);
+
+// The same for an already parsed value (a line of a --batch file): `label` prefixes errors
+// ("batch.jsonl:3"), relative image paths resolve against image_dir.
+base::Result<std::vector<ChatMessage>> parse_messages(const io::JsonValue& messages,
+                                                      const std::string& label,
+                                                      const std::filesystem::path& image_dir);
 
 // Expands every image_pad_id in `ids` (in order) to image_tokens[i] copies (HF
 // Qwen3VLProcessor: N = t*h*w / merge^2 per image). kInvalidArgument if the number of pads and

@@ -1,0 +1,506 @@
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "base/timer.h"
+#include "runtime/image_cache.h"
+#include "runtime/sampler.h"
+#include "text/tokenizer.h"
+
+namespace qvl::runtime {
+
+using base::ErrorCode;
+
+namespace {
+
+// One request from submit to on_done.
+struct Job {
+    RequestId id = 0;
+    Request req;
+    RequestResult result;
+    double submitted_ms = 0, first_token_ms = 0;
+    std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<text::StreamDecoder> stream;
+    std::size_t streamed = 0;  // bytes of result.text already passed to on_text
+    std::size_t next_image = 0;
+    // Identity of each image (content hash) and its merged grid, in prompt order.
+    std::vector<ImageKey> image_hashes;
+    std::vector<model::ImageGrid> grids;
+    int keep = 0;                 // prompt tokens reused from the slot's KV
+    std::size_t kept_images = 0;  // images whose pads lie in those tokens
+    bool prefill_started = false;
+    bool stop_string = false;   // ended on a stop string: the text was cut, nothing to flush
+    std::int32_t pending = -1;  // sampled token whose decode step is still to run
+};
+
+// Bytes at the end of text that could begin one of the stop strings (held back from streaming).
+std::size_t stop_prefix_hold(std::string_view text, const std::vector<std::string>& stops) {
+    std::size_t hold = 0;
+    for (const std::string& s : stops) {
+        for (std::size_t k = std::min(s.size() - 1, text.size()); k > hold; --k) {
+            if (text.substr(text.size() - k) == std::string_view(s).substr(0, k)) {
+                hold = k;
+                break;
+            }
+        }
+    }
+    return hold;
+}
+
+int merge_size(const model::Model& m) { return m.config().vision.spatial_merge_size; }
+
+}  // namespace
+
+struct Engine::Impl {
+    const model::Model* model = nullptr;
+    EngineOptions options;
+    std::unique_ptr<Session> session;
+    std::vector<std::int32_t> default_stops;
+
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::unique_ptr<Job>> queue;  // guarded by mu
+    std::vector<RequestId> cancels;          // guarded by mu
+    bool stop = false;                       // guarded by mu
+    RequestId next_id = 1;                   // guarded by mu
+    int busy = 0;                            // guarded by mu
+
+    // Scheduler thread only.
+    std::vector<std::unique_ptr<Job>> slots;
+    // The images whose features a slot's KV holds (for prefix reuse), in order.
+    struct SlotImages {
+        std::vector<ImageKey> hashes;
+        std::vector<model::ImageGrid> grids;
+    };
+    std::vector<SlotImages> slot_images;
+    std::unique_ptr<ImageFeatureCache> image_cache;  // null: off
+    int admitting = -1;  // the slot whose images / prefill are under way
+    std::vector<RequestId> cancels_now;
+    std::vector<std::unique_ptr<Job>> dropped;
+    std::vector<int> batch_slots;
+    std::vector<std::int32_t> batch_tokens;
+    std::thread thread;
+
+    void run();
+    int reusable_prefix(int slot, const Job& j, std::size_t* kept_images) const;
+    int pick_slot(Job& j) const;
+    void step();
+    void admit_piece();
+    void decode_step();
+    void take_token(int slot);
+    bool emit_text(Job& j, std::int32_t token);
+    void finish(int slot, const char* reason, base::Status error = {});
+    void finish_job(Job& j, const char* reason, base::Status error);
+};
+
+void Engine::Impl::run() {
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(mu);
+            cv.wait(lock, [&] { return stop || !queue.empty() || busy > 0 || !cancels.empty(); });
+            if (stop) break;
+            cancels_now.swap(cancels);
+            cancels.clear();
+            // Cancelled while queued: out of the queue now, finished below without the lock.
+            for (auto it = queue.begin(); it != queue.end();) {
+                if (std::find(cancels_now.begin(), cancels_now.end(), (*it)->id) !=
+                    cancels_now.end()) {
+                    dropped.push_back(std::move(*it));
+                    it = queue.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            // Admit one request at a time: its vision and prefill run in pieces between steps.
+            if (admitting < 0 && !queue.empty()) {
+                const int s = pick_slot(*queue.front());
+                if (s >= 0) {
+                    slots[s] = std::move(queue.front());
+                    queue.pop_front();
+                    admitting = s;
+                    ++busy;
+                }
+            }
+        }
+        for (std::unique_ptr<Job>& j : dropped) finish_job(*j, "cancelled", {});
+        dropped.clear();
+        for (int s = 0; s < int(slots.size()); ++s) {
+            if (slots[s] != nullptr && std::find(cancels_now.begin(), cancels_now.end(),
+                                                 slots[s]->id) != cancels_now.end()) {
+                finish(s, "cancelled");
+            }
+        }
+        cancels_now.clear();
+        step();
+    }
+    // Shutting down: everything still queued or running ends "cancelled".
+    for (int s = 0; s < int(slots.size()); ++s) {
+        if (slots[s] != nullptr) finish(s, "cancelled");
+    }
+    std::deque<std::unique_ptr<Job>> rest;
+    {
+        const std::lock_guard<std::mutex> lock(mu);
+        rest.swap(queue);
+    }
+    for (std::unique_ptr<Job>& j : rest) finish_job(*j, "cancelled", {});
+}
+
+// How many of j's prompt tokens the slot's KV already holds: the common prefix of token ids,
+// cut before the first image whose content differs and never inside a run of image pads, and
+// at least one token short of the prompt (its last position's logits are needed).
+int Engine::Impl::reusable_prefix(int slot, const Job& j, std::size_t* kept_images) const {
+    const std::span<const std::int32_t> held = session->slot_tokens(slot);
+    const std::vector<std::int32_t>& ids = j.req.prompt.ids;
+    const std::int32_t pad = model->config().image_token_id;
+    const SlotImages& mem = slot_images[std::size_t(slot)];
+    const std::size_t limit = std::min(held.size(), ids.size() - 1);
+    std::size_t keep = 0, image = 0;
+    while (keep < limit && held[keep] == ids[keep]) {
+        if (ids[keep] == pad && (keep == 0 || ids[keep - 1] != pad)) {  // an image's run starts
+            const bool same = image < mem.hashes.size() && image < j.image_hashes.size() &&
+                              mem.hashes[image] == j.image_hashes[image] &&
+                              mem.grids[image].t == j.grids[image].t &&
+                              mem.grids[image].h == j.grids[image].h &&
+                              mem.grids[image].w == j.grids[image].w;
+            if (!same) break;
+            ++image;
+        }
+        ++keep;
+    }
+    while (keep > 0 && ids[keep] == pad && ids[keep - 1] == pad) --keep;  // not inside a run
+    std::size_t images = 0;
+    for (std::size_t i = 0; i < keep; ++i) images += ids[i] == pad && (i == 0 || ids[i - 1] != pad);
+    *kept_images = images;
+    return int(keep);
+}
+
+// The free slot for j: the one whose conversation j continues (it reuses at least half of what
+// the slot holds) with the longest reuse; otherwise the slot with the least to lose, so that an
+// incidental common prefix (the same system prompt) does not evict another conversation. -1
+// when no slot is free.
+int Engine::Impl::pick_slot(Job& j) const {
+    int best = -1, best_score = -1, best_keep = 0;
+    std::size_t best_held = 0, best_images = 0;
+    for (int s = 0; s < int(slots.size()); ++s) {
+        if (slots[s] != nullptr) continue;
+        std::size_t images = 0;
+        const int keep = reusable_prefix(s, j, &images);
+        const std::size_t held = session->slot_tokens(s).size();
+        const int score = keep > 0 && 2 * std::size_t(keep) >= held ? keep : 0;
+        if (score > best_score || (score == best_score && held < best_held)) {
+            best = s;
+            best_score = score;
+            best_keep = keep;
+            best_held = held;
+            best_images = images;
+        }
+    }
+    if (best >= 0) {
+        j.keep = best_keep;
+        j.next_image = best_images;
+        j.kept_images = best_images;
+        j.result.cached_prompt_tokens = best_keep;
+    }
+    return best;
+}
+
+void Engine::Impl::step() {
+    if (admitting >= 0) admit_piece();
+    decode_step();
+}
+
+void Engine::Impl::admit_piece() {
+    const int slot = admitting;
+    Job& j = *slots[slot];
+    const std::vector<image::PreprocessedImage>& images = j.req.prompt.images;
+    if (!j.prefill_started && j.result.timings.queue == 0) {
+        j.result.timings.queue = base::now_ms() - j.submitted_ms;
+        session->clear_images();
+    }
+    if (j.next_image < images.size()) {  // one image per piece
+        const base::Timer t;
+        const std::size_t i = j.next_image++;
+        const std::vector<float>* cached =
+            image_cache ? image_cache->find(j.image_hashes[i], j.grids[i]) : nullptr;
+        base::Status st;
+        if (cached != nullptr) {
+            st = session->add_encoded_image(j.grids[i], *cached);
+            ++j.result.image_cache_hits;
+        } else {
+            st = session->encode_image(images[i]);
+            if (st.ok() && image_cache) {
+                const int last = int(i - j.kept_images);  // among the pending images
+                image_cache->insert(j.image_hashes[i], j.grids[i],
+                                    session->image_feature_levels(last));
+            }
+        }
+        j.result.timings.vision += t.elapsed_ms();
+        if (!st.ok()) finish(slot, "error", st);
+        return;
+    }
+    const base::Timer t;
+    if (!j.prefill_started) {
+        j.prefill_started = true;
+        slot_images[std::size_t(slot)] = {};
+        base::Status st;
+        if (j.keep > 0) {
+            st = session->begin_prefill_reusing(
+                slot, j.req.prompt.ids, j.keep,
+                std::span<const model::ImageGrid>(j.grids).first(j.kept_images));
+        } else {
+            session->reset_slot(slot);
+            st = session->begin_prefill(slot, j.req.prompt.ids);
+        }
+        if (!st.ok()) {
+            finish(slot, "error", st);
+            return;
+        }
+    }
+    bool done = false;
+    const base::Status st = session->prefill_next(&done);
+    j.result.timings.prefill += t.elapsed_ms();
+    if (!st.ok()) {
+        finish(slot, "error", st);
+        return;
+    }
+    if (done) {
+        admitting = -1;
+        slot_images[std::size_t(slot)] = {j.image_hashes, j.grids};
+        if (j.req.params.n_predict <= 0) {
+            finish(slot, "length");
+        } else {
+            take_token(slot);
+        }
+    }
+}
+
+void Engine::Impl::decode_step() {
+    batch_slots.clear();
+    batch_tokens.clear();
+    for (int s = 0; s < int(slots.size()); ++s) {
+        if (slots[s] != nullptr && s != admitting && slots[s]->pending >= 0) {
+            batch_slots.push_back(s);
+            batch_tokens.push_back(slots[s]->pending);
+        }
+    }
+    if (batch_slots.empty()) return;
+    const base::Status st = session->decode_batch(batch_slots, batch_tokens);
+    for (int s : batch_slots) {
+        if (slots[s] == nullptr) continue;  // finished by a callback's cancel? (not possible)
+        slots[s]->pending = -1;
+        if (!st.ok()) {
+            finish(s, "error", st);
+        } else {
+            take_token(s);
+        }
+    }
+}
+
+// Samples the slot's next token from its logits, streams it, and either ends the request or
+// leaves the token for the next decode step.
+void Engine::Impl::take_token(int slot) {
+    Job& j = *slots[slot];
+    const GenerateParams& gp = j.req.params;
+    const std::int32_t token = j.sampler->sample(session->logits(slot));
+    if (j.result.tokens.empty() && j.first_token_ms == 0) {
+        j.first_token_ms = base::now_ms();
+        j.result.timings.ttft = j.first_token_ms - j.submitted_ms;
+    }
+    const std::vector<std::int32_t>& stops = gp.stop_ids.empty() ? default_stops : gp.stop_ids;
+    if (!gp.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end()) {
+        finish(slot, "stop");
+        return;
+    }
+    j.result.tokens.push_back(token);
+    j.result.text.append(j.stream->push(token));
+    if (emit_text(j, token)) {
+        j.stop_string = true;
+        finish(slot, "stop");
+        return;
+    }
+    if (int(j.result.tokens.size()) >= gp.n_predict ||
+        session->context_used(slot) + 1 > session->context_size()) {
+        finish(slot, "length");
+        return;
+    }
+    j.pending = token;
+}
+
+// Streams what is safe to stream; true when a stop string matched (the text is cut before it).
+bool Engine::Impl::emit_text(Job& j, std::int32_t token) {
+    std::string& text = j.result.text;
+    const std::vector<std::string>& stops = j.req.stop_strings;
+    std::size_t end = text.size();
+    bool matched = false;
+    if (!stops.empty()) {
+        std::size_t longest = 0;
+        for (const std::string& s : stops) longest = std::max(longest, s.size());
+        const std::size_t from = j.streamed > longest ? j.streamed - longest : 0;
+        std::size_t at = std::string::npos;
+        for (const std::string& s : stops) {
+            if (!s.empty()) at = std::min(at, text.find(s, from));
+        }
+        if (at != std::string::npos) {
+            text.resize(at);
+            end = std::max(at, j.streamed);
+            matched = true;
+        } else {
+            end = text.size() - stop_prefix_hold(text, stops);
+        }
+    }
+    if (end > j.streamed) {
+        if (j.req.on_text) {
+            j.req.on_text(std::string_view(text).substr(j.streamed, end - j.streamed), token);
+        }
+        j.streamed = end;
+    }
+    return matched;
+}
+
+void Engine::Impl::finish(int slot, const char* reason, base::Status error) {
+    if (admitting == slot) {
+        admitting = -1;
+        session->clear_images();
+        session->reset_slot(slot);
+        slot_images[std::size_t(slot)] = {};
+    }
+    const std::unique_ptr<Job> job = std::move(slots[slot]);
+    {
+        const std::lock_guard<std::mutex> lock(mu);
+        --busy;
+    }
+    finish_job(*job, reason, std::move(error));
+}
+
+void Engine::Impl::finish_job(Job& j, const char* reason, base::Status error) {
+    const double now = base::now_ms();
+    RequestResult& r = j.result;
+    if (j.stream != nullptr && !j.stop_string) {
+        r.text.append(j.stream->finish());
+        const std::int32_t last = r.tokens.empty() ? -1 : r.tokens.back();
+        if (r.text.size() > j.streamed && j.req.on_text) {
+            j.req.on_text(std::string_view(r.text).substr(j.streamed), last);
+        }
+        j.streamed = r.text.size();
+    }
+    r.finish_reason = reason;
+    r.error = std::move(error);
+    if (r.timings.queue == 0 && !j.prefill_started) r.timings.queue = now - j.submitted_ms;
+    if (j.first_token_ms > 0) r.timings.decode = now - j.first_token_ms;
+    r.timings.total = now - j.submitted_ms;
+    if (j.req.on_done) j.req.on_done(r);
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+base::Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
+                                                     const EngineOptions& options) {
+    if (options.max_queue < 0) {
+        return base::error(ErrorCode::kInvalidArgument, "queue length {} must not be negative",
+                           options.max_queue);
+    }
+    auto impl = std::make_unique<Impl>();
+    impl->model = &model;
+    impl->options = options;
+    SessionOptions so;
+    so.threads = options.threads;
+    so.ctx_size = options.ctx_size;
+    so.max_image_tokens = options.max_image_tokens;
+    so.precision = options.precision;
+    so.profile = options.profile;
+    so.slots = options.slots;
+    QVL_ASSIGN_OR_RETURN(impl->session, Session::create(model, so));
+    impl->default_stops = default_stop_ids(model);
+    impl->slots.resize(std::size_t(options.slots));
+    impl->slot_images.resize(std::size_t(options.slots));
+    if (options.image_cache_mb > 0) {
+        impl->image_cache = std::make_unique<ImageFeatureCache>(options.image_cache_mb << 20);
+    }
+    impl->batch_slots.reserve(std::size_t(options.slots));
+    impl->batch_tokens.reserve(std::size_t(options.slots));
+    std::unique_ptr<Engine> engine(new Engine(std::move(impl)));
+    Impl* p = engine->impl_.get();
+    try {
+        p->thread = std::thread([p] { p->run(); });
+    } catch (const std::exception& e) {
+        return base::error(ErrorCode::kResourceExhausted, "starting the scheduler: {}", e.what());
+    }
+    return engine;
+}
+
+Engine::~Engine() {
+    {
+        const std::lock_guard<std::mutex> lock(impl_->mu);
+        impl_->stop = true;
+    }
+    impl_->cv.notify_all();
+    if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+base::Result<RequestId> Engine::submit(Request request) {
+    const int n = int(request.prompt.ids.size());
+    if (n == 0) return base::error(ErrorCode::kInvalidArgument, "the prompt is empty");
+    if (n >= impl_->session->context_size()) {
+        return base::error(ErrorCode::kOutOfRange,
+                           "prompt of {} tokens does not fit a slot's context of {} tokens", n,
+                           impl_->session->context_size());
+    }
+    auto job = std::make_unique<Job>();
+    job->req = std::move(request);
+    job->submitted_ms = base::now_ms();
+    job->result.prompt_tokens = n;
+    job->result.timings.image_decode = job->req.prompt.image_decode_ms;
+    const int merge = merge_size(*impl_->model);
+    for (const image::PreprocessedImage& im : job->req.prompt.images) {
+        job->image_hashes.push_back(image_key(im));
+        job->grids.push_back({.t = im.grid_t, .h = im.grid_h / merge, .w = im.grid_w / merge});
+    }
+    const model::Model& m = *impl_->model;
+    job->sampler = std::make_unique<Sampler>(m.config().text.vocab_size, job->req.params.sampling);
+    job->stream = std::make_unique<text::StreamDecoder>(m.tokenizer(), true);
+    job->result.tokens.reserve(
+        std::size_t(std::clamp(job->req.params.n_predict, 0, impl_->session->context_size())));
+    RequestId id = 0;
+    {
+        const std::lock_guard<std::mutex> lock(impl_->mu);
+        if (impl_->stop) {
+            return base::error(ErrorCode::kResourceExhausted, "the engine is shutting down");
+        }
+        if (int(impl_->queue.size()) >= impl_->options.max_queue) {
+            return base::error(ErrorCode::kResourceExhausted,
+                               "{} requests are already waiting for a slot", impl_->queue.size());
+        }
+        id = impl_->next_id++;
+        job->id = id;
+        impl_->queue.push_back(std::move(job));
+    }
+    impl_->cv.notify_all();
+    return id;
+}
+
+void Engine::cancel(RequestId id) {
+    {
+        const std::lock_guard<std::mutex> lock(impl_->mu);
+        impl_->cancels.push_back(id);
+    }
+    impl_->cv.notify_all();
+}
+
+Engine::Stats Engine::stats() const {
+    const std::lock_guard<std::mutex> lock(impl_->mu);
+    return {.slots_busy = impl_->busy, .queue_length = int(impl_->queue.size())};
+}
+
+const model::Model& Engine::model() const { return *impl_->model; }
+int Engine::slots() const { return impl_->session->slots(); }
+int Engine::ctx_size() const { return impl_->session->context_size(); }
+Precision Engine::precision() const { return impl_->session->precision(); }
+int Engine::threads() const { return impl_->session->threads(); }
+
+}  // namespace qvl::runtime

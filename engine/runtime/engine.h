@@ -1,0 +1,98 @@
+// Engine: many requests over one Model. One Session with `slots` KV regions (one static arena,
+// one compute thread pool), a queue of requests waiting for a slot, and a scheduler thread that
+// interleaves the work: each step it runs one bounded piece of an admitted request (one image
+// through the vision tower or one prefill chunk), then one batched decode step for every slot
+// that is generating, so running sequences keep streaming while a new one is admitted. A
+// sequence's tokens never depend on what else is in the batch (Session::decode_batch).
+// Callbacks run on the scheduler thread: they must be quick and must not call back into the
+// Engine except cancel().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/model.h"
+#include "runtime/generate.h"
+#include "runtime/session.h"
+
+namespace qvl::runtime {
+
+struct EngineOptions {
+    int threads = 0;           // compute threads; 0 = one per physical core
+    int slots = 1;             // sequences served at once
+    int ctx_size = 4096;       // KV tokens per slot
+    int max_image_tokens = 0;  // per-image visual-token budget; 0 = default_max_image_tokens
+    Precision precision = Precision::kAuto;
+    int max_queue = 64;  // requests waiting for a slot; submit() past that -> kResourceExhausted
+    std::size_t image_cache_mb = 256;  // image-feature cache (0 = off)
+    bool profile = false;
+};
+
+struct RequestTimings {  // milliseconds
+    double queue = 0, image_decode = 0, vision = 0, prefill = 0, ttft = 0, decode = 0, total = 0;
+};
+
+struct RequestResult {
+    std::vector<std::int32_t> tokens;  // generated ids
+    std::string text;
+    std::string finish_reason;  // "stop" | "length" | "cancelled" | "error"
+    base::Status error;         // set when finish_reason == "error"
+    int prompt_tokens = 0;
+    int cached_prompt_tokens = 0;  // prefix reused from a slot's KV
+    int image_cache_hits = 0;
+    RequestTimings timings;
+};
+
+struct Request {
+    PreparedPrompt prompt;  // from prepare_chat_prompt / prepare_raw_prompt (generate.h)
+    // n_predict, ignore_eos, sampling (incl. seed), stop_ids (empty: default_stop_ids). The
+    // cancel flag is not used: call Engine::cancel.
+    GenerateParams params;
+    std::vector<std::string> stop_strings;  // OpenAI `stop`: generation ends before the match
+    std::function<void(std::string_view piece, std::int32_t token)>
+        on_text;                                        // streamed, UTF-8 safe
+    std::function<void(const RequestResult&)> on_done;  // exactly once, last
+};
+
+using RequestId = std::uint64_t;
+
+class Engine {
+  public:
+    static base::Result<std::unique_ptr<Engine>> create(const model::Model& model,
+                                                        const EngineOptions& options);
+    ~Engine();  // stops the scheduler thread; pending requests finish with "cancelled"
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Thread-safe. Queues the request; kResourceExhausted when the queue is full, kOutOfRange
+    // when the prompt cannot fit a slot's context (checked before queueing).
+    base::Result<RequestId> submit(Request request);
+    // Thread-safe, idempotent. The request ends with "cancelled" within one step; its slot frees.
+    void cancel(RequestId id);
+    struct Stats {
+        int slots_busy = 0;
+        int queue_length = 0;
+    };
+    Stats stats() const;  // thread-safe
+    const model::Model& model() const;
+
+    // Added: the session's settings in effect.
+    int slots() const;
+    int ctx_size() const;
+    Precision precision() const;
+    int threads() const;
+
+    struct Impl;
+
+  private:
+    explicit Engine(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qvl::runtime

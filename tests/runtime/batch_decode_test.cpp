@@ -1,0 +1,172 @@
+// Batch invariance: a sequence's logits are bit-identical whether its decode steps run alone
+// or in one batched pass beside 1..3 other sequences, for every golden case, precision and
+// kernel tier this CPU has (greedy answers never change with load).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "kernels/scratch.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "support/alloc_counter.h"
+#include "support/golden.h"
+#include "tiny_case.h"
+
+namespace qvl::runtime {
+namespace {
+
+constexpr int kSteps = 6;
+
+using StepLogits = std::vector<std::vector<float>>;  // [step][vocab]
+
+std::unique_ptr<Session> make_session(Precision precision, kernels::Isa isa, int slots) {
+    SessionOptions so;
+    so.threads = 2;
+    so.ctx_size = 256;
+    so.precision = precision;
+    so.isa = isa;
+    so.slots = slots;
+    auto s = Session::create(test_util::tiny_model(), so);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? std::move(s).value() : nullptr;
+}
+
+base::Status prefill_case(Session& s, int slot, const PreparedPrompt& p) {
+    for (const image::PreprocessedImage& image : p.images) QVL_TRY(s.encode_image(image));
+    return s.prefill(slot, p.ids);
+}
+
+// Prefills prompts[i] into slots[i], then decodes all of them together greedily for kSteps
+// steps; returns the logits of the last slot after its prefill and after each step.
+StepLogits run_batch(Session& s, const std::vector<int>& slots,
+                     const std::vector<const PreparedPrompt*>& prompts) {
+    const int watch = slots.back();
+    StepLogits out;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        const base::Status st = prefill_case(s, slots[i], *prompts[i]);
+        EXPECT_TRUE(st.ok()) << st.message();
+        if (!st.ok()) return out;
+    }
+    const auto first = s.logits(watch);
+    out.emplace_back(first.begin(), first.end());
+    std::vector<std::int32_t> tokens(slots.size());
+    for (int step = 0; step < kSteps; ++step) {
+        for (std::size_t i = 0; i < slots.size(); ++i) tokens[i] = argmax(s.logits(slots[i]));
+        const base::Status st = s.decode_batch(slots, tokens);
+        EXPECT_TRUE(st.ok()) << st.message();
+        if (!st.ok()) return out;
+        const auto l = s.logits(watch);
+        out.emplace_back(l.begin(), l.end());
+    }
+    return out;
+}
+
+bool bit_identical(const StepLogits& a, const StepLogits& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i].size() != b[i].size() ||
+            std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0)
+            return false;
+    }
+    return true;
+}
+
+struct Tier {
+    Precision precision;
+    kernels::Isa isa;
+};
+
+class BatchInvariance : public ::testing::TestWithParam<Tier> {};
+
+TEST_P(BatchInvariance, LogitsDoNotDependOnTheBatch) {
+    const Tier tier = GetParam();
+    if (!kernels::isa_supported(tier.isa)) {
+        GTEST_SKIP() << kernels::isa_name(tier.isa) << " not supported on this CPU";
+    }
+    const std::vector<std::string> names = test::golden_case_names();
+    std::vector<PreparedPrompt> prompts;
+    for (const std::string& n : names) prompts.push_back(test_util::case_prompt(n));
+    auto session = make_session(tier.precision, tier.isa, 4);
+    ASSERT_NE(session, nullptr);
+    Session& s = *session;
+    for (std::size_t c = 0; c < names.size(); ++c) {
+        SCOPED_TRACE(names[c]);
+        s.reset();
+        const StepLogits alone = run_batch(s, {0}, {&prompts[c]});
+        ASSERT_EQ(alone.size(), std::size_t(kSteps + 1));
+        for (int others = 1; others <= 3; ++others) {
+            SCOPED_TRACE("beside " + std::to_string(others));
+            s.reset();
+            // The case sits in slot `others` and at batch row `others`.
+            std::vector<int> slots;
+            std::vector<const PreparedPrompt*> batch;
+            for (int o = 0; o < others; ++o) {
+                slots.push_back((others + 1 + o) % 4);
+                batch.push_back(&prompts[(c + 1 + std::size_t(o)) % prompts.size()]);
+            }
+            slots.push_back(others);
+            batch.push_back(&prompts[c]);
+            const StepLogits together = run_batch(s, slots, batch);
+            EXPECT_TRUE(bit_identical(alone, together));
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, BatchInvariance,
+                         ::testing::Values(Tier{Precision::kF32, kernels::Isa::kScalar},
+                                           Tier{Precision::kF32, kernels::Isa::kAvx2},
+                                           Tier{Precision::kBF16, kernels::Isa::kAvx2},
+                                           Tier{Precision::kF32, kernels::Isa::kAvx512},
+                                           Tier{Precision::kBF16, kernels::Isa::kAvx512},
+                                           Tier{Precision::kF32, kernels::Isa::kAvx512Bf16},
+                                           Tier{Precision::kBF16, kernels::Isa::kAvx512Bf16},
+                                           Tier{Precision::kBF16All, kernels::Isa::kAvx512Bf16}),
+                         [](const auto& info) {
+                             const char* p = info.param.precision == Precision::kF32    ? "f32"
+                                             : info.param.precision == Precision::kBF16 ? "bf16"
+                                                                                        : "bf16all";
+                             return std::string(kernels::isa_name(info.param.isa)) + "_" + p;
+                         });
+
+TEST(BatchDecode, StepOfFourSlotsDoesNotAllocate) {
+    auto session = make_session(Precision::kF32, kernels::best_isa(), 4);
+    ASSERT_NE(session, nullptr);
+    Session& s = *session;
+    const std::vector<std::int32_t> prompt = {151644, 872, 198, 9707, 151645, 198};
+    const std::vector<int> slots = {2, 0, 3, 1};
+    for (int slot : slots) ASSERT_TRUE(s.prefill(slot, prompt).ok());
+    std::vector<std::int32_t> tokens = {1879, 11, 0, 872};
+    ASSERT_TRUE(s.decode_batch(slots, tokens).ok());  // warm-up sizes the planner scratch
+    const test::AllocationCounter counter;
+    const std::uint64_t scratch = kernels::scratch_allocations();
+    for (int step = 0; step < 8; ++step) {
+        for (int i = 0; i < 4; ++i)
+            tokens[std::size_t(i)] = argmax(s.logits(slots[std::size_t(i)]));
+        ASSERT_TRUE(s.decode_batch(slots, tokens).ok());
+        ASSERT_TRUE(s.decode_batch({slots.data() + 1, 2}, {tokens.data() + 1, 2}).ok());
+    }
+    EXPECT_EQ(counter.allocations(), 0);
+    EXPECT_EQ(kernels::scratch_allocations(), scratch) << "kernel scratch grew in a decode step";
+}
+
+TEST(BatchDecode, RefusesBadBatches) {
+    auto session = make_session(Precision::kF32, kernels::best_isa(), 2);
+    ASSERT_NE(session, nullptr);
+    const std::vector<std::int32_t> t2 = {1, 2};
+    const std::vector<int> repeated = {1, 1}, outside = {0, 2};
+    EXPECT_EQ(session->decode_batch(repeated, t2).code(), base::ErrorCode::kInvalidArgument);
+    EXPECT_EQ(session->decode_batch(outside, t2).code(), base::ErrorCode::kInvalidArgument);
+    EXPECT_EQ(session->prefill(2, t2).code(), base::ErrorCode::kInvalidArgument);
+    SessionOptions so;
+    so.slots = 0;
+    EXPECT_EQ(Session::create(test_util::tiny_model(), so).status().code(),
+              base::ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace qvl::runtime
