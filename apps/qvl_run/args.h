@@ -36,6 +36,10 @@ struct RunOptions {
     int verbosity = 0;                                      // -1 quiet, 0 normal, 1 verbose
     bool version = false;                                   // --version (the caller prints it)
     bool help = false;                                      // --help (already printed)
+
+    // Penalties; unset = the repetition penalty of generation_config.json, no presence penalty.
+    std::optional<float> repeat_penalty;    // --repeat-penalty, > 0 (1 = off)
+    std::optional<float> presence_penalty;  // --presence-penalty, in [-2, 2] (0 = off)
 };
 
 struct ParseOutcome {

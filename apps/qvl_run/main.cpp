@@ -86,9 +86,13 @@ runtime::SamplingParams sampling_from(const RunOptions& o, const model::Generati
         s.top_k = gen.top_k;
         s.top_p = gen.top_p;
     }
+    // A logits processor, not a sampling warper: Hugging Face applies it to greedy runs too.
+    s.repetition_penalty = gen.repetition_penalty;
     if (o.temperature) s.temperature = *o.temperature;
     if (o.top_k) s.top_k = *o.top_k;
     if (o.top_p) s.top_p = *o.top_p;
+    if (o.repeat_penalty) s.repetition_penalty = *o.repeat_penalty;
+    if (o.presence_penalty) s.presence_penalty = *o.presence_penalty;
     s.seed = o.seed ? *o.seed : std::random_device{}();
     return s;
 }
