@@ -108,8 +108,8 @@ void expect_distribution(const std::vector<float>& logits, const History& h,
 
 // Draws n tokens with fresh state each time and compares frequencies with `want`, within five
 // standard deviations of a binomial count (a false alarm is below 1e-6 per id).
-void expect_frequencies(const std::vector<float>& logits, const History& h,
-                        const SamplingParams& p, const std::vector<double>& want, int n = 20000) {
+void expect_frequencies(const std::vector<float>& logits, const History& h, const SamplingParams& p,
+                        const std::vector<double>& want, int n = 20000) {
     Sampler s = make_sampler(int(logits.size()), p, h);
     std::vector<int> counts(logits.size(), 0);
     for (int i = 0; i < n; ++i) ++counts[s.sample(logits)];
