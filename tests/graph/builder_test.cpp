@@ -44,8 +44,8 @@ TEST_F(BuilderTest, OpsGiveTheirOutputShapes) {
     const Tensor q = b.activation("q", 5, 4 * 8);
     const Tensor k = b.activation("k", 7, 2 * 8);
     const Tensor v = b.activation("v", 7, 2 * 8);
-    const Tensor att = b.attention("attn", q, k, v,
-                                   {.n_heads = 4, .n_kv_heads = 2, .head_dim = 8, .scale = 0.5f});
+    const Tensor att =
+        b.attention("attn", q, k, v, {.n_heads = 4, .n_kv_heads = 2, .head_dim = 8, .scale = 0.5f});
     EXPECT_EQ(b.desc(att).rows, 5);
     EXPECT_EQ(b.desc(att).cols, 32);
     EXPECT_EQ(g.nodes.back().p.n_kv, 7);

@@ -79,8 +79,8 @@ TEST(Mrope, OneImage) {
     // 3 text tokens, a 2 x 3 grid, 2 text tokens: by hand, image rows are 3,3,3,4,4,4 on h and
     // 3,4,5,3,4,5 on w, then text resumes at 6; 11 tokens reach position 7: delta -3.
     const std::vector<ImageGrid> grid = {{.t = 1, .h = 2, .w = 3}};
-    const std::vector<std::int32_t> ids = {1, 2, 3, kImage, kImage, kImage,
-                                           kImage, kImage, kImage, 4, 5};
+    const std::vector<std::int32_t> ids = {1,      2,      3,      kImage, kImage, kImage,
+                                           kImage, kImage, kImage, 4,      5};
     base::Result<RopePositions> p = compute_rope_positions(ids, grid, kImage);
     ASSERT_TRUE(p.ok());
     EXPECT_EQ(p.value().t, (std::vector<std::int32_t>{0, 1, 2, 3, 3, 3, 3, 3, 3, 6, 7}));
@@ -105,9 +105,10 @@ TEST(Mrope, DecodePositionsFollowTheDelta) {
     const std::vector<std::int32_t> ids = build({5, 3}, grids, &want);
     base::Result<RopePositions> p = compute_rope_positions(ids, grids, kImage);
     ASSERT_TRUE(p.ok());
-    const std::int32_t max_pos = std::max({*std::max_element(p.value().t.begin(), p.value().t.end()),
-                                           *std::max_element(p.value().h.begin(), p.value().h.end()),
-                                           *std::max_element(p.value().w.begin(), p.value().w.end())});
+    const std::int32_t max_pos =
+        std::max({*std::max_element(p.value().t.begin(), p.value().t.end()),
+                  *std::max_element(p.value().h.begin(), p.value().h.end()),
+                  *std::max_element(p.value().w.begin(), p.value().w.end())});
     EXPECT_EQ(std::int64_t(ids.size()) + p.value().rope_delta, max_pos + 1);
 }
 
@@ -129,8 +130,7 @@ TEST(Mrope, MismatchedRunsAreRefused) {
         base::Result<RopePositions> p = compute_rope_positions(c.ids, c.grids, kImage);
         ASSERT_FALSE(p.ok()) << c.fragment;
         EXPECT_EQ(p.status().code(), base::ErrorCode::kInvalidArgument);
-        EXPECT_NE(p.status().message().find(c.fragment), std::string::npos)
-            << p.status().message();
+        EXPECT_NE(p.status().message().find(c.fragment), std::string::npos) << p.status().message();
     }
 }
 

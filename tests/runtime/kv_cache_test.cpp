@@ -83,8 +83,7 @@ TEST(KvCache, OverflowingSizeIsRefusedWithTheNumber) {
     base::Result<KvCache> kv = KvCache::create(1 << 20, 1 << 10, 1 << 10, 1 << 30);
     ASSERT_FALSE(kv.ok());
     EXPECT_EQ(kv.status().code(), base::ErrorCode::kResourceExhausted);
-    EXPECT_NE(kv.status().message().find("overflows"), std::string::npos)
-        << kv.status().message();
+    EXPECT_NE(kv.status().message().find("overflows"), std::string::npos) << kv.status().message();
     EXPECT_NE(kv.status().message().find(std::to_string(1 << 30)), std::string::npos)
         << kv.status().message();
 }
