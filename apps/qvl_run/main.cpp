@@ -127,7 +127,9 @@ int run(const RunOptions& o) {
 
     image::PreprocessConfig pp = runtime::effective_preprocess(m, o.image_min_tokens.value_or(0),
                                                                o.image_max_tokens.value_or(0));
-    pp.pixel_values = !o.dump_pixels.empty();  // the vision tower reads the resized image
+    // Without --dump-pixels only a model whose channels need the unfused patch embedding gets
+    // pixel_values (image::fused_patch_embed_possible decides); the fused one reads the pixels.
+    pp.pixel_values = !o.dump_pixels.empty();
     base::Result<runtime::PreparedPrompt> prepared = base::Status();
     if (o.raw) {
         prepared = runtime::prepare_raw_prompt(m, text);

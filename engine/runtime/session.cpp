@@ -130,9 +130,7 @@ base::Status Session::reserve() {
     visual_rows_.resize(chunk_);
     logits_.resize(tc.vocab_size);
     const image::PreprocessConfig& pp = model_->preprocess();
-    fused_patch_embed_ = pp.image_mean[0] == pp.image_mean[1] &&
-                         pp.image_mean[0] == pp.image_mean[2] &&
-                         pp.image_std[0] == pp.image_std[1] && pp.image_std[0] == pp.image_std[2];
+    fused_patch_embed_ = image::fused_patch_embed_possible(pp);
     float lut3[3][256];
     image::normalization_lut(pp, lut3);
     std::copy(lut3[0], lut3[0] + 256, pixel_lut_);
