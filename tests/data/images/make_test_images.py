@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Writes the small decode-test images in this folder and, for each, `<name>.rgb`: the raw
-HxWx3 bytes that PIL's Image.open(...).convert("RGB") gives (the reference decoder, see
-oracle/qwen3vl_ref.py load_image_rgb). PNGs of unusual formats are written by a minimal encoder
-here (PIL cannot write 16-bit RGB, 2/4-bit grey or interlaced PNGs). Deterministic.
+HxWx3 bytes the reference decoder gives (PIL, then transformers' convert_to_rgb: transparency
+composited onto white; the oracle's load_image_rgb). PNGs of unusual formats are written by a
+minimal encoder here (PIL cannot write 16-bit RGB, 2/4-bit grey or interlaced PNGs).
+Deterministic.
 Run: cd tests/data/images && /usr/bin/python3 make_test_images.py"""
 import io
 import struct
@@ -82,7 +83,13 @@ def write_png(path, samples, color_type, bit_depth, palette=None, trns=None, int
 def save_expected(name):
     im = Image.open(name)
     im.load()
-    if im.mode != "RGB":
+    # transformers' convert_to_rgb for a PIL image (oracle load_image_rgb): transparency is
+    # composited onto opaque white; anything else non-RGB is converted.
+    if "A" in im.getbands() or im.info.get("transparency") is not None:
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        im = Image.alpha_composite(white, rgba).convert("RGB")
+    elif im.mode != "RGB":
         im = im.convert("RGB")
     a = np.asarray(im, dtype=np.uint8)
     assert a.shape == (H, W, 3) or name.startswith("tiny") or name.startswith("thin"), a.shape
@@ -137,3 +144,14 @@ sof = jpg.find(b"\xff\xc0")
 struct.pack_into(">HH", jpg, sof + 5, 60000, 60000)
 with open("huge_dims.jpg", "wb") as f:
     f.write(bytes(jpg))
+
+# Colour keys that do occur in the image (rgb8_trns.png's key matches no pixel): those pixels
+# become white. Written last so that the images above keep their random draws.
+keyed = rgb8.copy()
+keyed[::3, ::4] = (10, 20, 30)
+write_png("rgb8_key_hit.png", keyed, 2, 8, trns=struct.pack(">HHH", 10, 20, 30))
+gray_keyed = smooth(H, W, 1, 255)
+gray_keyed[1::2, ::3] = 77
+write_png("gray8_key_hit.png", gray_keyed, 0, 8, trns=struct.pack(">H", 77))
+for name in ["rgb8_key_hit.png", "gray8_key_hit.png"]:
+    save_expected(name)
