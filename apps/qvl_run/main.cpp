@@ -47,11 +47,11 @@ int fail(int code, const base::Status& st, const char* hint = nullptr) {
     return fail(code, st.message(), hint);
 }
 
-// Input errors are exit 4, except a budget the user can change (exit 5).
+// Preparing the prompt fails on its input (exit 4), an image over the decoder's pixel or file
+// size limit included, whatever its format; only running out of memory is a resource failure
+// (exit 5).
 int input_exit(const base::Status& st) {
-    return st.code() == ErrorCode::kOutOfRange || st.code() == ErrorCode::kResourceExhausted
-               ? kExitResource
-               : kExitInput;
+    return st.code() == ErrorCode::kResourceExhausted ? kExitResource : kExitInput;
 }
 
 double peak_rss_mb() {
