@@ -54,7 +54,8 @@ TEST(KvCache, EverySlotIsDistinctAndInside) {
         ASSERT_TRUE(slot >= begin && slot < end);
         *slot = value++;
     });
-    EXPECT_EQ(value, float(kv.value().bytes() / sizeof(float)));  // the slots tile the buffer
+    const std::size_t n_floats = kv.value().bytes() / sizeof(float);
+    EXPECT_EQ(value, float(n_floats));  // the slots tile the buffer
     value = 0;
     for_each_slot([&](float* slot) { EXPECT_EQ(*slot, value++); });
 }

@@ -180,8 +180,8 @@ TEST(Sampler, SeededDrawsAreReproducible) {
         SamplingParams q = p;
         q.seed = seed;
         Sampler s(100, q);
-        std::vector<std::int32_t> out;
-        for (int i = 0; i < 64; ++i) out.push_back(s.sample(logits));
+        std::vector<std::int32_t> out(64);
+        for (std::int32_t& id : out) id = s.sample(logits);
         return out;
     };
     EXPECT_EQ(draws(1234), draws(1234));
