@@ -3,10 +3,10 @@
 //   - the format is sniffed from the bytes, never from the file name;
 //   - transparency is composited onto opaque white, as transformers' convert_to_rgb does for a
 //     PIL image (and Qwen's qwen-vl-utils): PNGs with an alpha channel (RGBA, grey + alpha) or
-//     a tRNS chunk (palette alpha, an RGB or 8-bit grey colour key); grey is replicated to RGB,
-//     palettes are expanded, 1/2/4-bit samples are scaled to 0..255;
+//     a tRNS chunk (palette alpha, RGB or grey colour keys, a grey key compared as PIL does);
+//     grey is replicated to RGB, palettes are expanded, 1/2/4-bit samples are scaled to 0..255;
 //   - 16-bit samples keep their high byte, except 16-bit grey without alpha, which PIL opens as
-//     mode "I" and converts by clamping to 0..255 (a tRNS key on it is ignored);
+//     mode "I" and converts by clamping to 0..255;
 //   - CMYK/YCCK JPEGs are converted with PIL's formula (Adobe-inverted data un-inverted first);
 //   - no EXIF orientation and no gamma/colour management are applied (PIL does neither).
 // Hostile input never crashes: the pixel count is checked from the header before any pixel

@@ -69,10 +69,12 @@ INSTANTIATE_TEST_SUITE_P(
                       GoodCase{"gray16.png", 37, 23}, GoodCase{"gray_alpha16.png", 37, 23},
                       GoodCase{"palette4.png", 37, 23}, GoodCase{"palette8_trns.png", 37, 23},
                       GoodCase{"rgb8_trns.png", 37, 23}, GoodCase{"rgb8_key_hit.png", 37, 23},
-                      GoodCase{"gray8_key_hit.png", 37, 23}, GoodCase{"tiny1x1.png", 1, 1},
-                      GoodCase{"thin1x1000.png", 1, 1000}, GoodCase{"baseline420.jpg", 37, 23},
-                      GoodCase{"baseline444.jpg", 37, 23}, GoodCase{"progressive.jpg", 37, 23},
-                      GoodCase{"gray.jpg", 37, 23}, GoodCase{"cmyk.jpg", 37, 23}),
+                      GoodCase{"gray8_key_hit.png", 37, 23}, GoodCase{"gray2_key2.png", 37, 23},
+                      GoodCase{"gray4_key0.png", 37, 23}, GoodCase{"gray16_key_hit.png", 37, 23},
+                      GoodCase{"tiny1x1.png", 1, 1}, GoodCase{"thin1x1000.png", 1, 1000},
+                      GoodCase{"baseline420.jpg", 37, 23}, GoodCase{"baseline444.jpg", 37, 23},
+                      GoodCase{"progressive.jpg", 37, 23}, GoodCase{"gray.jpg", 37, 23},
+                      GoodCase{"cmyk.jpg", 37, 23}),
     [](const auto& info) {
         std::string name = info.param.file;
         for (char& ch : name)

@@ -153,5 +153,13 @@ write_png("rgb8_key_hit.png", keyed, 2, 8, trns=struct.pack(">HHH", 10, 20, 30))
 gray_keyed = smooth(H, W, 1, 255)
 gray_keyed[1::2, ::3] = 77
 write_png("gray8_key_hit.png", gray_keyed, 0, 8, trns=struct.pack(">H", 77))
-for name in ["rgb8_key_hit.png", "gray8_key_hit.png"]:
+# Grey keys below 8 bits: PIL compares the key with the scaled 8-bit value (2 matches no 2-bit
+# pixel, 0 matches black); at 16 bits it compares the raw sample, before the clamp.
+write_png("gray2_key2.png", smooth(H, W, 1, 3), 0, 2, trns=struct.pack(">H", 2))
+write_png("gray4_key0.png", smooth(H, W, 1, 15), 0, 4, trns=struct.pack(">H", 0))
+gray16_keyed = smooth(H, W, 1, 1023)
+gray16_keyed[::2, ::5] = 100
+write_png("gray16_key_hit.png", gray16_keyed, 0, 16, trns=struct.pack(">H", 100))
+for name in ["rgb8_key_hit.png", "gray8_key_hit.png", "gray2_key2.png", "gray4_key0.png",
+             "gray16_key_hit.png"]:
     save_expected(name)
