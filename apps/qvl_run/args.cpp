@@ -43,6 +43,7 @@ class QvlFormatter : public CLI::Formatter {
 struct NumberTexts {
     std::string n_predict, temperature, top_k, top_p, seed, ctx_size, threads;
     std::string image_min_tokens, image_max_tokens, parallel;
+    std::string repeat_penalty, presence_penalty;
 };
 
 struct Flags {
@@ -114,6 +115,14 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
         ->type_name("N")
         ->group(gen);
     app.add_option("--top-p", t->top_p, "Top-p in (0, 1] (default: model's)")
+        ->type_name("F")
+        ->group(gen);
+    app.add_option("--repeat-penalty", t->repeat_penalty,
+                   "Repetition penalty > 0 over prompt and output; 1 = off (default: model's)")
+        ->type_name("F")
+        ->group(gen);
+    app.add_option("--presence-penalty", t->presence_penalty,
+                   "Presence penalty in [-2, 2] over output tokens (default 0)")
         ->type_name("F")
         ->group(gen);
     app.add_option("--seed", t->seed, "Sampling seed (default: random, reported)")
@@ -304,6 +313,23 @@ std::optional<UsageError> convert_numbers(const CLI::App& app, const NumberTexts
             return UsageError{fmt::format("--top-p: {} is out of range (0, 1]", t.top_p), {}};
         }
         o->top_p = f;
+    }
+    if (given("--repeat-penalty")) {
+        if (auto e = to_float("--repeat-penalty", t.repeat_penalty, &f)) return e;
+        if (!(f > 0.0f)) {
+            return UsageError{fmt::format("--repeat-penalty: {} is not above 0", t.repeat_penalty),
+                              "1 means no penalty; values above 1 discourage repetition"};
+        }
+        o->repeat_penalty = f;
+    }
+    if (given("--presence-penalty")) {
+        if (auto e = to_float("--presence-penalty", t.presence_penalty, &f)) return e;
+        if (!(f >= -2.0f && f <= 2.0f)) {
+            return UsageError{
+                fmt::format("--presence-penalty: {} is out of range [-2, 2]", t.presence_penalty),
+                {}};
+        }
+        o->presence_penalty = f;
     }
     return std::nullopt;
 }

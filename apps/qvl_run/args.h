@@ -39,6 +39,10 @@ struct RunOptions {
     std::string output_file;  // -o, --output: --batch results (default stdout)
     bool version = false;     // --version (the caller prints it)
     bool help = false;        // --help (already printed)
+
+    // Penalties; unset = the repetition penalty of generation_config.json, no presence penalty.
+    std::optional<float> repeat_penalty;    // --repeat-penalty, > 0 (1 = off)
+    std::optional<float> presence_penalty;  // --presence-penalty, in [-2, 2] (0 = off)
 };
 
 struct ParseOutcome {

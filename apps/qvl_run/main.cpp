@@ -49,11 +49,11 @@ int fail(int code, const base::Status& st, const char* hint = nullptr) {
     return fail(code, st.message(), hint);
 }
 
-// Input errors are exit 4, except a budget the user can change (exit 5).
+// Preparing the prompt fails on its input (exit 4), an image over the decoder's pixel or file
+// size limit included, whatever its format; only running out of memory is a resource failure
+// (exit 5).
 int input_exit(const base::Status& st) {
-    return st.code() == ErrorCode::kOutOfRange || st.code() == ErrorCode::kResourceExhausted
-               ? kExitResource
-               : kExitInput;
+    return st.code() == ErrorCode::kResourceExhausted ? kExitResource : kExitInput;
 }
 
 double peak_rss_mb() {
@@ -88,9 +88,13 @@ runtime::SamplingParams sampling_from(const RunOptions& o, const model::Generati
         s.top_k = gen.top_k;
         s.top_p = gen.top_p;
     }
+    // A logits processor, not a sampling warper: Hugging Face applies it to greedy runs too.
+    s.repetition_penalty = gen.repetition_penalty;
     if (o.temperature) s.temperature = *o.temperature;
     if (o.top_k) s.top_k = *o.top_k;
     if (o.top_p) s.top_p = *o.top_p;
+    if (o.repeat_penalty) s.repetition_penalty = *o.repeat_penalty;
+    if (o.presence_penalty) s.presence_penalty = *o.presence_penalty;
     s.seed = o.seed ? *o.seed : std::random_device{}();
     return s;
 }
@@ -132,7 +136,9 @@ int run(const RunOptions& o, const EnvOptions& env) {
     so.max_image_tokens = o.image_max_tokens.value_or(0);
     apply_env_options(env, &so);
     image::PreprocessConfig pp = runtime::effective_preprocess(m, so);
-    pp.pixel_values = !o.dump_pixels.empty();  // the vision tower reads the resized image
+    // Without --dump-pixels only a model whose channels need the unfused patch embedding gets
+    // pixel_values (image::fused_patch_embed_possible decides); the fused one reads the pixels.
+    pp.pixel_values = !o.dump_pixels.empty();
     base::Result<runtime::PreparedPrompt> prepared = base::Status();
     if (o.raw) {
         prepared = runtime::prepare_raw_prompt(m, text);

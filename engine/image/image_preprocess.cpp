@@ -235,6 +235,12 @@ void patchify_window_row(const io::Image& img, const PreprocessConfig& config, i
 
 }  // namespace
 
+bool fused_patch_embed_possible(const PreprocessConfig& config) {
+    return config.image_mean[0] == config.image_mean[1] &&
+           config.image_mean[0] == config.image_mean[2] &&
+           config.image_std[0] == config.image_std[1] && config.image_std[0] == config.image_std[2];
+}
+
 base::Status preprocess_image_into(const io::Image& image, const PreprocessConfig& config,
                                    PreprocessedImage* out) {
     auto fail = [out](base::Status status) {
@@ -258,7 +264,8 @@ base::Status preprocess_image_into(const io::Image& image, const PreprocessConfi
     const int P = config.patch_size, T = config.temporal_patch_size, M = config.merge_size;
     const std::size_t row_len = std::size_t(3) * T * P * P;
     const int grid_h = out_height / P, grid_w = out_width / P;
-    const std::size_t n_values = config.pixel_values ? std::size_t(grid_h) * grid_w * row_len : 0;
+    const bool want_pixels = config.pixel_values || !fused_patch_embed_possible(config);
+    const std::size_t n_values = want_pixels ? std::size_t(grid_h) * grid_w * row_len : 0;
     float mean[3], std_dev[3];  // 0..255 units, as normalization_lut
     normalization_constants(config, mean, std_dev);
     std::vector<float> row(row_len);

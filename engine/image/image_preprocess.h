@@ -23,8 +23,9 @@ struct PreprocessConfig {
     std::int64_t max_pixels = 16777216;
     float image_mean[3] = {0.5f, 0.5f, 0.5f};
     float image_std[3] = {0.5f, 0.5f, 0.5f};
-    // false: preprocess_image leaves pixel_values empty (the vision tower gathers patches from
-    // the resized image itself, the fused patch embedding); true also builds the HF matrix.
+    // false: preprocess_image leaves pixel_values empty when the vision tower can gather
+    // patches from the resized image itself (the fused patch embedding, which needs
+    // fused_patch_embed_possible); true always builds the HF matrix.
     bool pixel_values = true;
 };
 
@@ -38,6 +39,12 @@ std::int64_t pixels_per_visual_token(const PreprocessConfig& config);
 
 // The most visual tokens an image can become under `config` (max_pixels / pixels per token).
 int max_visual_tokens(const PreprocessConfig& config);
+
+// True when the three channels share one mean and one std, so that one 256-entry table
+// normalises every byte and the vision tower can embed patches straight from the resized image.
+// Otherwise preprocess_image builds pixel_values whatever config.pixel_values says, and the
+// vision tower takes them (the unfused path). The one place this decision is made.
+bool fused_patch_embed_possible(const PreprocessConfig& config);
 
 // Reads preprocessor_config.json: size.shortest_edge / size.longest_edge, overridden by
 // top-level min_pixels / max_pixels when present (as HF does), patch_size, temporal_patch_size,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/check.h"
 #include "io/image_decoders.h"
 #include "io/mapped_file.h"
 
@@ -33,6 +34,20 @@ const char* other_format_name(std::span<const std::uint8_t> b) {
 }
 
 }  // namespace
+
+void composite_on_white(std::span<std::uint8_t> pixels, std::size_t n) {
+    QVL_CHECK(pixels.size() >= 4 * n, "composite_on_white: fewer than 4n bytes");
+    std::uint8_t* p = pixels.data();
+    // Writing pixel i's RGB at 3i never overtakes reading pixel j >= i at 4j.
+    for (std::size_t i = 0; i < n; ++i) {
+        const unsigned a = p[4 * i + 3];
+        const unsigned white = 255 * (255 - a) + 127;
+        const unsigned r = p[4 * i], g = p[4 * i + 1], b = p[4 * i + 2];
+        p[3 * i] = std::uint8_t((r * a + white) / 255);
+        p[3 * i + 1] = std::uint8_t((g * a + white) / 255);
+        p[3 * i + 2] = std::uint8_t((b * a + white) / 255);
+    }
+}
 
 namespace detail {
 

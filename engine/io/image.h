@@ -1,8 +1,10 @@
 // Image decoding: JPEG (libjpeg-turbo) and PNG (libspng) into 8-bit RGB, the way the reference
 // processor sees an image after PIL's `Image.open(...).convert("RGB")`:
 //   - the format is sniffed from the bytes, never from the file name;
-//   - alpha is dropped (not composited), grey is replicated to RGB, palettes are expanded
-//     (their transparency ignored), 1/2/4-bit samples are scaled to 0..255;
+//   - transparency is composited onto opaque white, as transformers' convert_to_rgb does for a
+//     PIL image (and Qwen's qwen-vl-utils): PNGs with an alpha channel (RGBA, grey + alpha) or
+//     a tRNS chunk (palette alpha, RGB or grey colour keys, a grey key compared as PIL does);
+//     grey is replicated to RGB, palettes are expanded, 1/2/4-bit samples are scaled to 0..255;
 //   - 16-bit samples keep their high byte, except 16-bit grey without alpha, which PIL opens as
 //     mode "I" and converts by clamping to 0..255;
 //   - CMYK/YCCK JPEGs are converted with PIL's formula (Adobe-inverted data un-inverted first);
@@ -33,6 +35,13 @@ struct ImageLimits {
     std::uint64_t max_pixels = 16384ull * 16384;  // width * height, checked before allocation
     std::uint64_t max_file_bytes = 512ull << 20;
 };
+
+// Composites n RGBA pixels onto opaque white in place: pixels holds 4n bytes (R, G, B, A) and
+// afterwards starts with the 3n bytes of the RGB result. Each channel becomes
+// (c * a + 255 * (255 - a) + 127) / 255 in integers, bit-exact with PIL's
+// Image.alpha_composite(white, rgba).convert("RGB") (and with pasting onto white through the
+// alpha mask) for all 65536 (c, a) pairs (tests/data/images/check_alpha_composite.py).
+void composite_on_white(std::span<std::uint8_t> pixels, std::size_t n);
 
 // Decodes a JPEG or PNG held in memory. `name` (usually the file path) prefixes every message.
 // Errors: empty, truncated or corrupt data -> kCorruptFile; another or an unknown format, or a

@@ -54,14 +54,26 @@ base::Status decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& 
         return too_many_pixels(name, "png", width, height, limits.max_pixels);
 
     // 16-bit grey without alpha is PIL mode "I", whose conversion to RGB clamps each sample to
-    // 0..255 instead of keeping the high byte; every other format goes through libspng's RGB8
-    // (high byte of 16-bit samples, low bit depths scaled, palette expanded, tRNS ignored).
-    const bool gray16 = ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth == 16;
-    const int fmt = gray16 ? SPNG_FMT_RAW : SPNG_FMT_RGB8;
+    // 0..255 instead of keeping the high byte. An alpha channel, palette alpha or an RGB colour
+    // key decodes to RGBA8 (high byte of 16-bit samples) and is composited onto white;
+    // everything else goes through libspng's RGB8 (low bit depths scaled, palette expanded).
+    const bool gray = ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE;
+    const bool gray16 = gray && ihdr.bit_depth == 16;
+    spng_trns trns{};
+    const bool has_trns = spng_get_trns(ctx.get(), &trns) == 0;
+    const bool has_alpha = ihdr.color_type == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA ||
+                           ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA ||
+                           (has_trns && !gray);
+    // A grey colour key whitens the pixels equal to it, compared as PIL does: with the 8-bit
+    // value for 1/2/4-bit samples (scaled, while the key is not, so a 2-bit key 2 matches
+    // nothing) and with the raw sample at 8 and 16 bits.
+    const int gray_key = gray && has_trns ? int(trns.gray) : -1;
+    const int fmt = gray16 ? SPNG_FMT_RAW : (has_alpha ? SPNG_FMT_RGBA8 : SPNG_FMT_RGB8);
+    const int channels = gray16 ? 2 : (has_alpha ? 4 : 3);  // bytes per pixel
     std::size_t decoded_size = 0;
     if (int err = spng_decoded_image_size(ctx.get(), fmt, &decoded_size))
         return spng_failure(name, err);
-    const std::uint64_t expected = width * height * (gray16 ? 2 : 3);
+    const std::uint64_t expected = width * height * channels;
     if (decoded_size != expected) {
         return base::error(ErrorCode::kInternal,
                            "{}: png: libspng reports {} decoded bytes for {}x{}, expected {}", name,
@@ -72,8 +84,17 @@ base::Status decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& 
     image.height = static_cast<int>(height);
     if (!gray16) {
         base::resize_reusing(image.rgb, decoded_size);
-        if (int err = spng_decode_image(ctx.get(), image.rgb.data(), decoded_size, fmt, 0))
+        const int flags = has_alpha ? SPNG_DECODE_TRNS : 0;
+        if (int err = spng_decode_image(ctx.get(), image.rgb.data(), decoded_size, fmt, flags))
             return spng_failure(name, err);
+        if (has_alpha) {
+            composite_on_white(image.rgb, std::size_t(width * height));
+            image.rgb.resize(std::size_t(width * height * 3));  // shrinks: keeps the storage
+        }
+        for (std::size_t i = 0; gray_key >= 0 && i < width * height; ++i) {
+            if (image.rgb[3 * i] == gray_key)
+                image.rgb[3 * i] = image.rgb[3 * i + 1] = image.rgb[3 * i + 2] = 255;
+        }
         return {};
     }
     std::vector<std::uint8_t> raw(decoded_size);
@@ -82,7 +103,8 @@ base::Status decode_png(std::span<const std::uint8_t> bytes, const ImageLimits& 
     base::resize_reusing(image.rgb, std::size_t(width * height * 3));
     for (std::size_t i = 0; i < width * height; ++i) {
         const unsigned v = (unsigned(raw[2 * i]) << 8) | raw[2 * i + 1];  // big-endian
-        const auto g = static_cast<std::uint8_t>(std::min(v, 255u));
+        const auto g =
+            int(v) == gray_key ? std::uint8_t(255) : static_cast<std::uint8_t>(std::min(v, 255u));
         image.rgb[3 * i] = image.rgb[3 * i + 1] = image.rgb[3 * i + 2] = g;
     }
     return {};

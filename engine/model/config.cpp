@@ -168,6 +168,14 @@ base::Status parse_rope(const ObjectReader& text, TextConfig* out) {
             for (int i = 0; i < 3; ++i) out->mrope_section[i] = section[std::size_t(i)];
         }
         QVL_TRY(rope.boolean("mrope_interleaved", &out->mrope_interleaved));
+        // Qwen3-VL interleaves the (t, h, w) frequencies; the chunked Qwen2-VL layout would
+        // need other rope tables, and running it with these would be silently wrong.
+        if (!out->mrope_interleaved) {
+            return base::error(ErrorCode::kUnsupported,
+                               "{}: '{}' is false, only the interleaved MRoPE layout (true) is "
+                               "supported",
+                               text.what(), rope.key_name("mrope_interleaved"));
+        }
         if (rope.optional("rope_theta") != nullptr) {
             QVL_TRY(rope.number("rope_theta", &theta, true));
             have_theta = true;

@@ -6,7 +6,7 @@
 // v5 (`rope_parameters` with rope_theta inside). It refuses, with a message naming the file and
 // the key: a missing required key (kNotFound; also a missing file), a key of the wrong JSON type
 // or bad JSON (kCorruptFile), an unknown model_type, activation or rope_type, attention_bias
-// or in_channels != 3 (kUnsupported), and values the engine
+// or in_channels != 3, mrope_interleaved false (kUnsupported), and values the engine
 // cannot run (kInvalidArgument): sizes <= 0 or > 1e6, heads not dividing the hidden size, kv heads
 // not dividing heads, odd head_dim, mrope_section not summing to head_dim / 2, deepstack indexes
 // outside [0, depth), out_hidden_size != text hidden_size, token ids outside the vocabulary.

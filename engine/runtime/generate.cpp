@@ -94,6 +94,7 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
 
     const model::Model& model = session.model();
     Sampler sampler(model.config().text.vocab_size, params.sampling);
+    sampler.begin(prompt.ids);
     text::StreamDecoder stream(model.tokenizer(), true);
     r.tokens.reserve(params.n_predict);
     r.finish_reason = "length";
@@ -112,6 +113,7 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
             break;
         }
         r.tokens.push_back(token);
+        sampler.accept(token);
         const std::string_view piece = stream.push(token);
         r.text.append(piece);
         if (hooks.on_text && !piece.empty()) hooks.on_text(piece);

@@ -1,7 +1,15 @@
-// Next-token choice from logits: greedy (temperature 0: argmax, lowest id on ties) or
-// sampling in Hugging Face's order — temperature, top-k (ties with the k-th kept), top-p
-// (drop the low tail whose cumulative probability is <= 1 - top_p, keep at least one),
-// softmax, one seeded multinomial draw. Buffers are sized once; sampling allocates nothing.
+// Next-token choice from logits, in Hugging Face's order:
+//   1. penalties, on a copy of the logits (they also apply to greedy decoding):
+//      repetition (HF RepetitionPenaltyLogitsProcessor): for every distinct id of the prompt and
+//        the generated ids, logit > 0 ? logit / p : logit * p;
+//      frequency (OpenAI, as vLLM applies it): logit -= f * count, count = times the id was
+//        generated (prompt ids do not count);
+//      presence (OpenAI, as vLLM): logit -= p once for every distinct generated id;
+//   2. greedy (temperature 0: argmax, lowest id on ties), or sampling: temperature, top-k (ties
+//      with the k-th kept), top-p (drop the low tail whose cumulative probability is
+//      <= 1 - top_p, keep at least one), softmax, one seeded multinomial draw.
+// The penalty state (which ids were seen, how often each was generated) lives in vocab-sized
+// arrays allocated by the constructor: begin(), accept() and sample() allocate nothing.
 #pragma once
 
 #include <cstdint>
@@ -16,19 +24,51 @@ struct SamplingParams {
     int top_k = 0;             // 0: off
     float top_p = 1.0f;        // 1: off
     std::uint64_t seed = 0;
+    float repetition_penalty = 1.0f;  // > 0; 1: off
+    float presence_penalty = 0.0f;    // 0: off (OpenAI range [-2, 2])
+    float frequency_penalty = 0.0f;   // 0: off (OpenAI range [-2, 2])
 };
 
 class Sampler {
   public:
     Sampler(int vocab_size, const SamplingParams& params);
+
+    // Starts a sequence: forgets every id seen so far, then records the prompt ids (they feed
+    // the repetition penalty only). Ids outside [0, vocab) are ignored.
+    void begin(std::span<const std::int32_t> prompt_ids);
+    // Records one generated id (all three penalties). sample() does not record its own choice:
+    // the caller accepts what it actually emits.
+    void accept(std::int32_t id);
+
     std::int32_t sample(std::span<const float> logits);
+
+    // The distribution sample() draws from for these logits: probs[i] for every id (0 for the
+    // ids top-k / top-p removed); with temperature 0, 1 at the greedy choice. For tests and
+    // diagnostics; probs.size() must be >= logits.size().
+    void probabilities(std::span<const float> logits, std::span<double> probs);
+
     const SamplingParams& params() const { return params_; }
+    bool has_penalties() const;
 
   private:
+    // Writes the penalized logits to values_[0, n) and returns n.
+    int penalized(std::span<const float> logits);
+    // Filters values_[0, n) by top-k and top-p; leaves the survivors in ids_[0, kept) sorted by
+    // value, largest first, their softmax weights relative to max_ in total_. Returns kept.
+    int candidates(int n);
+
     SamplingParams params_;
     std::mt19937_64 rng_;
     std::vector<std::int32_t> ids_;
     std::vector<float> values_;
+    // Penalty state: seen_[id] is 1 for every id of the prompt or the generated ids, counts_[id]
+    // the number of times id was generated; touched_[0, n_touched_) lists the ids set in either.
+    std::vector<std::uint8_t> seen_;
+    std::vector<std::int32_t> counts_;
+    std::vector<std::int32_t> touched_;
+    int n_touched_ = 0;
+    float max_ = 0.0f;
+    double total_ = 0.0;
 };
 
 // Index of the largest value, lowest index on ties (NaN never wins).

@@ -181,9 +181,7 @@ base::Status Session::reserve() {
     history_.resize(std::size_t(options_.slots));
     for (std::vector<std::int32_t>& h : history_) h.reserve(std::size_t(options_.ctx_size));
     const image::PreprocessConfig& pp = model_->preprocess();
-    fused_patch_embed_ = pp.image_mean[0] == pp.image_mean[1] &&
-                         pp.image_mean[0] == pp.image_mean[2] &&
-                         pp.image_std[0] == pp.image_std[1] && pp.image_std[0] == pp.image_std[2];
+    fused_patch_embed_ = image::fused_patch_embed_possible(pp);
     float lut3[3][256];
     image::normalization_lut(pp, lut3);
     std::copy(lut3[0], lut3[0] + 256, pixel_lut_);

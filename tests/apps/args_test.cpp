@@ -305,5 +305,36 @@ TEST(ArgsTest, DoesNotTouchTheFileSystem) {
     EXPECT_EQ(p.code, -1) << p.err;
 }
 
+TEST(ArgsTest, PenaltyFlags) {
+    const std::vector<std::string> base = {"-m", "d", "-p", "x"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> v = base;
+        v.insert(v.end(), extra.begin(), extra.end());
+        return v;
+    };
+    Parsed p = parse(base);
+    ASSERT_EQ(p.code, -1) << p.err;
+    EXPECT_FALSE(p.options.repeat_penalty || p.options.presence_penalty);
+    p = parse(with({"--repeat-penalty", "1.1", "--presence-penalty", "-2"}));
+    ASSERT_EQ(p.code, -1) << p.err;
+    EXPECT_EQ(p.options.repeat_penalty, 1.1f);
+    EXPECT_EQ(p.options.presence_penalty, -2.0f);
+    p = parse(with({"--presence-penalty=1.5"}));
+    ASSERT_EQ(p.code, -1) << p.err;
+    EXPECT_EQ(p.options.presence_penalty, 1.5f);
+    expect_usage_error(with({"--repeat-penalty", "0"}), "--repeat-penalty: 0 is not above 0");
+    expect_usage_error(with({"--repeat-penalty", "-1"}), "--repeat-penalty");
+    expect_usage_error(with({"--repeat-penalty", "nan"}), "not a finite number");
+    expect_usage_error(with({"--repeat-penalty", "x"}), "--repeat-penalty: 'x'");
+    expect_usage_error(with({"--presence-penalty", "2.5"}),
+                       "--presence-penalty: 2.5 is out of range [-2, 2]");
+    expect_usage_error(with({"--presence-penalty", "-2.01"}), "--presence-penalty");
+    expect_usage_error(with({"--presence-penalty", "inf"}), "not a finite number");
+    expect_usage_error(with({"--presence-penalty"}), "--presence-penalty needs a value");
+    const std::string help = usage_text();
+    EXPECT_NE(help.find("--repeat-penalty"), std::string::npos);
+    EXPECT_NE(help.find("--presence-penalty"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace qvl::app

@@ -68,10 +68,13 @@ INSTANTIATE_TEST_SUITE_P(
                       GoodCase{"rgb16.png", 37, 23}, GoodCase{"rgba16.png", 37, 23},
                       GoodCase{"gray16.png", 37, 23}, GoodCase{"gray_alpha16.png", 37, 23},
                       GoodCase{"palette4.png", 37, 23}, GoodCase{"palette8_trns.png", 37, 23},
-                      GoodCase{"rgb8_trns.png", 37, 23}, GoodCase{"tiny1x1.png", 1, 1},
-                      GoodCase{"thin1x1000.png", 1, 1000}, GoodCase{"baseline420.jpg", 37, 23},
-                      GoodCase{"baseline444.jpg", 37, 23}, GoodCase{"progressive.jpg", 37, 23},
-                      GoodCase{"gray.jpg", 37, 23}, GoodCase{"cmyk.jpg", 37, 23}),
+                      GoodCase{"rgb8_trns.png", 37, 23}, GoodCase{"rgb8_key_hit.png", 37, 23},
+                      GoodCase{"gray8_key_hit.png", 37, 23}, GoodCase{"gray2_key2.png", 37, 23},
+                      GoodCase{"gray4_key0.png", 37, 23}, GoodCase{"gray16_key_hit.png", 37, 23},
+                      GoodCase{"tiny1x1.png", 1, 1}, GoodCase{"thin1x1000.png", 1, 1000},
+                      GoodCase{"baseline420.jpg", 37, 23}, GoodCase{"baseline444.jpg", 37, 23},
+                      GoodCase{"progressive.jpg", 37, 23}, GoodCase{"gray.jpg", 37, 23},
+                      GoodCase{"cmyk.jpg", 37, 23}),
     [](const auto& info) {
         std::string name = info.param.file;
         for (char& ch : name)
@@ -192,10 +195,12 @@ TEST(DecodeImage, TinyAndThinImagesDecode) {
 // orders, with failures in between: each decode_image_into gives exactly the pixels of a fresh
 // decode, and a failure leaves the image empty.
 TEST(DecodeImageInto, ReusedImageMatchesFreshDecodes) {
-    std::vector<std::string> files = {"tiny1x1.png",     "rgb8.png",         "thin1x1000.png",
-                                      "cmyk.jpg",        "gray16.png",       "baseline420.jpg",
-                                      "tiny1x1.png",     "progressive.jpg",  "gray4_interlaced.png",
-                                      "baseline444.jpg", "palette8_trns.png"};
+    std::vector<std::string> files = {
+        "tiny1x1.png",     "rgb8.png",          "thin1x1000.png",
+        "cmyk.jpg",        "gray16.png",        "baseline420.jpg",
+        "tiny1x1.png",     "progressive.jpg",   "gray4_interlaced.png",
+        "baseline444.jpg", "palette8_trns.png", "rgba8.png",
+        "rgb8.png"};
     for (bool reverse : {false, true}) {
         if (reverse) std::reverse(files.begin(), files.end());
         Image reused;
@@ -280,6 +285,33 @@ TEST(DecodeImage, TruncationsAndBitFlipsNeverCrash) {
             flipped[at] ^= std::byte(1u << (state & 7));
             check(flipped, fmt::format("{} bit flip at {}", file, at));
         }
+    }
+}
+
+// Values PIL's Image.alpha_composite onto white gives (check_alpha_composite.py verifies the
+// formula for all pairs; the .rgb fixtures of the alpha PNGs check it through the decoder).
+TEST(CompositeOnWhite, MatchesPilValuesInPlace) {
+    const std::uint8_t pairs[][2] = {{0, 128}, {100, 1}, {200, 254}, {7, 77},
+                                     {255, 3}, {0, 255}, {123, 0}};
+    const std::uint8_t pil[] = {127, 254, 200, 180, 255, 0, 255};
+    std::vector<std::uint8_t> px;
+    for (const auto& [c, a] : pairs) px.insert(px.end(), {c, std::uint8_t(255 - c), c, a});
+    composite_on_white(px, std::size(pairs));
+    for (std::size_t i = 0; i < std::size(pairs); ++i) {
+        EXPECT_EQ(px[3 * i], pil[i]) << i;
+        EXPECT_EQ(px[3 * i + 2], pil[i]) << i;
+        const unsigned c = 255 - pairs[i][0], a = pairs[i][1];
+        EXPECT_EQ(px[3 * i + 1], (c * a + 255 * (255 - a) + 127) / 255) << i;
+    }
+    // Opaque pixels are unchanged, fully transparent ones white, for every value.
+    std::vector<std::uint8_t> all;
+    for (int v = 0; v < 256; ++v) all.insert(all.end(), {std::uint8_t(v), 0, 255, 255});
+    for (int v = 0; v < 256; ++v) all.insert(all.end(), {std::uint8_t(v), 0, 255, 0});
+    composite_on_white(all, 512);
+    for (int v = 0; v < 256; ++v) {
+        EXPECT_EQ(all[3 * v], v);
+        EXPECT_EQ(all[3 * (256 + v)], 255);
+        EXPECT_EQ(all[3 * (256 + v) + 1], 255);
     }
 }
 

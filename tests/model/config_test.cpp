@@ -148,6 +148,10 @@ std::vector<BadConfig> bad_configs() {
          "mrope_section [4, 2, 3] sums to 9, expected head_dim / 2 = 8"},
         {"MropeTwoEntries", "4,\n        2,\n        2", "4,\n        4",
          ErrorCode::kInvalidArgument, "'text_config.rope_scaling.mrope_section' has 2 entries"},
+        {"MropeNotInterleaved", R"("mrope_interleaved": true)", R"("mrope_interleaved": false)",
+         ErrorCode::kUnsupported,
+         "config.json: 'text_config.rope_scaling.mrope_interleaved' is false, only the "
+         "interleaved"},
         {"RopeType", R"("rope_type": "default")", R"("rope_type": "yarn")", ErrorCode::kUnsupported,
          "'text_config.rope_scaling.rope_type' is 'yarn'"},
         {"DeepstackPastDepth", "0,\n      2,\n      3", "0,\n      2,\n      4",

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Writes the small decode-test images in this folder and, for each, `<name>.rgb`: the raw
-HxWx3 bytes that PIL's Image.open(...).convert("RGB") gives (the reference decoder, see
-oracle/qwen3vl_ref.py load_image_rgb). PNGs of unusual formats are written by a minimal encoder
-here (PIL cannot write 16-bit RGB, 2/4-bit grey or interlaced PNGs). Deterministic.
+HxWx3 bytes the reference decoder gives (PIL, then transformers' convert_to_rgb: transparency
+composited onto white; the oracle's load_image_rgb). PNGs of unusual formats are written by a
+minimal encoder here (PIL cannot write 16-bit RGB, 2/4-bit grey or interlaced PNGs).
+Deterministic.
 Run: cd tests/data/images && /usr/bin/python3 make_test_images.py"""
 import io
 import struct
@@ -82,7 +83,13 @@ def write_png(path, samples, color_type, bit_depth, palette=None, trns=None, int
 def save_expected(name):
     im = Image.open(name)
     im.load()
-    if im.mode != "RGB":
+    # transformers' convert_to_rgb for a PIL image (oracle load_image_rgb): transparency is
+    # composited onto opaque white; anything else non-RGB is converted.
+    if "A" in im.getbands() or im.info.get("transparency") is not None:
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        im = Image.alpha_composite(white, rgba).convert("RGB")
+    elif im.mode != "RGB":
         im = im.convert("RGB")
     a = np.asarray(im, dtype=np.uint8)
     assert a.shape == (H, W, 3) or name.startswith("tiny") or name.startswith("thin"), a.shape
@@ -137,3 +144,22 @@ sof = jpg.find(b"\xff\xc0")
 struct.pack_into(">HH", jpg, sof + 5, 60000, 60000)
 with open("huge_dims.jpg", "wb") as f:
     f.write(bytes(jpg))
+
+# Colour keys that do occur in the image (rgb8_trns.png's key matches no pixel): those pixels
+# become white. Written last so that the images above keep their random draws.
+keyed = rgb8.copy()
+keyed[::3, ::4] = (10, 20, 30)
+write_png("rgb8_key_hit.png", keyed, 2, 8, trns=struct.pack(">HHH", 10, 20, 30))
+gray_keyed = smooth(H, W, 1, 255)
+gray_keyed[1::2, ::3] = 77
+write_png("gray8_key_hit.png", gray_keyed, 0, 8, trns=struct.pack(">H", 77))
+# Grey keys below 8 bits: PIL compares the key with the scaled 8-bit value (2 matches no 2-bit
+# pixel, 0 matches black); at 16 bits it compares the raw sample, before the clamp.
+write_png("gray2_key2.png", smooth(H, W, 1, 3), 0, 2, trns=struct.pack(">H", 2))
+write_png("gray4_key0.png", smooth(H, W, 1, 15), 0, 4, trns=struct.pack(">H", 0))
+gray16_keyed = smooth(H, W, 1, 1023)
+gray16_keyed[::2, ::5] = 100
+write_png("gray16_key_hit.png", gray16_keyed, 0, 16, trns=struct.pack(">H", 100))
+for name in ["rgb8_key_hit.png", "gray8_key_hit.png", "gray2_key2.png", "gray4_key0.png",
+             "gray16_key_hit.png"]:
+    save_expected(name)
