@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #if __has_include("bench_peaks.h")
 #include "bench_peaks.h"
 #define QVL_HAVE_BENCH_PEAKS 1
@@ -52,7 +53,7 @@ void report(benchmark::State& state, const char* unit, double amount, int thread
 
 void run(const AttentionArgs& a, Isa isa, base::ThreadPool& pool) {
     const int n = kernels::attention_num_tasks(a, pool.size());
-    pool.parallel_for(n, [&](int t) { kernels::attention_run_task(a, t, n, isa); });
+    pool.parallel_for(n, [&](int t) { kernels::kernels_for(isa).attention_task(a, t, n); });
 }
 
 void bm_vision(benchmark::State& state, int n, Isa isa, int threads) {

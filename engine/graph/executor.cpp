@@ -9,12 +9,6 @@
 #include "base/bf16.h"
 #include "base/check.h"
 #include "base/timer.h"
-#include "kernels/activation.h"
-#include "kernels/attention.h"
-#include "kernels/gemm.h"
-#include "kernels/norm.h"
-#include "kernels/patch_embed.h"
-#include "kernels/rope.h"
 #include "kernels/scratch.h"
 
 namespace qvl::graph {
@@ -146,7 +140,7 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
                              .out_dim = od.cols,
                              .precision = p.precision};
             const int nt = patch_embed_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { patch_embed_run_task(a, t, nt, isa_); });
+            pool_->parallel_for(nt, [&](int t) { table_->patch_embed_task(a, t, nt); });
             break;
         }
         case OpKind::kMatmul: {
@@ -169,7 +163,7 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
                 a.ldr = in_desc(1).stride;
             }
             const int nt = gemm_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { gemm_run_task(a, t, nt, isa_); });
+            pool_->parallel_for(nt, [&](int t) { table_->gemm_task(a, t, nt); });
             break;
         }
         case OpKind::kMatmulGated: {
@@ -187,23 +181,22 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
                             .ldc = od.stride,
                             .precision = p.precision};
             const int nt = gemm_gated_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { gemm_gated_run_task(a, t, nt, isa_); });
+            pool_->parallel_for(nt, [&](int t) { table_->gemm_gated_task(a, t, nt); });
             break;
         }
         case OpKind::kLayerNorm: {
             const TensorDesc& xd = in_desc(0);
             const float* x = in(0);
             parallel_rows(xd.rows, xd.cols, [&](int r0, int r1) {
-                layer_norm_f32({.x = x + r0 * xd.stride,
-                                .x_stride = xd.stride,
-                                .w = p.norm_w,
-                                .b = p.norm_b,
-                                .y = out + r0 * od.stride,
-                                .y_stride = od.stride,
-                                .rows = r1 - r0,
-                                .dim = xd.cols,
-                                .eps = p.eps},
-                               isa_);
+                table_->layer_norm_f32({.x = x + r0 * xd.stride,
+                                        .x_stride = xd.stride,
+                                        .w = p.norm_w,
+                                        .b = p.norm_b,
+                                        .y = out + r0 * od.stride,
+                                        .y_stride = od.stride,
+                                        .rows = r1 - r0,
+                                        .dim = xd.cols,
+                                        .eps = p.eps});
             });
             break;
         }
@@ -213,27 +206,25 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
             const int groups = xd.cols / p.group;
             if (groups == 1) {
                 parallel_rows(xd.rows, xd.cols, [&](int r0, int r1) {
-                    rms_norm_f32({.x = x + r0 * xd.stride,
-                                  .x_stride = xd.stride,
-                                  .w = p.norm_w,
-                                  .y = out + r0 * od.stride,
-                                  .y_stride = od.stride,
-                                  .rows = r1 - r0,
-                                  .dim = p.group,
-                                  .eps = p.eps},
-                                 isa_);
+                    table_->rms_norm_f32({.x = x + r0 * xd.stride,
+                                          .x_stride = xd.stride,
+                                          .w = p.norm_w,
+                                          .y = out + r0 * od.stride,
+                                          .y_stride = od.stride,
+                                          .rows = r1 - r0,
+                                          .dim = p.group,
+                                          .eps = p.eps});
                 });
             } else {  // contiguous rows: each head is one row of `group` values
                 parallel_rows(xd.rows * groups, p.group, [&](int r0, int r1) {
-                    rms_norm_f32({.x = x + std::ptrdiff_t(r0) * p.group,
-                                  .x_stride = p.group,
-                                  .w = p.norm_w,
-                                  .y = out + std::ptrdiff_t(r0) * p.group,
-                                  .y_stride = p.group,
-                                  .rows = r1 - r0,
-                                  .dim = p.group,
-                                  .eps = p.eps},
-                                 isa_);
+                    table_->rms_norm_f32({.x = x + std::ptrdiff_t(r0) * p.group,
+                                          .x_stride = p.group,
+                                          .w = p.norm_w,
+                                          .y = out + std::ptrdiff_t(r0) * p.group,
+                                          .y_stride = p.group,
+                                          .rows = r1 - r0,
+                                          .dim = p.group,
+                                          .eps = p.eps});
                 });
             }
             break;
@@ -244,15 +235,14 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
             const float* cos = in(1);
             const float* sin = in(2);
             parallel_rows(od.rows, od.cols, [&](int r0, int r1) {
-                rope_f32({.x = x + r0 * od.stride,
-                          .x_stride = od.stride,
-                          .rows = r1 - r0,
-                          .n_heads = p.n_heads,
-                          .head_dim = p.head_dim,
-                          .cos = cos + r0 * cd.stride,
-                          .sin = sin + r0 * cd.stride,
-                          .cs_stride = cd.stride},
-                         isa_);
+                table_->rope_f32({.x = x + r0 * od.stride,
+                                  .x_stride = od.stride,
+                                  .rows = r1 - r0,
+                                  .n_heads = p.n_heads,
+                                  .head_dim = p.head_dim,
+                                  .cos = cos + r0 * cd.stride,
+                                  .sin = sin + r0 * cd.stride,
+                                  .cs_stride = cd.stride});
             });
             break;
         }
@@ -288,7 +278,7 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
                 a.k_head_stride = a.v_head_stride = p.head_dim;
             }
             const int nt = attention_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { attention_run_task(a, t, nt, isa_); });
+            pool_->parallel_for(nt, [&](int t) { table_->attention_task(a, t, nt); });
             break;
         }
         case OpKind::kStoreKv: {
@@ -313,7 +303,7 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
             const std::ptrdiff_t sa = in_desc(0).stride, sb = in_desc(1).stride;
             parallel_rows(od.rows, od.cols, [&](int r0, int r1) {
                 for (int r = r0; r < r1; ++r) {
-                    add_f32(a + r * sa, b + r * sb, out + r * od.stride, od.cols, isa_);
+                    table_->add_f32(a + r * sa, b + r * sb, out + r * od.stride, od.cols);
                 }
             });
             break;
@@ -326,7 +316,7 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
                 float* y = out + std::ptrdiff_t(p.ids[r]) * od.stride;
                 const float* s = src + r * sd.stride;
                 if (n.op == OpKind::kAddRows) {
-                    add_f32(y, s, y, od.cols, isa_);
+                    table_->add_f32(y, s, y, od.cols);
                 } else {
                     std::memcpy(y, s, sizeof(float) * od.cols);
                 }

@@ -13,7 +13,7 @@
 
 #include "base/thread_pool.h"
 #include "graph/graph.h"
-#include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::graph {
 
@@ -32,7 +32,8 @@ using Observer = std::function<void(const std::string& name, const float* data, 
 
 class Executor {
   public:
-    Executor(base::ThreadPool* pool, kernels::Isa isa) : pool_(pool), isa_(isa) {}
+    Executor(base::ThreadPool* pool, const kernels::KernelTable& table)
+        : pool_(pool), table_(&table) {}
 
     void enable_profile(bool on) { profile_on_ = on; }
     const Profile& profile() const { return profile_; }
@@ -53,7 +54,7 @@ class Executor {
     void parallel_rows(int rows, int cols, Fn&& fn);
 
     base::ThreadPool* pool_;
-    kernels::Isa isa_;
+    const kernels::KernelTable* table_;
     bool profile_on_ = false;
     Profile profile_;
     Observer observer_;

@@ -26,13 +26,11 @@
 // on the arguments and num_tasks, never on the thread that runs a task, so results are
 // identical for any thread count. Kernels do not thread: callers run the tasks, e.g.
 //   const int n = attention_num_tasks(a, pool.size());
-//   pool.parallel_for(n, [&](int t) { attention_run_task(a, t, n, isa); });
+//   pool.parallel_for(n, [&](int t) { table.attention_task(a, t, n); });
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-
-#include "kernels/isa.h"
 
 namespace qvl::kernels {
 
@@ -56,17 +54,16 @@ struct AttentionArgs {
     const std::int32_t* segments = nullptr;
     int n_segments = 0;
     // Products on bf16-rounded operands (Q·scale, K, the softmax weights, V; f32 accumulation),
-    // on vdpbf16ps, where the Isa is kAvx512Bf16 and the shape suits its flash kernel (head_dim
-    // % 16 == 0, <= 128; more than 4 (head, row) items: decode stays f32). Elsewhere f32.
+    // on vdpbf16ps, where the tier has a bf16 attention kernel (KernelTable::attention_bf16_task:
+    // kAvx512Bf16) and the shape suits it (head_dim % 16 == 0, <= 128; more than 4 (head, row)
+    // items: decode stays f32). Elsewhere f32.
     bool round_bf16 = false;
 };
 
 // A good task count for n_threads workers (>= 1 whenever there is work).
 int attention_num_tasks(const AttentionArgs& args, int n_threads);
-// Runs task `task` of `num_tasks` (num_tasks from attention_num_tasks, any n_threads).
-void attention_run_task(const AttentionArgs& args, int task, int num_tasks, Isa isa);
-// Runs every task on the calling thread.
-void attention(const AttentionArgs& args, Isa isa);
+// The tasks run through KernelTable::attention_task (kernels/kernel_table.h), any order, any
+// thread; KernelTable::attention runs them all on the calling thread.
 
 namespace ref {
 void attention_run_task(const AttentionArgs& args, int task, int num_tasks);

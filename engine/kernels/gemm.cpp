@@ -1,6 +1,6 @@
-// GEMM front end: the thread-free task split, ISA dispatch, the shared scalar epilogue. The
-// per-thread packing scratch is kernels/scratch.h. The arithmetic lives in kernels/x86/gemm_*.cpp
-// (and the scalar tier in kernels/gemm_scalar.cpp).
+// GEMM front end: the thread-free task split, the KernelTable's GEMM members, the shared scalar
+// epilogue. The per-thread packing scratch is kernels/scratch.h. The arithmetic lives in
+// kernels/x86/gemm_*.cpp (and the scalar tier in kernels/gemm_scalar.cpp).
 #include "kernels/gemm.h"
 
 #include <algorithm>
@@ -75,7 +75,8 @@ int problem_num_tasks(int m, int n, int n_threads) {
     return g.row_blocks * g.col_blocks;
 }
 
-void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa isa) {
+void run_problem_task(const GemmProblem& problem, int task, int num_tasks,
+                      const GemmKernels& tiles) {
     if (problem.m <= 0 || problem.n <= 0) return;
     GemmProblem p = problem;
     const Grid g = make_grid(p.m, p.n, num_tasks);
@@ -105,22 +106,7 @@ void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa i
         p.lda = p.k;
         p.load_a = nullptr;
     }
-    // The bf16 tier only differs from avx512 where bf16 products are asked for.
-    if (isa == Isa::kAvx512Bf16 && !p.round_bf16) isa = Isa::kAvx512;
-    switch (isa) {
-        case Isa::kScalar:
-            return gemv ? detail::gemv_tile_scalar(p, m0, m1, n0, n1)
-                        : detail::gemm_tile_scalar(p, m0, m1, n0, n1);
-        case Isa::kAvx2:
-            return gemv ? detail::gemv_tile_avx2(p, m0, m1, n0, n1)
-                        : detail::gemm_tile_avx2(p, m0, m1, n0, n1);
-        case Isa::kAvx512:
-            return gemv ? detail::gemv_tile_avx512(p, m0, m1, n0, n1)
-                        : detail::gemm_tile_avx512(p, m0, m1, n0, n1);
-        case Isa::kAvx512Bf16:
-            return gemv ? detail::gemv_tile_avx512bf16(p, m0, m1, n0, n1)
-                        : detail::gemm_tile_avx512bf16(p, m0, m1, n0, n1);
-    }
+    (gemv ? tiles.gemv_tile : tiles.gemm_tile)(p, m0, m1, n0, n1);
 }
 
 }  // namespace detail
@@ -188,26 +174,26 @@ int gemm_num_tasks(const GemmArgs& args, int n_threads) {
     return detail::problem_num_tasks(args.m, args.n, n_threads);
 }
 
-void gemm_run_task(const GemmArgs& args, int task, int num_tasks, Isa isa) {
-    detail::run_problem_task(problem(args), task, num_tasks, isa);
+void KernelTable::gemm_task(const GemmArgs& args, int task, int num_tasks) const {
+    detail::run_problem_task(problem(args), task, num_tasks, gemm_kernels(args.precision));
 }
 
 int gemm_gated_num_tasks(const GemmGatedArgs& args, int n_threads) {
     return detail::problem_num_tasks(args.m, args.n, n_threads);
 }
 
-void gemm_gated_run_task(const GemmGatedArgs& args, int task, int num_tasks, Isa isa) {
-    detail::run_problem_task(problem(args), task, num_tasks, isa);
+void KernelTable::gemm_gated_task(const GemmGatedArgs& args, int task, int num_tasks) const {
+    detail::run_problem_task(problem(args), task, num_tasks, gemm_kernels(args.precision));
 }
 
-void gemm(const GemmArgs& args, Isa isa) {
+void KernelTable::gemm(const GemmArgs& args) const {
     const int nt = gemm_num_tasks(args, 1);
-    for (int t = 0; t < nt; ++t) gemm_run_task(args, t, nt, isa);
+    for (int t = 0; t < nt; ++t) gemm_task(args, t, nt);
 }
 
-void gemm_gated(const GemmGatedArgs& args, Isa isa) {
+void KernelTable::gemm_gated(const GemmGatedArgs& args) const {
     const int nt = gemm_gated_num_tasks(args, 1);
-    for (int t = 0; t < nt; ++t) gemm_gated_run_task(args, t, nt, isa);
+    for (int t = 0; t < nt; ++t) gemm_gated_task(args, t, nt);
 }
 
 namespace detail {

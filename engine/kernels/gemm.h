@@ -21,14 +21,13 @@
 
 #include <cstddef>
 
-#include "kernels/isa.h"
 #include "kernels/types.h"
 
 namespace qvl::kernels {
 
 enum class GemmActivation { kNone, kGeluTanh, kGeluErf, kSilu };  // applied to (A·Wᵀ + bias)
-// kBF16: A rounded to bf16, vdpbf16ps; on ISAs without avx512bf16 it must still work
-// (emulate/round A then f32 math)
+// kBF16: A (and f32 weights) rounded to bf16; products on vdpbf16ps where the tier has them,
+// else the rounded values multiplied in f32 (KernelTable::bf16_products).
 enum class GemmPrecision { kF32, kBF16 };
 struct GemmArgs {
     int m = 0, n = 0, k = 0;
@@ -59,16 +58,12 @@ struct GemmGatedArgs {
     GemmPrecision precision = GemmPrecision::kF32;
 };
 // Thread-free work decomposition: the caller runs tasks [0, num_tasks) in any order on any threads
-// (e.g. pool.parallel_for(nt, [&](int t){ gemm_run_task(args, t, nt, isa); })). Tasks split output
-// tiles (columns, and rows when m is large), never k, so results are bit-identical for any
-// n_threads.
+// through the KernelTable of its tier (kernels/kernel_table.h), e.g.
+//   pool.parallel_for(nt, [&](int t) { table.gemm_task(args, t, nt); });
+// Tasks split output tiles (columns, and rows when m is large), never k, so results are
+// bit-identical for any n_threads.
 int gemm_num_tasks(const GemmArgs& args, int n_threads);
-void gemm_run_task(const GemmArgs& args, int task, int num_tasks, Isa isa);
 int gemm_gated_num_tasks(const GemmGatedArgs& args, int n_threads);
-void gemm_gated_run_task(const GemmGatedArgs& args, int task, int num_tasks, Isa isa);
-// Single-threaded convenience: all tasks inline.
-void gemm(const GemmArgs& args, Isa isa);
-void gemm_gated(const GemmGatedArgs& args, Isa isa);
 namespace ref {
 void gemm_f32(const GemmArgs&);
 void gemm_gated_f32(const GemmGatedArgs&);

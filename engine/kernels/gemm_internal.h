@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "kernels/gemm.h"
+#include "kernels/kernel_table.h"
 #include "kernels/scratch.h"
 
 namespace qvl::kernels::detail {
@@ -32,18 +33,27 @@ struct GemmProblem {
     const void* a_ctx = nullptr;
 };
 
-// Runs one task of a problem (the engine behind gemm_run_task and friends).
+// Runs one task of a problem on one tier's tiles (the engine behind KernelTable::gemm_task and
+// friends).
 int problem_num_tasks(int m, int n, int n_threads);
-void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa);
+void run_problem_task(const GemmProblem& p, int task, int num_tasks, const GemmKernels& tiles);
 
 // Largest m that takes the GEMV path (weights streamed unpacked, 4x4 register blocks, A from
 // L1/L2). Up to a few dozen rows this beats packing W, whose cost is amortised over m.
 inline constexpr int kGemvMaxM = 32;
 
-// Computes rows [m0, m1) x columns [n0, n1) of the output, all of k, epilogue included.
-// Row and column bounds are arbitrary (no alignment to the tile sizes needed).
-using GemmTileFn = void (*)(const GemmProblem& p, int m0, int m1, int n0, int n1);
+// The blocking of each packed tier: the micro-kernel traits in x86/gemm_<isa>.cpp take their
+// tile and block sizes from here, and the KernelTable entry reports them.
+inline constexpr GemmBlocking kBlockingAvx2{.mr = 6, .nr = 16, .kc = 256, .mc = 120, .nc = 512};
+// kc 1024 with nc 128: the B block (512 KiB) and the slab (<= 1008 x 128 floats) stay in L2;
+// measured faster than 192 x 512 (fewer slab reloads; the panels stream from L2).
+inline constexpr GemmBlocking kBlockingAvx512{.mr = 14, .nr = 32, .kc = 1024, .mc = 112, .nc = 128};
+// kc 2048 (1024 pairs): k = 1024 and 2048 in one block (the slab is written once); the B block,
+// 1024 pairs x nc 128 columns = 512 KiB, and the slab (<= 1008 x 128 floats) stay in L2.
+inline constexpr GemmBlocking kBlockingAvx512Bf16{
+    .mr = 14, .nr = 32, .kc = 2048, .mc = 112, .nc = 128};
 
+// The tiles of each tier (GemmTileFn, kernels/kernel_table.h).
 void gemm_tile_scalar(const GemmProblem& p, int m0, int m1, int n0, int n1);
 void gemm_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1);
 void gemm_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1);

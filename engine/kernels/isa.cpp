@@ -56,24 +56,36 @@ Isa detect_best() {
     for (Isa isa : all_isas()) {
         if (isa_supported(isa)) best = isa;
     }
-    if (const char* env = std::getenv("QVL_ISA"); env != nullptr && *env != '\0') {
-        Isa wanted;
-        if (!parse_isa(env, &wanted)) {
-            base::log(base::LogLevel::kWarning, "QVL_ISA={} is not a known tier; using {}", env,
-                      isa_name(best));
-        } else if (int(wanted) > int(best)) {
-            base::log(base::LogLevel::kWarning, "QVL_ISA={} is not supported here; using {}", env,
-                      isa_name(best));
-        } else {
-            best = wanted;
-        }
-    }
     return best;
+}
+
+Isa detect_from_env() {
+    const Isa best = best_isa();
+    const char* env = std::getenv("QVL_ISA");
+    if (env == nullptr || *env == '\0') return best;
+    Isa wanted;
+    if (!parse_isa(env, &wanted)) {
+        base::log(base::LogLevel::kWarning, "QVL_ISA={} is not a known tier; using {}", env,
+                  isa_name(best));
+        return best;
+    }
+    if (resolve_isa(wanted) != wanted) {
+        base::log(base::LogLevel::kWarning, "QVL_ISA={} is not supported here; using {}", env,
+                  isa_name(best));
+    }
+    return resolve_isa(wanted);
 }
 }  // namespace
 
 Isa best_isa() {
     static const Isa isa = detect_best();
+    return isa;
+}
+
+Isa resolve_isa(Isa requested) { return int(requested) > int(best_isa()) ? best_isa() : requested; }
+
+Isa isa_from_env() {
+    static const Isa isa = detect_from_env();
     return isa;
 }
 

@@ -60,13 +60,13 @@ int patch_embed_num_tasks(const PatchEmbedArgs& args, int n_threads) {
     return detail::problem_num_tasks(patch_embed_n_patches(args), args.out_dim, n_threads);
 }
 
-void patch_embed_run_task(const PatchEmbedArgs& args, int task, int num_tasks, Isa isa) {
-    detail::run_problem_task(problem(args), task, num_tasks, isa);
+void KernelTable::patch_embed_task(const PatchEmbedArgs& args, int task, int num_tasks) const {
+    detail::run_problem_task(problem(args), task, num_tasks, gemm_kernels(args.precision));
 }
 
-void patch_embed(const PatchEmbedArgs& args, Isa isa) {
+void KernelTable::patch_embed(const PatchEmbedArgs& args) const {
     const int nt = patch_embed_num_tasks(args, 1);
-    for (int t = 0; t < nt; ++t) patch_embed_run_task(args, t, nt, isa);
+    for (int t = 0; t < nt; ++t) patch_embed_task(args, t, nt);
 }
 
 void patch_embed_patchify(const PatchEmbedArgs& args, float* pixels, std::ptrdiff_t ld) {

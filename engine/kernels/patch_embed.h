@@ -41,11 +41,8 @@ struct PatchEmbedArgs {
 int patch_embed_n_patches(const PatchEmbedArgs& args);
 int patch_embed_k(const PatchEmbedArgs& args);  // 3 * temporal * patch * patch
 
-// Same task protocol as gemm_num_tasks / gemm_run_task.
+// Same task protocol as gemm_num_tasks; the tasks run through KernelTable::patch_embed_task.
 int patch_embed_num_tasks(const PatchEmbedArgs& args, int n_threads);
-void patch_embed_run_task(const PatchEmbedArgs& args, int task, int num_tasks, Isa isa);
-// Single-threaded convenience.
-void patch_embed(const PatchEmbedArgs& args, Isa isa);
 
 // The explicit pixel matrix ([n_patches, k], row stride ld) for tests and references.
 void patch_embed_patchify(const PatchEmbedArgs& args, float* pixels, std::ptrdiff_t ld);

@@ -15,7 +15,6 @@
 
 #include <cstddef>
 
-#include "kernels/isa.h"
 #include "kernels/types.h"
 
 namespace qvl::kernels {
@@ -31,7 +30,7 @@ struct PosEmbedArgs {
     float* out = nullptr;
     std::ptrdiff_t out_stride = 0;
 };
-void pos_embed_interpolate(const PosEmbedArgs& args, Isa isa);
+// Entry: KernelTable::pos_embed_interpolate (kernels/kernel_table.h).
 
 namespace ref {
 void pos_embed_interpolate(const PosEmbedArgs& args);

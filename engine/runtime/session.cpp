@@ -41,7 +41,7 @@ base::Status guarded(const char* what, Fn&& fn) {
 
 }  // namespace
 
-const char* kernel_isa_name() { return kernels::isa_name(kernels::best_isa()); }
+const char* kernel_isa_name() { return kernels::isa_name(kernels::isa_from_env()); }
 
 int default_max_image_tokens(const model::Model& model) {
     const image::PreprocessConfig& pp = model.preprocess();
@@ -53,18 +53,18 @@ int default_max_image_tokens(const model::Model& model) {
 Session::Session(const model::Model& model, const SessionOptions& options)
     : model_(&model),
       options_(options),
-      isa_(kernels::best_isa()),
-      gemm_precision_(
-          options.precision == Precision::kBF16 || options.precision == Precision::kBF16All ||
-                  (options.precision == Precision::kAuto && isa_ == kernels::Isa::kAvx512Bf16)
-              ? kernels::GemmPrecision::kBF16
-              : kernels::GemmPrecision::kF32),
+      kernels_(&kernels::kernels_for(kernels::isa_from_env())),
+      gemm_precision_(options.precision == Precision::kBF16 ||
+                              options.precision == Precision::kBF16All ||
+                              (options.precision == Precision::kAuto && kernels_->bf16_products)
+                          ? kernels::GemmPrecision::kBF16
+                          : kernels::GemmPrecision::kF32),
       attention_precision_(options.precision == Precision::kBF16All ? kernels::GemmPrecision::kBF16
                                                                     : kernels::GemmPrecision::kF32),
       pool_(std::make_unique<base::ThreadPool>(
           options.threads > 0 ? options.threads : base::cpu_features().physical_cores,
           options.pin_threads)),
-      executor_(pool_.get(), isa_) {
+      executor_(pool_.get(), *kernels_) {
     executor_.enable_profile(options.profile);
     if (const char* dir = std::getenv("QVL_TRACE"); dir != nullptr && *dir != '\0') {
         executor_.set_observer(graph::make_trace_observer(dir));
@@ -227,7 +227,7 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
         // Learned positions, repeated per temporal frame; RoPE ids in merge-window order.
         const int frame = image.grid_h * image.grid_w;
         for (int t = 0; t < image.grid_t; ++t) {
-            kernels::pos_embed_interpolate(
+            kernels_->pos_embed_interpolate(
                 {.table = w.pos_embed.data,
                  .table_type = w.pos_embed.type,
                  .grid_side = gside,
@@ -236,8 +236,7 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
                  .gw = image.grid_w,
                  .merge = m,
                  .out = vision_pos_.data() + std::size_t(t) * frame * hidden,
-                 .out_stride = hidden},
-                isa_);
+                 .out_stride = hidden});
         }
         int r = 0;
         for (int t = 0; t < image.grid_t; ++t) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -115,7 +116,7 @@ struct Problem {
         const int n = attention_num_tasks(args, n_threads);
         ASSERT_GE(n, 1);
         // Tasks in reverse order: the result must not depend on the order either.
-        for (int t = n - 1; t >= 0; --t) attention_run_task(args, t, n, isa);
+        for (int t = n - 1; t >= 0; --t) kernels_for(isa).attention_task(args, t, n);
     }
 
     // Compares the written rows and checks the gaps between them were never touched.

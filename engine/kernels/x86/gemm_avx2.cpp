@@ -17,6 +17,7 @@
 #include "kernels/activation.h"
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/gemm_driver.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx2 {
 namespace {
@@ -70,7 +71,7 @@ void transpose8(__m256 r[8]) {
 
 __m256 round_bf16(__m256 x);
 
-// The epilogue with the AVX2 tier's vectorised activations (kernels/activation.h), row by row:
+// The epilogue with the AVX2 tier's vectorised activations (its kVectorKernels), row by row:
 // c = act(acc + bias) + residual, or silu(acc) * acc2. The scalar reference epilogue evaluates
 // each activation in double, which made GELU the slowest part of an AVX2 vision MLP.
 void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
@@ -83,23 +84,23 @@ void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, st
         const float* s = acc + std::ptrdiff_t(i - m0) * ld;
         float* c = p.c + std::ptrdiff_t(i) * p.ldc + n0;
         if (p.w2 != nullptr) {
-            silu_mul_f32(s, acc2 + std::ptrdiff_t(i - m0) * ld, c, n, Isa::kAvx2);
+            kVectorKernels.silu_mul_f32(s, acc2 + std::ptrdiff_t(i - m0) * ld, c, n);
             continue;
         }
         const float* in = s;
         if (p.bias != nullptr) {
-            add_f32(s, p.bias + n0, v, n, Isa::kAvx2);
+            kVectorKernels.add_f32(s, p.bias + n0, v, n);
             in = v;
         }
         switch (p.act) {
             case GemmActivation::kNone:
                 break;
             case GemmActivation::kGeluTanh:
-                gelu_tanh_f32(in, v, n, Isa::kAvx2);
+                kVectorKernels.gelu_tanh_f32(in, v, n);
                 in = v;
                 break;
             case GemmActivation::kGeluErf:
-                gelu_erf_f32(in, v, n, Isa::kAvx2);
+                kVectorKernels.gelu_erf_f32(in, v, n);
                 in = v;
                 break;
             case GemmActivation::kSilu:  // unused by the model outside the SwiGLU pair
@@ -107,7 +108,7 @@ void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, st
                 continue;
         }
         if (p.residual != nullptr) {
-            add_f32(in, p.residual + std::ptrdiff_t(i) * p.ldr + n0, c, n, Isa::kAvx2);
+            kVectorKernels.add_f32(in, p.residual + std::ptrdiff_t(i) * p.ldr + n0, c, n);
         } else if (in != c) {
             std::memcpy(c, in, sizeof(float) * std::size_t(n));
         }
@@ -116,7 +117,9 @@ void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, st
 
 struct KernelF32 {
     using Packed = float;
-    static constexpr int kMR = 6, kNR = 16, kKC = 256, kMC = 120, kNC = 512;
+    static constexpr int kMR = detail::kBlockingAvx2.mr, kNR = detail::kBlockingAvx2.nr,
+                         kKC = detail::kBlockingAvx2.kc, kMC = detail::kBlockingAvx2.mc,
+                         kNC = detail::kBlockingAvx2.nc;
 
     static int packed_k(int kc) { return kc; }
 

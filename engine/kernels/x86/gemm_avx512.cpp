@@ -25,9 +25,9 @@ using x86::lanes16;
 
 struct KernelF32 {
     using Packed = float;
-    // kKC 1024 with kNC 128: the B block (512 KiB) and the slab (<= 1008 x 128 floats) stay in
-    // L2; measured faster than 192 x 512 (fewer slab reloads; the panels stream from L2).
-    static constexpr int kMR = 14, kNR = 32, kKC = 1024, kMC = 112, kNC = 128;
+    static constexpr int kMR = detail::kBlockingAvx512.mr, kNR = detail::kBlockingAvx512.nr,
+                         kKC = detail::kBlockingAvx512.kc, kMC = detail::kBlockingAvx512.mc,
+                         kNC = detail::kBlockingAvx512.nc;
 
     static int packed_k(int kc) { return kc; }
 

@@ -34,10 +34,9 @@ inline __m512 load_f32_as_pairs(const float* src, int n) {
 
 struct KernelBf16 {
     using Packed = std::uint32_t;
-    // kKC 2048 (1024 pairs): k = 1024 and 2048 in one block (the slab is written once); the B
-    // block, 1024 pairs x kNC 128 columns = 512 KiB, and the slab (<= 1008 x 128 floats) stay in
-    // L2.
-    static constexpr int kMR = 14, kNR = 32, kKC = 2048, kMC = 112, kNC = 128;
+    static constexpr int kMR = detail::kBlockingAvx512Bf16.mr, kNR = detail::kBlockingAvx512Bf16.nr,
+                         kKC = detail::kBlockingAvx512Bf16.kc, kMC = detail::kBlockingAvx512Bf16.mc,
+                         kNC = detail::kBlockingAvx512Bf16.nc;
 
     static int packed_k(int kc) { return (kc + 1) / 2; }
 
