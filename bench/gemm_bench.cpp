@@ -114,20 +114,19 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
     for (auto _ : state) {
         const std::byte* w = f.weights[iter++ % f.weights.size()].data();
         if (s->gated) {
-            const kernels::GemmGatedArgs g{.m = m,
-                                           .n = s->n,
-                                           .k = s->k,
-                                           .a = f.a.data(),
-                                           .lda = s->k,
-                                           .w_gate = w,
-                                           .w_up = w + half,
-                                           .ldw = s->k,
-                                           .c = f.c.data(),
-                                           .ldc = s->n,
-                                           .precision = prec};
-            const int nt = kernels::gemm_gated_num_tasks(g, threads);
-            pool.parallel_for(nt,
-                              [&](int t) { kernels::kernels_for(isa).gemm_gated_task(g, t, nt); });
+            const kernels::GemmArgs g{.m = m,
+                                      .n = s->n,
+                                      .k = s->k,
+                                      .a = f.a.data(),
+                                      .lda = s->k,
+                                      .w = w,
+                                      .w_up = w + half,
+                                      .ldw = s->k,
+                                      .c = f.c.data(),
+                                      .ldc = s->n,
+                                      .precision = prec};
+            const int nt = kernels::gemm_num_tasks(g, threads);
+            pool.parallel_for(nt, [&](int t) { kernels::kernels_for(isa).gemm_task(g, t, nt); });
         } else {
             // The model's epilogue for this layer: bias, activation, residual added in place.
             const kernels::GemmArgs g{.m = m,

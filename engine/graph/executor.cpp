@@ -168,20 +168,20 @@ void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
         }
         case OpKind::kMatmulGated: {
             const TensorDesc& xd = in_desc(0);
-            GemmGatedArgs a{.m = xd.rows,
-                            .n = p.w.rows,
-                            .k = p.w.cols,
-                            .a = in(0),
-                            .lda = xd.stride,
-                            .w_gate = p.w.data,
-                            .w_up = p.w2.data,
-                            .ldw = p.w.ld,
-                            .w_type = p.w.type,
-                            .c = out,
-                            .ldc = od.stride,
-                            .precision = p.precision};
-            const int nt = gemm_gated_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { table_->gemm_gated_task(a, t, nt); });
+            GemmArgs a{.m = xd.rows,
+                       .n = p.w.rows,
+                       .k = p.w.cols,
+                       .a = in(0),
+                       .lda = xd.stride,
+                       .w = p.w.data,
+                       .w_up = p.w2.data,
+                       .ldw = p.w.ld,
+                       .w_type = p.w.type,
+                       .c = out,
+                       .ldc = od.stride,
+                       .precision = p.precision};
+            const int nt = gemm_num_tasks(a, pool_->size());
+            pool_->parallel_for(nt, [&](int t) { table_->gemm_task(a, t, nt); });
             break;
         }
         case OpKind::kLayerNorm: {

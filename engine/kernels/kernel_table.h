@@ -39,13 +39,9 @@ struct GemmBlocking {
     int mr = 0, nr = 0, kc = 0, mc = 0, nc = 0;
 };
 
-namespace detail {
-struct GemmProblem;  // kernels/gemm_internal.h
-}  // namespace detail
-
 // Computes rows [m0, m1) x columns [n0, n1) of the output over all of k, epilogue included;
 // bounds need no alignment to the tile sizes. Internal: reached through KernelTable::gemm_task.
-using GemmTileFn = void (*)(const detail::GemmProblem& p, int m0, int m1, int n0, int n1);
+using GemmTileFn = void (*)(const GemmArgs& p, int m0, int m1, int n0, int n1);
 
 // One tier's GEMM for one precision: the packed, register-blocked path for m > kGemvMaxM and
 // the GEMV path (weights streamed unpacked) for m <= kGemvMaxM (kernels/gemm.h).
@@ -104,13 +100,11 @@ struct KernelTable : VectorKernels, ImageKernels {
     // Task protocol of kernels/gemm.h, patch_embed.h and attention.h: run task `task` of
     // `num_tasks` (from gemm_num_tasks / patch_embed_num_tasks / attention_num_tasks).
     void gemm_task(const GemmArgs& args, int task, int num_tasks) const;
-    void gemm_gated_task(const GemmGatedArgs& args, int task, int num_tasks) const;
     void patch_embed_task(const PatchEmbedArgs& args, int task, int num_tasks) const;
     void attention_task(const AttentionArgs& args, int task, int num_tasks) const;
 
     // Single-threaded conveniences: every task on the calling thread.
     void gemm(const GemmArgs& args) const;
-    void gemm_gated(const GemmGatedArgs& args) const;
     void patch_embed(const PatchEmbedArgs& args) const;
     void attention(const AttentionArgs& args) const;
 };

@@ -348,23 +348,23 @@ TEST_P(GemmTest, GatedMatchesReference) {
                 const Weights wg(n, k, rng), wu(n, k, rng);
                 // Both matrices share one stride: use the gate stride for both (same shapes).
                 Mat<float> got(m, n), want(m, n);
-                const GemmGatedArgs g{.m = m,
-                                      .n = n,
-                                      .k = k,
-                                      .a = a.data(),
-                                      .lda = a.ld,
-                                      .w_gate = wg.ptr(wt),
-                                      .w_up = wu.ptr(wt),
-                                      .ldw = wg.ld(wt),
-                                      .w_type = wt,
-                                      .c = got.data(),
-                                      .ldc = got.ld,
-                                      .precision = prec};
-                GemmGatedArgs r = g;
+                const GemmArgs g{.m = m,
+                                 .n = n,
+                                 .k = k,
+                                 .a = a.data(),
+                                 .lda = a.ld,
+                                 .w = wg.ptr(wt),
+                                 .w_up = wu.ptr(wt),
+                                 .ldw = wg.ld(wt),
+                                 .w_type = wt,
+                                 .c = got.data(),
+                                 .ldc = got.ld,
+                                 .precision = prec};
+                GemmArgs r = g;
                 r.c = want.data();
                 r.ldc = want.ld;
-                ref::gemm_gated_f32(r);
-                kernels_for(GetParam()).gemm_gated(g);
+                ref::gemm_f32(r);
+                kernels_for(GetParam()).gemm(g);
                 for (int i = 0; i < m; ++i) {
                     for (int j = 0; j < n; ++j) {
                         double sg = 0.0, su = 0.0, gate = 0.0, up = 0.0;
@@ -418,20 +418,20 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
                        .ldc = base_c.ld,
                        .precision = prec};
             kernels_for(GetParam()).gemm(g);
-            GemmGatedArgs gg{.m = m,
-                             .n = n,
-                             .k = k,
-                             .a = a.data(),
-                             .lda = a.ld,
-                             .w_gate = w.ptr(WeightType::kF32),
-                             .w_up = w2.ptr(WeightType::kF32),
-                             .ldw = w.ld(WeightType::kF32),
-                             .w_type = WeightType::kF32,
-                             .precision = prec};
+            GemmArgs gg{.m = m,
+                        .n = n,
+                        .k = k,
+                        .a = a.data(),
+                        .lda = a.ld,
+                        .w = w.ptr(WeightType::kF32),
+                        .w_up = w2.ptr(WeightType::kF32),
+                        .ldw = w.ld(WeightType::kF32),
+                        .w_type = WeightType::kF32,
+                        .precision = prec};
             Mat<float> base_gated(m, n);
             gg.c = base_gated.data();
             gg.ldc = base_gated.ld;
-            kernels_for(GetParam()).gemm_gated(gg);
+            kernels_for(GetParam()).gemm(gg);
             for (base::ThreadPool& pool : pools) {
                 for (int threads : {1, 2, 7}) {
                     Mat<float> c(m, n), cg(m, n);
@@ -442,13 +442,12 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
                     ASSERT_GE(nt, 1);
                     pool.parallel_for(
                         nt, [&](int task) { kernels_for(GetParam()).gemm_task(t, task, nt); });
-                    GemmGatedArgs tg = gg;
+                    GemmArgs tg = gg;
                     tg.c = cg.data();
                     tg.ldc = cg.ld;
-                    const int ntg = gemm_gated_num_tasks(tg, threads);
-                    pool.parallel_for(ntg, [&](int task) {
-                        kernels_for(GetParam()).gemm_gated_task(tg, task, ntg);
-                    });
+                    const int ntg = gemm_num_tasks(tg, threads);
+                    pool.parallel_for(
+                        ntg, [&](int task) { kernels_for(GetParam()).gemm_task(tg, task, ntg); });
                     for (int i = 0; i < m; ++i) {
                         for (int j = 0; j < n; ++j) {
                             ASSERT_EQ(c.at(i, j), base_c.at(i, j))

@@ -20,8 +20,6 @@
 
 namespace qvl::kernels::avx512bf16 {
 namespace {
-
-using detail::GemmProblem;
 using x86::lanes16;
 using x86::lanes32;
 
@@ -40,7 +38,7 @@ struct KernelBf16 {
 
     static int packed_k(int kc) { return (kc + 1) / 2; }
 
-    static void pack_a(const GemmProblem& p, int i0, int rows, int p0, int kc, Packed* out) {
+    static void pack_a(const GemmArgs& p, int i0, int rows, int p0, int kc, Packed* out) {
         const int ks = packed_k(kc);
         for (int q = 0; q * kMR < rows; ++q) {
             Packed* panel = out + std::ptrdiff_t(q) * ks * kMR;
@@ -105,7 +103,7 @@ struct KernelBf16 {
         }
     }
 
-    static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
+    static void pack_b(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                        Packed* out) {
         if (p.w_type == WeightType::kBF16) {
             pack_b_impl<true>(w, p.ldw, j0, cols, p0, kc, out);
@@ -141,8 +139,8 @@ struct KernelBf16 {
         }
     }
 
-    static void epilogue(const GemmProblem& p, const float* acc, const float* acc2,
-                         std::ptrdiff_t ld, int m0, int m1, int n0, int n1) {
+    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+                         int m0, int m1, int n0, int n1) {
         detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
     }
 };
@@ -242,11 +240,11 @@ void gemv_matrix(int m, const std::uint32_t* a, std::ptrdiff_t lda_pairs, const 
 
 namespace qvl::kernels::detail {
 
-void gemm_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemm_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     gemm_tile_blocked<avx512bf16::KernelBf16>(p, m0, m1, n0, n1);
 }
 
-void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     using namespace avx512bf16;
     const int m = m1 - m0;
     // Activations as bf16 pairs, each row padded with zeros to a multiple of 16 pairs (64 bytes).
@@ -264,12 +262,12 @@ void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1) 
     auto* out =
         static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
     float* out2 =
-        p.w2 != nullptr
+        p.w_up != nullptr
             ? static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo))
             : nullptr;
-    const void* ws[2] = {p.w, p.w2};
+    const void* ws[2] = {p.w, p.w_up};
     float* outs[2] = {out, out2};
-    for (int g = 0; g < (p.w2 != nullptr ? 2 : 1); ++g) {
+    for (int g = 0; g < (p.w_up != nullptr ? 2 : 1); ++g) {
         if (p.w_type == WeightType::kBF16) {
             gemv_matrix<true>(m, a, lda_pairs, ws[g], p.ldw, n0, n1, p.k, outs[g], ldo);
         } else {
