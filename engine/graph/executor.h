@@ -40,7 +40,7 @@ class Executor {
     Profile& profile() { return profile_; }
     void set_observer(Observer observer) { observer_ = std::move(observer); }
 
-    // Runs g with activations placed in arena (>= plan_arena(g) bytes, 64-byte aligned).
+    // Runs g with activations placed in arena (>= Planner::plan(g) bytes, 64-byte aligned).
     void run(const Graph& g, std::byte* arena);
 
     // Address of tensor t of the last graph run (valid while the arena is untouched).
@@ -49,9 +49,7 @@ class Executor {
     static std::string full_name(const Node& n);
 
   private:
-    void run_node(const Graph& g, const Node& n, std::byte* arena);
-    template <class Fn>
-    void parallel_rows(int rows, int cols, Fn&& fn);
+    void run_node(const Graph& g, const Node& n, std::byte* arena);  // one op, by its params
 
     base::ThreadPool* pool_;
     const kernels::KernelTable* table_;
