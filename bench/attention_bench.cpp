@@ -1,4 +1,4 @@
-// Attention on the Qwen3-VL-2B shapes: vision (16 heads x 64, one segment of N patches),
+// Attention on the Qwen3-VL-2B shapes: vision (16 heads x 64, one image of N patches),
 // causal GQA prefill (16 query heads over 8 kv heads x 128, KV arena layout) and decode (one
 // query over ctx cached positions). Vision/prefill report GFLOPS (4 * head_dim FLOP per visible
 // (query, key, head)); decode reports GBps of K and V bytes streamed. The avx512bf16 rows run
@@ -60,7 +60,6 @@ void bm_vision(benchmark::State& state, int n, Isa isa, int threads) {
     const int heads = 16, hd = 64, row = 3 * heads * hd;
     std::vector<float> qkv = random_floats(std::size_t(n) * row, 1),
                        out(std::size_t(n) * heads * hd);
-    const std::int32_t seg[2] = {0, n};
     AttentionArgs a{.n_q = n,
                     .n_kv = n,
                     .n_heads = heads,
@@ -79,8 +78,6 @@ void bm_vision(benchmark::State& state, int n, Isa isa, int threads) {
                     .out_row_stride = heads * hd,
                     .out_head_stride = hd,
                     .scale = 0.125f,
-                    .segments = seg,
-                    .n_segments = 1,
                     .round_bf16 = isa == Isa::kAvx512Bf16};
     base::ThreadPool pool(threads);
     for (auto _ : state) {

@@ -95,7 +95,8 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
     }
     const bool gemv = p.m <= detail::kGemvMaxM;
     if (gemv && p.load_a != nullptr) {
-        // GEMV reads A rows many times: materialise the (at most 8) virtual rows once.
+        // GEMV reads A rows many times: materialise the (at most kGemvMaxM) virtual
+        // rows once.
         auto* rows = static_cast<float*>(detail::thread_scratch(
             detail::kScratchGather, sizeof(float) * std::size_t(p.m) * std::size_t(p.k)));
         for (int i = 0; i < p.m; ++i) p.load_a(p.a_ctx, i, 0, p.k, rows + std::ptrdiff_t(i) * p.k);

@@ -144,9 +144,4 @@ void KernelTable::attention_task(const AttentionArgs& args, int task, int num_ta
     attention_f32_task(args, task, num_tasks);
 }
 
-void KernelTable::attention(const AttentionArgs& args) const {
-    const int n = attention_num_tasks(args, 1);
-    for (int t = 0; t < n; ++t) attention_task(args, t, n);
-}
-
 }  // namespace qvl::kernels

@@ -106,7 +106,6 @@ struct KernelTable : VectorKernels, ImageKernels {
     // Single-threaded conveniences: every task on the calling thread.
     void gemm(const GemmArgs& args) const;
     void patch_embed(const PatchEmbedArgs& args) const;
-    void attention(const AttentionArgs& args) const;
 };
 
 // The table of a tier; the caller has made sure the CPU runs it (isa_supported, resolve_isa).

@@ -67,9 +67,4 @@ void KernelTable::patch_embed(const PatchEmbedArgs& args) const {
     for (int t = 0; t < nt; ++t) patch_embed_task(args, t, nt);
 }
 
-void patch_embed_patchify(const PatchEmbedArgs& args, float* pixels, std::ptrdiff_t ld) {
-    const int n = patch_embed_n_patches(args), k = patch_embed_k(args);
-    for (int r = 0; r < n; ++r) load_pixels(&args, r, 0, k, pixels + std::ptrdiff_t(r) * ld);
-}
-
 }  // namespace qvl::kernels

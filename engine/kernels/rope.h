@@ -1,7 +1,7 @@
 // Rotary position embedding, rotate_half (NeoX) pairing: within each head, element i pairs with
-// i + head_dim/2. Used by the vision tower (2D RoPE, spec 5.4) and the text decoder (interleaved
-// MRoPE, spec 7.2); both reduce to "apply per-row cos/sin tables", built once per step by the
-// table builders below (computed in double, stored f32).
+// i + head_dim/2. Used by the vision tower (2D RoPE) and the text decoder (interleaved MRoPE); both
+// reduce to "apply per-row cos/sin tables", built once per step by the table builders below
+// (computed in double, stored f32).
 #pragma once
 
 #include <cstddef>
@@ -27,15 +27,16 @@ struct RopeArgs {
 };
 // Entry: KernelTable::rope_f32 (kernels/kernel_table.h).
 
-// Text interleaved MRoPE tables (spec 7.2): inv_freq[k] = theta^(-2k/head_dim) for
-// k < half = head_dim/2; token n uses position p = pos_h[n] when k % 3 == 1 && k < 3 *
-// mrope_section[1], p = pos_w[n] when k % 3 == 2 && k < 3 * mrope_section[2], else p = pos_t[n];
-// cos[n * half + k] = cos(p * inv_freq[k]) (sin likewise). cos, sin: [n_tokens, half] dense.
+// Text interleaved MRoPE tables (Qwen3-VL, HF apply_interleaved_mrope): inv_freq[k] =
+// theta^(-2k/head_dim) for k < half = head_dim/2; token n uses position p = pos_h[n] when k % 3 ==
+// 1 && k < 3 * mrope_section[1], p = pos_w[n] when k % 3 == 2 && k < 3 * mrope_section[2], else p =
+// pos_t[n]; cos[n * half + k] = cos(p * inv_freq[k]) (sin likewise). cos, sin: [n_tokens, half]
+// dense.
 void text_mrope_tables(const std::int32_t* pos_t, const std::int32_t* pos_h,
                        const std::int32_t* pos_w, int n_tokens, int head_dim, double theta,
                        const int mrope_section[3], float* cos, float* sin);
 
-// Vision 2D RoPE tables (spec 5.4): with quarter = head_dim/4 and
+// Vision 2D RoPE tables (Qwen3-VL vision rotary embedding): with quarter = head_dim/4 and
 // inv_freq[k] = theta^(-2k/(head_dim/2)) for k < quarter, patch n gets angles
 // a[k] = rows[n] * inv_freq[k] and a[quarter + k] = cols[n] * inv_freq[k];
 // cos[n * half + j] = cos(a[j]) for j < half = head_dim/2 (sin likewise). Dense [n_patches, half].

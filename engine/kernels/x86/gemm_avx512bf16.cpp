@@ -1,6 +1,6 @@
 // AVX512_BF16 GEMM for kBF16 precision: activations and weights packed as bf16 pairs along k,
 // products on vdpbf16ps into f32 accumulators, 14x32 register tile (28 zmm); and the matching
-// GEMV (m <= 8), weight rows read as bf16 pairs straight from memory.
+// GEMV (m <= kGemvMaxM), weight rows read as bf16 pairs straight from memory.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
 #if defined(__GNUC__) && !defined(__clang__)

@@ -1,6 +1,7 @@
 // Internal to kernels/: the entries each ISA translation unit in kernels/x86/ contributes to the
 // KernelTable of its tier (kernels/kernel_table.h, assembled in kernel_table.cpp). Every name
-// lives in an ISA-named namespace (style.md B.5: no symbol shared between ISA flags). The GEMM
+// lives in an ISA-named namespace (no symbol may be shared between ISA flags: the linker
+// could keep the wider tier's copy; the isa_symbol_isolation test checks it). The GEMM
 // tiles are declared in kernels/gemm_internal.h.
 #pragma once
 
