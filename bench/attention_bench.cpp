@@ -1,4 +1,4 @@
-// Attention on the Qwen3-VL-2B shapes: vision (16 heads x 64, one segment of N patches),
+// Attention on the Qwen3-VL-2B shapes: vision (16 heads x 64, one image of N patches),
 // causal GQA prefill (16 query heads over 8 kv heads x 128, KV arena layout) and decode (one
 // query over ctx cached positions). Vision/prefill report GFLOPS (4 * head_dim FLOP per visible
 // (query, key, head)); decode reports GBps of K and V bytes streamed. The avx512bf16 rows run
@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #if __has_include("bench_peaks.h")
 #include "bench_peaks.h"
 #define QVL_HAVE_BENCH_PEAKS 1
@@ -52,14 +53,13 @@ void report(benchmark::State& state, const char* unit, double amount, int thread
 
 void run(const AttentionArgs& a, Isa isa, base::ThreadPool& pool) {
     const int n = kernels::attention_num_tasks(a, pool.size());
-    pool.parallel_for(n, [&](int t) { kernels::attention_run_task(a, t, n, isa); });
+    pool.parallel_for(n, [&](int t) { kernels::kernels_for(isa).attention_task(a, t, n); });
 }
 
 void bm_vision(benchmark::State& state, int n, Isa isa, int threads) {
     const int heads = 16, hd = 64, row = 3 * heads * hd;
     std::vector<float> qkv = random_floats(std::size_t(n) * row, 1),
                        out(std::size_t(n) * heads * hd);
-    const std::int32_t seg[2] = {0, n};
     AttentionArgs a{.n_q = n,
                     .n_kv = n,
                     .n_heads = heads,
@@ -78,8 +78,6 @@ void bm_vision(benchmark::State& state, int n, Isa isa, int threads) {
                     .out_row_stride = heads * hd,
                     .out_head_stride = hd,
                     .scale = 0.125f,
-                    .segments = seg,
-                    .n_segments = 1,
                     .round_bf16 = isa == Isa::kAvx512Bf16};
     base::ThreadPool pool(threads);
     for (auto _ : state) {

@@ -21,6 +21,7 @@
 #include "bench_peaks.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #include "kernels/patch_embed.h"
 #include "shapes.h"
 
@@ -113,19 +114,19 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
     for (auto _ : state) {
         const std::byte* w = f.weights[iter++ % f.weights.size()].data();
         if (s->gated) {
-            const kernels::GemmGatedArgs g{.m = m,
-                                           .n = s->n,
-                                           .k = s->k,
-                                           .a = f.a.data(),
-                                           .lda = s->k,
-                                           .w_gate = w,
-                                           .w_up = w + half,
-                                           .ldw = s->k,
-                                           .c = f.c.data(),
-                                           .ldc = s->n,
-                                           .precision = prec};
-            const int nt = kernels::gemm_gated_num_tasks(g, threads);
-            pool.parallel_for(nt, [&](int t) { kernels::gemm_gated_run_task(g, t, nt, isa); });
+            const kernels::GemmArgs g{.m = m,
+                                      .n = s->n,
+                                      .k = s->k,
+                                      .a = f.a.data(),
+                                      .lda = s->k,
+                                      .w = w,
+                                      .w_up = w + half,
+                                      .ldw = s->k,
+                                      .c = f.c.data(),
+                                      .ldc = s->n,
+                                      .precision = prec};
+            const int nt = kernels::gemm_num_tasks(g, threads);
+            pool.parallel_for(nt, [&](int t) { kernels::kernels_for(isa).gemm_task(g, t, nt); });
         } else {
             // The model's epilogue for this layer: bias, activation, residual added in place.
             const kernels::GemmArgs g{.m = m,
@@ -145,7 +146,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
                                       .ldc = s->n,
                                       .precision = prec};
             const int nt = kernels::gemm_num_tasks(g, threads);
-            pool.parallel_for(nt, [&](int t) { kernels::gemm_run_task(g, t, nt, isa); });
+            pool.parallel_for(nt, [&](int t) { kernels::kernels_for(isa).gemm_task(g, t, nt); });
         }
         benchmark::ClobberMemory();
     }
@@ -200,7 +201,8 @@ void run_patch_embed(benchmark::State& state, int height, int width, Isa isa, in
     const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : state) {
         const int nt = kernels::patch_embed_num_tasks(args, threads);
-        pool.parallel_for(nt, [&](int t) { kernels::patch_embed_run_task(args, t, nt, isa); });
+        pool.parallel_for(nt,
+                          [&](int t) { kernels::kernels_for(isa).patch_embed_task(args, t, nt); });
         benchmark::ClobberMemory();
     }
     const double seconds =

@@ -25,6 +25,7 @@
 #include "io/image_decoders.h"
 #include "kernels/image_patch.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #include "kernels/resize.h"
 
 namespace {
@@ -227,17 +228,16 @@ void BM_resize_vertical(benchmark::State& state, kernels::Isa isa) {
     const auto wy = image::detail::bicubic_aa_weights(kHeight, 1088);
     std::vector<std::uint8_t> dst(std::size_t(kWidth) * 3 * 1088);
     for (auto _ : state) {
-        kernels::resize_vertical_u8({.src = src.rgb.data(),
-                                     .src_stride = kWidth * 3,
-                                     .dst = dst.data(),
-                                     .dst_stride = kWidth * 3,
-                                     .row_bytes = std::size_t(kWidth) * 3,
-                                     .out_rows = 1088,
-                                     .start = wy.start.data(),
-                                     .weights = wy.w.data(),
-                                     .taps = wy.taps,
-                                     .precision = wy.precision},
-                                    isa);
+        kernels::kernels_for(isa).resize_vertical_u8({.src = src.rgb.data(),
+                                                      .src_stride = kWidth * 3,
+                                                      .dst = dst.data(),
+                                                      .dst_stride = kWidth * 3,
+                                                      .row_bytes = std::size_t(kWidth) * 3,
+                                                      .out_rows = 1088,
+                                                      .start = wy.start.data(),
+                                                      .weights = wy.w.data(),
+                                                      .taps = wy.taps,
+                                                      .precision = wy.precision});
         benchmark::DoNotOptimize(dst.data());
     }
     state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(dst.size()));
@@ -251,18 +251,17 @@ void BM_resize_horizontal(benchmark::State& state, kernels::Isa isa) {
     const auto wx = image::detail::bicubic_aa_weights(kIn, kOut);
     std::vector<std::uint8_t> dst(std::size_t(kOut) * 3 * kRows);
     for (auto _ : state) {
-        kernels::resize_horizontal_rgb_u8({.src = src.data(),
-                                           .src_stride = kIn * 3,
-                                           .dst = dst.data(),
-                                           .dst_stride = kOut * 3,
-                                           .rows = kRows,
-                                           .in_width = kIn,
-                                           .out_width = kOut,
-                                           .start = wx.start.data(),
-                                           .weights = wx.w.data(),
-                                           .taps = wx.taps,
-                                           .precision = wx.precision},
-                                          isa);
+        kernels::kernels_for(isa).resize_horizontal_rgb_u8({.src = src.data(),
+                                                            .src_stride = kIn * 3,
+                                                            .dst = dst.data(),
+                                                            .dst_stride = kOut * 3,
+                                                            .rows = kRows,
+                                                            .in_width = kIn,
+                                                            .out_width = kOut,
+                                                            .start = wx.start.data(),
+                                                            .weights = wx.w.data(),
+                                                            .taps = wx.taps,
+                                                            .precision = wx.precision});
         benchmark::DoNotOptimize(dst.data());
     }
     state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(dst.size()));
@@ -277,15 +276,14 @@ void BM_patch_normalize(benchmark::State& state, kernels::Isa isa) {
         // Every patch of the top 1072 rows (67 patch rows x 120), into one L1-resident row.
         for (int py = 0; py < 67; ++py) {
             for (int px = 0; px < kWidth / 16; ++px) {
-                kernels::patch_normalize_u8(
+                kernels::kernels_for(isa).patch_normalize_u8(
                     {.src = src.rgb.data() + (std::size_t(py) * 16 * kWidth + px * 16) * 3,
                      .src_stride = kWidth * 3,
                      .patch = 16,
                      .temporal = 2,
                      .mean = mean,
                      .std_dev = std_dev,
-                     .dst = row.data()},
-                    isa);
+                     .dst = row.data()});
                 benchmark::DoNotOptimize(row.data());
             }
         }

@@ -13,6 +13,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
 #include "kernels/softmax.h"
@@ -25,6 +26,7 @@ namespace qvl {
 namespace {
 
 using kernels::Isa;
+using kernels::VectorKernels;
 
 std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
     std::mt19937 rng(seed);
@@ -59,16 +61,15 @@ std::vector<Case> cases() {
             auto b = std::make_shared<std::vector<float>>(random_floats(dim, 3));
             auto y = std::make_shared<std::vector<float>>(std::size_t(rows) * dim);
             std::function<void(Isa)> fn = [=](Isa isa) {
-                kernels::layer_norm_f32({.x = x->data(),
-                                         .x_stride = dim,
-                                         .w = w->data(),
-                                         .b = b->data(),
-                                         .y = y->data(),
-                                         .y_stride = dim,
-                                         .rows = rows,
-                                         .dim = dim,
-                                         .eps = 1e-6f},
-                                        isa);
+                kernels::kernels_for(isa).layer_norm_f32({.x = x->data(),
+                                                          .x_stride = dim,
+                                                          .w = w->data(),
+                                                          .b = b->data(),
+                                                          .y = y->data(),
+                                                          .y_stride = dim,
+                                                          .rows = rows,
+                                                          .dim = dim,
+                                                          .eps = 1e-6f});
             };
             return std::pair{fn, 8.0 * rows * dim};
         };
@@ -81,15 +82,14 @@ std::vector<Case> cases() {
                 std::make_shared<std::vector<float>>(random_floats(std::size_t(rows) * dim, 1));
             auto w = std::make_shared<std::vector<float>>(random_floats(dim, 2));
             std::function<void(Isa)> fn = [=](Isa isa) {
-                kernels::rms_norm_f32({.x = x->data(),
-                                       .x_stride = dim,
-                                       .w = w->data(),
-                                       .y = x->data(),
-                                       .y_stride = dim,
-                                       .rows = rows,
-                                       .dim = dim,
-                                       .eps = 1e-6f},
-                                      isa);
+                kernels::kernels_for(isa).rms_norm_f32({.x = x->data(),
+                                                        .x_stride = dim,
+                                                        .w = w->data(),
+                                                        .y = x->data(),
+                                                        .y_stride = dim,
+                                                        .rows = rows,
+                                                        .dim = dim,
+                                                        .eps = 1e-6f});
             };
             return std::pair{fn, 8.0 * rows * dim};
         };
@@ -106,49 +106,49 @@ std::vector<Case> cases() {
             auto sn =
                 std::make_shared<std::vector<float>>(random_floats(std::size_t(rows) * half, 3));
             std::function<void(Isa)> fn = [=](Isa isa) {
-                kernels::rope_f32({.x = x->data(),
-                                   .x_stride = heads * hd,
-                                   .rows = rows,
-                                   .n_heads = heads,
-                                   .head_dim = hd,
-                                   .cos = cs->data(),
-                                   .sin = sn->data(),
-                                   .cs_stride = half},
-                                  isa);
+                kernels::kernels_for(isa).rope_f32({.x = x->data(),
+                                                    .x_stride = heads * hd,
+                                                    .rows = rows,
+                                                    .n_heads = heads,
+                                                    .head_dim = hd,
+                                                    .cos = cs->data(),
+                                                    .sin = sn->data(),
+                                                    .cs_stride = half});
             };
             return std::pair{fn, 8.0 * rows * heads * hd + 8.0 * rows * half};
         };
     };
     c.push_back({"rope/vision_q/M=784", rope(784, 16, 64)});
     c.push_back({"rope/text_q/M=212", rope(212, 16, 128)});
-    auto unary = [](void (*f)(const float*, float*, std::int64_t, Isa), std::int64_t n) {
+    auto unary = [](auto VectorKernels::*f, std::int64_t n) {
         return [f, n] {
             auto x = std::make_shared<std::vector<float>>(random_floats(n, 1));
             auto y = std::make_shared<std::vector<float>>(n);
-            std::function<void(Isa)> fn = [=](Isa isa) { f(x->data(), y->data(), n, isa); };
+            std::function<void(Isa)> fn = [=](Isa isa) {
+                (kernels::kernels_for(isa).*f)(x->data(), y->data(), n);
+            };
             return std::pair{fn, 8.0 * n};
         };
     };
-    c.push_back({"act/gelu_tanh/M=784", unary(&kernels::gelu_tanh_f32, 784LL * 4096)});
-    c.push_back({"act/gelu_erf/M=196", unary(&kernels::gelu_erf_f32, 196LL * 4096)});
-    auto binary = [](void (*f)(const float*, const float*, float*, std::int64_t, Isa),
-                     std::int64_t n) {
+    c.push_back({"act/gelu_tanh/M=784", unary(&VectorKernels::gelu_tanh_f32, 784LL * 4096)});
+    c.push_back({"act/gelu_erf/M=196", unary(&VectorKernels::gelu_erf_f32, 196LL * 4096)});
+    auto binary = [](auto VectorKernels::*f, std::int64_t n) {
         return [f, n] {
             auto a = std::make_shared<std::vector<float>>(random_floats(n, 1));
             auto b = std::make_shared<std::vector<float>>(random_floats(n, 2));
             auto y = std::make_shared<std::vector<float>>(n);
             std::function<void(Isa)> fn = [=](Isa isa) {
-                f(a->data(), b->data(), y->data(), n, isa);
+                (kernels::kernels_for(isa).*f)(a->data(), b->data(), y->data(), n);
             };
             return std::pair{fn, 12.0 * n};
         };
     };
-    c.push_back({"act/silu_mul/M=212", binary(&kernels::silu_mul_f32, 212LL * 6144)});
-    c.push_back({"act/add/M=784", binary(&kernels::add_f32, 784LL * 1024)});
+    c.push_back({"act/silu_mul/M=212", binary(&VectorKernels::silu_mul_f32, 212LL * 6144)});
+    c.push_back({"act/add/M=784", binary(&VectorKernels::add_f32, 784LL * 1024)});
     c.push_back({"softmax/rows_784/M=784", [] {
                      auto x = std::make_shared<std::vector<float>>(random_floats(784 * 784, 1));
                      std::function<void(Isa)> fn = [=](Isa isa) {
-                         kernels::softmax_f32(x->data(), 784, 784, 784, isa);
+                         kernels::kernels_for(isa).softmax_f32(x->data(), 784, 784, 784);
                      };
                      return std::pair{fn, 8.0 * 784 * 784};
                  }});

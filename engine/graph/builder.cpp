@@ -7,15 +7,16 @@ namespace qvl::graph {
 namespace {
 bool is_contiguous(const TensorDesc& d) { return d.stride == d.cols; }
 
-void set_attention_params(NodeParams* p, const AttentionOptions& o) {
-    p->n_heads = o.n_heads;
-    p->n_kv_heads = o.n_kv_heads;
-    p->head_dim = o.head_dim;
-    p->scale = o.scale;
-    p->causal = o.causal;
-    p->pos0 = o.pos0;
-    p->segments = o.segments;
-    p->n_segments = o.n_segments;
+op::Attention attention_params(const AttentionOptions& o, kernels::GemmPrecision precision,
+                               int n_kv) {
+    return {.n_heads = o.n_heads,
+            .n_kv_heads = o.n_kv_heads,
+            .head_dim = o.head_dim,
+            .scale = o.scale,
+            .causal = o.causal,
+            .pos0 = o.pos0,
+            .n_kv = n_kv,
+            .precision = precision};
 }
 }  // namespace
 
@@ -28,9 +29,10 @@ Tensor GraphBuilder::new_tensor(const TensorDesc& d) {
     return Tensor{int(graph_->tensors.size()) - 1};
 }
 
-Node& GraphBuilder::new_node(OpKind op, const char* name, Tensor out) {
+Node& GraphBuilder::new_node(const char* name, Tensor out, const NodeParams& params) {
     Node& n = graph_->nodes.emplace_back();
-    n.op = op;
+    n.op = OpKind(params.index());
+    n.p = params;
     n.scope = scope_;
     n.layer = layer_;
     n.name = name;
@@ -89,9 +91,7 @@ void GraphBuilder::keep(Tensor t) {
 Tensor GraphBuilder::embed(const char* name, const WeightRef& table, const std::int32_t* ids,
                            int n_ids) {
     Tensor out = activation(name, n_ids, table.cols);
-    Node& n = new_node(OpKind::kEmbed, name, out);
-    n.p.w = table;
-    n.p.ids = ids;
+    new_node(name, out, op::Embed{.table = table, .ids = ids});
     return out;
 }
 
@@ -101,17 +101,17 @@ Tensor GraphBuilder::patch_embed(const char* name, const std::uint8_t* rgb, int 
     QVL_CHECK(height % (patch * merge) == 0 && width % (patch * merge) == 0, "patch_embed: size");
     QVL_CHECK(w.cols == 3 * temporal * patch * patch, "patch_embed: weight cols");
     Tensor out = activation(name, (height / patch) * (width / patch), w.rows);
-    Node& n = new_node(OpKind::kPatchEmbed, name, out);
-    n.p.w = w;
-    n.p.bias = bias;
-    n.p.rgb = rgb;
-    n.p.image_height = height;
-    n.p.image_width = width;
-    n.p.lut = lut;
-    n.p.patch = patch;
-    n.p.temporal = temporal;
-    n.p.merge = merge;
-    n.p.precision = precision_;
+    new_node(name, out,
+             op::PatchEmbed{.w = w,
+                            .bias = bias,
+                            .rgb = rgb,
+                            .height = height,
+                            .width = width,
+                            .patch = patch,
+                            .temporal = temporal,
+                            .merge = merge,
+                            .lut = lut,
+                            .precision = precision_});
     return out;
 }
 
@@ -123,13 +123,11 @@ Tensor GraphBuilder::matmul(const char* name, Tensor x, const WeightRef& w,
         QVL_CHECK(desc(options.residual).rows == desc(x).rows, "matmul: residual rows");
         QVL_CHECK(desc(options.residual).cols == w.rows, "matmul: residual cols");
     }
-    Node& n = new_node(OpKind::kMatmul, name, out);
+    Node& n = new_node(
+        name, out,
+        op::Matmul{.w = w, .bias = options.bias, .act = options.act, .precision = precision_});
     n.in[0] = x;
     n.in[1] = options.residual;
-    n.p.w = w;
-    n.p.bias = options.bias;
-    n.p.act = options.act;
-    n.p.precision = precision_;
     return out;
 }
 
@@ -138,22 +136,16 @@ Tensor GraphBuilder::matmul_gated(const char* name, Tensor x, const WeightRef& g
     QVL_CHECK(desc(x).cols == gate.cols && gate.cols == up.cols, "gated: cols");
     QVL_CHECK(gate.rows == up.rows && gate.ld == up.ld && gate.type == up.type, "gated: pair");
     Tensor out = activation(name, desc(x).rows, gate.rows);
-    Node& n = new_node(OpKind::kMatmulGated, name, out);
+    Node& n = new_node(name, out, op::MatmulGated{.gate = gate, .up = up, .precision = precision_});
     n.in[0] = x;
-    n.p.w = gate;
-    n.p.w2 = up;
-    n.p.precision = precision_;
     return out;
 }
 
 Tensor GraphBuilder::layer_norm(const char* name, Tensor x, const float* w, const float* b,
                                 float eps) {
     Tensor out = activation(name, desc(x).rows, desc(x).cols);
-    Node& n = new_node(OpKind::kLayerNorm, name, out);
+    Node& n = new_node(name, out, op::LayerNorm{.w = w, .b = b, .eps = eps});
     n.in[0] = x;
-    n.p.norm_w = w;
-    n.p.norm_b = b;
-    n.p.eps = eps;
     return out;
 }
 
@@ -163,11 +155,8 @@ Tensor GraphBuilder::rms_norm(const char* name, Tensor x, const float* w, float 
     QVL_CHECK(d.cols % group == 0, "rms_norm: group must divide cols");
     QVL_CHECK(group == d.cols || d.stride == d.cols, "rms_norm per group needs contiguous rows");
     Tensor out = activation(name, d.rows, d.cols);
-    Node& n = new_node(OpKind::kRmsNorm, name, out);
+    Node& n = new_node(name, out, op::RmsNorm{.w = w, .eps = eps, .group = group});
     n.in[0] = x;
-    n.p.norm_w = w;
-    n.p.eps = eps;
-    n.p.group = group;
     return out;
 }
 
@@ -175,12 +164,10 @@ void GraphBuilder::rope(const char* name, Tensor x, Tensor cos, Tensor sin, int 
                         int head_dim) {
     QVL_CHECK(desc(x).cols >= n_heads * head_dim, "rope: cols");
     QVL_CHECK(desc(cos).rows == desc(x).rows && desc(cos).cols == head_dim / 2, "rope: tables");
-    Node& n = new_node(OpKind::kRope, name, x);
+    Node& n = new_node(name, x, op::Rope{.n_heads = n_heads, .head_dim = head_dim});
     n.in[0] = x;
     n.in[1] = cos;
     n.in[2] = sin;
-    n.p.n_heads = n_heads;
-    n.p.head_dim = head_dim;
 }
 
 Tensor GraphBuilder::attention(const char* name, Tensor q, Tensor k, Tensor v,
@@ -189,13 +176,10 @@ Tensor GraphBuilder::attention(const char* name, Tensor q, Tensor k, Tensor v,
     QVL_CHECK(desc(k).cols == o.n_kv_heads * o.head_dim, "attention: k cols");
     QVL_CHECK(desc(k).rows == desc(v).rows, "attention: k/v rows");
     Tensor out = activation(name, desc(q).rows, o.n_heads * o.head_dim);
-    Node& n = new_node(OpKind::kAttention, name, out);
+    Node& n = new_node(name, out, attention_params(o, attention_precision_, desc(k).rows));
     n.in[0] = q;
     n.in[1] = k;
     n.in[2] = v;
-    set_attention_params(&n.p, o);
-    n.p.precision = attention_precision_;
-    n.p.n_kv = desc(k).rows;
     return out;
 }
 
@@ -203,32 +187,28 @@ Tensor GraphBuilder::attention_cached(const char* name, Tensor q, const KvLayerV
                                       const AttentionOptions& o) {
     QVL_CHECK(desc(q).cols == o.n_heads * o.head_dim, "attention: q cols");
     Tensor out = activation(name, desc(q).rows, o.n_heads * o.head_dim);
-    Node& n = new_node(OpKind::kAttention, name, out);
+    op::Attention p = attention_params(o, attention_precision_, n_kv);
+    p.use_cache = true;
+    p.kv = kv;
+    Node& n = new_node(name, out, p);
     n.in[0] = q;
-    set_attention_params(&n.p, o);
-    n.p.precision = attention_precision_;
-    n.p.kv = kv;
-    n.p.n_kv = n_kv;
-    n.p.use_cache = true;
     return out;
 }
 
 void GraphBuilder::store_kv(const char* name, Tensor k, Tensor v, const KvLayerView& kv, int pos0,
                             int n_kv_heads, int head_dim) {
     QVL_CHECK(desc(k).cols == n_kv_heads * head_dim && desc(v).cols == desc(k).cols, "store_kv");
-    Node& n = new_node(OpKind::kStoreKv, name, k);
+    Node& n = new_node(
+        name, k,
+        op::StoreKv{.kv = kv, .pos0 = pos0, .n_kv_heads = n_kv_heads, .head_dim = head_dim});
     n.in[0] = k;
     n.in[1] = v;
-    n.p.kv = kv;
-    n.p.pos0 = pos0;
-    n.p.n_kv_heads = n_kv_heads;
-    n.p.head_dim = head_dim;
 }
 
 Tensor GraphBuilder::add(const char* name, Tensor a, Tensor b) {
     QVL_CHECK(desc(a).rows == desc(b).rows && desc(a).cols == desc(b).cols, "add: shapes");
     Tensor out = activation(name, desc(a).rows, desc(a).cols);
-    Node& n = new_node(OpKind::kAdd, name, out);
+    Node& n = new_node(name, out, op::Add{});
     n.in[0] = a;
     n.in[1] = b;
     return out;
@@ -236,19 +216,17 @@ Tensor GraphBuilder::add(const char* name, Tensor a, Tensor b) {
 
 void GraphBuilder::add_rows(const char* name, Tensor x, Tensor rows_src, const std::int32_t* rows) {
     QVL_CHECK(desc(x).cols == desc(rows_src).cols, "add_rows: cols");
-    Node& n = new_node(OpKind::kAddRows, name, x);
+    Node& n = new_node(name, x, op::AddRows{.rows = rows});
     n.in[0] = x;
     n.in[1] = rows_src;
-    n.p.ids = rows;
 }
 
 void GraphBuilder::scatter_rows(const char* name, Tensor x, Tensor rows_src,
                                 const std::int32_t* rows) {
     QVL_CHECK(desc(x).cols == desc(rows_src).cols, "scatter_rows: cols");
-    Node& n = new_node(OpKind::kScatterRows, name, x);
+    Node& n = new_node(name, x, op::ScatterRows{.rows = rows});
     n.in[0] = x;
     n.in[1] = rows_src;
-    n.p.ids = rows;
 }
 
 }  // namespace qvl::graph

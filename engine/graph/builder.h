@@ -20,8 +20,6 @@ struct AttentionOptions {
     float scale = 0.f;
     bool causal = false;
     int pos0 = 0;
-    const std::int32_t* segments = nullptr;  // [n_segments + 1] row offsets, or null
-    int n_segments = 0;
 };
 
 class GraphBuilder {
@@ -71,7 +69,7 @@ class GraphBuilder {
 
   private:
     Tensor new_tensor(const TensorDesc& d);
-    Node& new_node(OpKind op, const char* name, Tensor out);
+    Node& new_node(const char* name, Tensor out, const NodeParams& params);
 
     Graph* graph_;
     kernels::GemmPrecision precision_;

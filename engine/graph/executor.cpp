@@ -4,17 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <variant>
 #include <vector>
 
 #include "base/bf16.h"
 #include "base/check.h"
 #include "base/timer.h"
-#include "kernels/activation.h"
-#include "kernels/attention.h"
-#include "kernels/gemm.h"
-#include "kernels/norm.h"
-#include "kernels/patch_embed.h"
-#include "kernels/rope.h"
 #include "kernels/scratch.h"
 
 namespace qvl::graph {
@@ -60,20 +55,265 @@ float* Executor::data(const Graph& g, Tensor t, std::byte* arena) const {
     return base + offset;
 }
 
-// Splits rows over the pool, but only when there is enough work to pay for waking workers
-// (a few microseconds each; far more on a loaded machine): about 16K elements per task.
-template <class Fn>
-void Executor::parallel_rows(int rows, int cols, Fn&& fn) {
-    constexpr std::int64_t kGrainElements = 16384;
-    const std::int64_t by_work =
-        std::max<std::int64_t>(1, std::int64_t(rows) * cols / kGrainElements);
-    const int n_tasks = int(std::min<std::int64_t>({rows, 4 * pool_->size(), by_work}));
-    pool_->parallel_for(n_tasks, [&](int task) {
-        const int r0 = int(std::int64_t(rows) * task / n_tasks);
-        const int r1 = int(std::int64_t(rows) * (task + 1) / n_tasks);
-        if (r1 > r0) fn(r0, r1);
+namespace {
+
+using namespace kernels;
+
+// What one op's function sees: its node, the addresses of its tensors, the kernels and the pool.
+struct OpRun {
+    const Executor& exec;
+    const Graph& g;
+    const Node& n;
+    std::byte* arena;
+    const KernelTable& k;
+    base::ThreadPool& pool;
+
+    float* out() const { return exec.data(g, n.out, arena); }
+    const TensorDesc& out_desc() const { return g.tensors[n.out.id]; }
+    float* in(int i) const { return exec.data(g, n.in[i], arena); }
+    const TensorDesc& in_desc(int i) const { return g.tensors[n.in[i].id]; }
+
+    // Splits rows over the pool, but only when there is enough work to pay for waking workers
+    // (a few microseconds each; far more on a loaded machine): about 16K elements per task.
+    template <class Fn>
+    void parallel_rows(int rows, int cols, Fn&& fn) const {
+        constexpr std::int64_t kGrainElements = 16384;
+        const std::int64_t by_work =
+            std::max<std::int64_t>(1, std::int64_t(rows) * cols / kGrainElements);
+        const int n_tasks = int(std::min<std::int64_t>({rows, 4 * pool.size(), by_work}));
+        pool.parallel_for(n_tasks, [&](int task) {
+            const int r0 = int(std::int64_t(rows) * task / n_tasks);
+            const int r1 = int(std::int64_t(rows) * (task + 1) / n_tasks);
+            if (r1 > r0) fn(r0, r1);
+        });
+    }
+
+    void gemm(const GemmArgs& a) const {
+        const int nt = gemm_num_tasks(a, pool.size());
+        pool.parallel_for(nt, [&](int t) { k.gemm_task(a, t, nt); });
+    }
+};
+
+void run_op(const OpRun& r, const op::Embed& p) {
+    const TensorDesc& od = r.out_desc();
+    float* out = r.out();
+    r.parallel_rows(od.rows, od.cols, [&](int r0, int r1) {
+        for (int i = r0; i < r1; ++i) {
+            float* y = out + i * od.stride;
+            const std::ptrdiff_t row = std::ptrdiff_t(p.ids[i]) * p.table.ld;
+            if (p.table.type == WeightType::kBF16) {
+                const auto* src = static_cast<const base::bf16*>(p.table.data) + row;
+                for (int c = 0; c < od.cols; ++c) y[c] = base::bf16_to_f32(src[c]);
+            } else {
+                std::memcpy(y, static_cast<const float*>(p.table.data) + row,
+                            sizeof(float) * od.cols);
+            }
+        }
     });
 }
+
+void run_op(const OpRun& r, const op::PatchEmbed& p) {
+    const PatchEmbedArgs a{.rgb = p.rgb,
+                           .height = p.height,
+                           .width = p.width,
+                           .patch = p.patch,
+                           .temporal = p.temporal,
+                           .merge = p.merge,
+                           .lut = p.lut,
+                           .w = p.w.data,
+                           .w_type = p.w.type,
+                           .ldw = p.w.ld,
+                           .bias = p.bias,
+                           .out = r.out(),
+                           .ld_out = r.out_desc().stride,
+                           .out_dim = r.out_desc().cols,
+                           .precision = p.precision};
+    const int nt = patch_embed_num_tasks(a, r.pool.size());
+    r.pool.parallel_for(nt, [&](int t) { r.k.patch_embed_task(a, t, nt); });
+}
+
+void run_op(const OpRun& r, const op::Matmul& p) {
+    const bool residual = r.n.in[1].valid();
+    r.gemm({.m = r.in_desc(0).rows,
+            .n = p.w.rows,
+            .k = p.w.cols,
+            .a = r.in(0),
+            .lda = r.in_desc(0).stride,
+            .w = p.w.data,
+            .ldw = p.w.ld,
+            .w_type = p.w.type,
+            .bias = p.bias,
+            .act = p.act,
+            .residual = residual ? r.in(1) : nullptr,
+            .ldr = residual ? r.in_desc(1).stride : 0,
+            .c = r.out(),
+            .ldc = r.out_desc().stride,
+            .precision = p.precision});
+}
+
+void run_op(const OpRun& r, const op::MatmulGated& p) {
+    r.gemm({.m = r.in_desc(0).rows,
+            .n = p.gate.rows,
+            .k = p.gate.cols,
+            .a = r.in(0),
+            .lda = r.in_desc(0).stride,
+            .w = p.gate.data,
+            .w_up = p.up.data,
+            .ldw = p.gate.ld,
+            .w_type = p.gate.type,
+            .c = r.out(),
+            .ldc = r.out_desc().stride,
+            .precision = p.precision});
+}
+
+void run_op(const OpRun& r, const op::LayerNorm& p) {
+    const TensorDesc& xd = r.in_desc(0);
+    const TensorDesc& od = r.out_desc();
+    const float* x = r.in(0);
+    float* out = r.out();
+    r.parallel_rows(xd.rows, xd.cols, [&](int r0, int r1) {
+        r.k.layer_norm_f32({.x = x + r0 * xd.stride,
+                            .x_stride = xd.stride,
+                            .w = p.w,
+                            .b = p.b,
+                            .y = out + r0 * od.stride,
+                            .y_stride = od.stride,
+                            .rows = r1 - r0,
+                            .dim = xd.cols,
+                            .eps = p.eps});
+    });
+}
+
+void run_op(const OpRun& r, const op::RmsNorm& p) {
+    const TensorDesc& xd = r.in_desc(0);
+    const float* x = r.in(0);
+    float* out = r.out();
+    if (xd.cols == p.group) {
+        const TensorDesc& od = r.out_desc();
+        r.parallel_rows(xd.rows, xd.cols, [&](int r0, int r1) {
+            r.k.rms_norm_f32({.x = x + r0 * xd.stride,
+                              .x_stride = xd.stride,
+                              .w = p.w,
+                              .y = out + r0 * od.stride,
+                              .y_stride = od.stride,
+                              .rows = r1 - r0,
+                              .dim = p.group,
+                              .eps = p.eps});
+        });
+        return;
+    }
+    // Contiguous rows (the builder checked): each group (head) is one row of `group` values.
+    r.parallel_rows(xd.rows * (xd.cols / p.group), p.group, [&](int r0, int r1) {
+        r.k.rms_norm_f32({.x = x + std::ptrdiff_t(r0) * p.group,
+                          .x_stride = p.group,
+                          .w = p.w,
+                          .y = out + std::ptrdiff_t(r0) * p.group,
+                          .y_stride = p.group,
+                          .rows = r1 - r0,
+                          .dim = p.group,
+                          .eps = p.eps});
+    });
+}
+
+void run_op(const OpRun& r, const op::Rope& p) {
+    const TensorDesc& od = r.out_desc();
+    const TensorDesc& cd = r.in_desc(1);
+    float* x = r.out();  // in place on in0
+    const float* cos = r.in(1);
+    const float* sin = r.in(2);
+    r.parallel_rows(od.rows, od.cols, [&](int r0, int r1) {
+        r.k.rope_f32({.x = x + r0 * od.stride,
+                      .x_stride = od.stride,
+                      .rows = r1 - r0,
+                      .n_heads = p.n_heads,
+                      .head_dim = p.head_dim,
+                      .cos = cos + r0 * cd.stride,
+                      .sin = sin + r0 * cd.stride,
+                      .cs_stride = cd.stride});
+    });
+}
+
+void run_op(const OpRun& r, const op::Attention& p) {
+    const TensorDesc& qd = r.in_desc(0);
+    AttentionArgs a{.n_q = qd.rows,
+                    .n_kv = p.n_kv,
+                    .n_heads = p.n_heads,
+                    .n_kv_heads = p.n_kv_heads,
+                    .head_dim = p.head_dim,
+                    .q = r.in(0),
+                    .q_row_stride = qd.stride,
+                    .q_head_stride = p.head_dim,
+                    .out = r.out(),
+                    .out_row_stride = r.out_desc().stride,
+                    .out_head_stride = p.head_dim,
+                    .scale = p.scale,
+                    .causal = p.causal,
+                    .q_pos0 = p.pos0,
+                    .round_bf16 = p.precision == GemmPrecision::kBF16};
+    if (p.use_cache) {
+        a.k = p.kv.k;
+        a.v = p.kv.v;
+        a.k_row_stride = a.v_row_stride = p.head_dim;
+        a.k_head_stride = a.v_head_stride = p.kv.head_stride;
+    } else {
+        a.k = r.in(1);
+        a.v = r.in(2);
+        a.k_row_stride = r.in_desc(1).stride;
+        a.v_row_stride = r.in_desc(2).stride;
+        a.k_head_stride = a.v_head_stride = p.head_dim;
+    }
+    const int nt = attention_num_tasks(a, r.pool.size());
+    r.pool.parallel_for(nt, [&](int t) { r.k.attention_task(a, t, nt); });
+}
+
+void run_op(const OpRun& r, const op::StoreKv& p) {
+    const TensorDesc& kd = r.in_desc(0);
+    const TensorDesc& vd = r.in_desc(1);
+    const float* k = r.in(0);
+    const float* v = r.in(1);
+    const std::size_t row_bytes = sizeof(float) * p.head_dim;
+    for (int i = 0; i < kd.rows; ++i) {
+        for (int h = 0; h < p.n_kv_heads; ++h) {
+            const std::ptrdiff_t dst =
+                h * p.kv.head_stride + std::ptrdiff_t(p.pos0 + i) * p.head_dim;
+            std::memcpy(p.kv.k + dst, k + i * kd.stride + h * p.head_dim, row_bytes);
+            std::memcpy(p.kv.v + dst, v + i * vd.stride + h * p.head_dim, row_bytes);
+        }
+    }
+}
+
+void run_op(const OpRun& r, const op::Add&) {
+    const TensorDesc& od = r.out_desc();
+    const float* a = r.in(0);
+    const float* b = r.in(1);
+    float* out = r.out();
+    const std::ptrdiff_t sa = r.in_desc(0).stride, sb = r.in_desc(1).stride;
+    r.parallel_rows(od.rows, od.cols, [&](int r0, int r1) {
+        for (int i = r0; i < r1; ++i) {
+            r.k.add_f32(a + i * sa, b + i * sb, out + i * od.stride, od.cols);
+        }
+    });
+}
+
+void run_op(const OpRun& r, const op::AddRows& p) {
+    const TensorDesc& od = r.out_desc();
+    const TensorDesc& sd = r.in_desc(1);
+    for (int i = 0; i < sd.rows; ++i) {
+        float* y = r.out() + std::ptrdiff_t(p.rows[i]) * od.stride;
+        r.k.add_f32(y, r.in(1) + i * sd.stride, y, od.cols);
+    }
+}
+
+void run_op(const OpRun& r, const op::ScatterRows& p) {
+    const TensorDesc& od = r.out_desc();
+    const TensorDesc& sd = r.in_desc(1);
+    for (int i = 0; i < sd.rows; ++i) {
+        std::memcpy(r.out() + std::ptrdiff_t(p.rows[i]) * od.stride, r.in(1) + i * sd.stride,
+                    sizeof(float) * od.cols);
+    }
+}
+
+}  // namespace
 
 void Executor::run(const Graph& g, std::byte* arena) {
     for (const Node& n : g.nodes) {
@@ -104,238 +344,8 @@ void Executor::run(const Graph& g, std::byte* arena) {
 }
 
 void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
-    using namespace kernels;
-    const NodeParams& p = n.p;
-    const TensorDesc& od = g.tensors[n.out.id];
-    float* out = data(g, n.out, arena);
-    auto in = [&](int i) { return data(g, n.in[i], arena); };
-    auto in_desc = [&](int i) -> const TensorDesc& { return g.tensors[n.in[i].id]; };
-
-    switch (n.op) {
-        case OpKind::kEmbed: {
-            const int cols = od.cols;
-            parallel_rows(od.rows, od.cols, [&](int r0, int r1) {
-                for (int r = r0; r < r1; ++r) {
-                    float* y = out + r * od.stride;
-                    const std::ptrdiff_t row = std::ptrdiff_t(p.ids[r]) * p.w.ld;
-                    if (p.w.type == WeightType::kBF16) {
-                        const auto* src = static_cast<const base::bf16*>(p.w.data) + row;
-                        for (int c = 0; c < cols; ++c) y[c] = base::bf16_to_f32(src[c]);
-                    } else {
-                        std::memcpy(y, static_cast<const float*>(p.w.data) + row,
-                                    sizeof(float) * cols);
-                    }
-                }
-            });
-            break;
-        }
-        case OpKind::kPatchEmbed: {
-            PatchEmbedArgs a{.rgb = p.rgb,
-                             .height = p.image_height,
-                             .width = p.image_width,
-                             .patch = p.patch,
-                             .temporal = p.temporal,
-                             .merge = p.merge,
-                             .lut = p.lut,
-                             .w = p.w.data,
-                             .w_type = p.w.type,
-                             .ldw = p.w.ld,
-                             .bias = p.bias,
-                             .out = out,
-                             .ld_out = od.stride,
-                             .out_dim = od.cols,
-                             .precision = p.precision};
-            const int nt = patch_embed_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { patch_embed_run_task(a, t, nt, isa_); });
-            break;
-        }
-        case OpKind::kMatmul: {
-            const TensorDesc& xd = in_desc(0);
-            GemmArgs a{.m = xd.rows,
-                       .n = p.w.rows,
-                       .k = p.w.cols,
-                       .a = in(0),
-                       .lda = xd.stride,
-                       .w = p.w.data,
-                       .ldw = p.w.ld,
-                       .w_type = p.w.type,
-                       .bias = p.bias,
-                       .act = p.act,
-                       .c = out,
-                       .ldc = od.stride,
-                       .precision = p.precision};
-            if (n.in[1].valid()) {
-                a.residual = in(1);
-                a.ldr = in_desc(1).stride;
-            }
-            const int nt = gemm_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { gemm_run_task(a, t, nt, isa_); });
-            break;
-        }
-        case OpKind::kMatmulGated: {
-            const TensorDesc& xd = in_desc(0);
-            GemmGatedArgs a{.m = xd.rows,
-                            .n = p.w.rows,
-                            .k = p.w.cols,
-                            .a = in(0),
-                            .lda = xd.stride,
-                            .w_gate = p.w.data,
-                            .w_up = p.w2.data,
-                            .ldw = p.w.ld,
-                            .w_type = p.w.type,
-                            .c = out,
-                            .ldc = od.stride,
-                            .precision = p.precision};
-            const int nt = gemm_gated_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { gemm_gated_run_task(a, t, nt, isa_); });
-            break;
-        }
-        case OpKind::kLayerNorm: {
-            const TensorDesc& xd = in_desc(0);
-            const float* x = in(0);
-            parallel_rows(xd.rows, xd.cols, [&](int r0, int r1) {
-                layer_norm_f32({.x = x + r0 * xd.stride,
-                                .x_stride = xd.stride,
-                                .w = p.norm_w,
-                                .b = p.norm_b,
-                                .y = out + r0 * od.stride,
-                                .y_stride = od.stride,
-                                .rows = r1 - r0,
-                                .dim = xd.cols,
-                                .eps = p.eps},
-                               isa_);
-            });
-            break;
-        }
-        case OpKind::kRmsNorm: {
-            const TensorDesc& xd = in_desc(0);
-            const float* x = in(0);
-            const int groups = xd.cols / p.group;
-            if (groups == 1) {
-                parallel_rows(xd.rows, xd.cols, [&](int r0, int r1) {
-                    rms_norm_f32({.x = x + r0 * xd.stride,
-                                  .x_stride = xd.stride,
-                                  .w = p.norm_w,
-                                  .y = out + r0 * od.stride,
-                                  .y_stride = od.stride,
-                                  .rows = r1 - r0,
-                                  .dim = p.group,
-                                  .eps = p.eps},
-                                 isa_);
-                });
-            } else {  // contiguous rows: each head is one row of `group` values
-                parallel_rows(xd.rows * groups, p.group, [&](int r0, int r1) {
-                    rms_norm_f32({.x = x + std::ptrdiff_t(r0) * p.group,
-                                  .x_stride = p.group,
-                                  .w = p.norm_w,
-                                  .y = out + std::ptrdiff_t(r0) * p.group,
-                                  .y_stride = p.group,
-                                  .rows = r1 - r0,
-                                  .dim = p.group,
-                                  .eps = p.eps},
-                                 isa_);
-                });
-            }
-            break;
-        }
-        case OpKind::kRope: {
-            const TensorDesc& cd = in_desc(1);
-            float* x = out;
-            const float* cos = in(1);
-            const float* sin = in(2);
-            parallel_rows(od.rows, od.cols, [&](int r0, int r1) {
-                rope_f32({.x = x + r0 * od.stride,
-                          .x_stride = od.stride,
-                          .rows = r1 - r0,
-                          .n_heads = p.n_heads,
-                          .head_dim = p.head_dim,
-                          .cos = cos + r0 * cd.stride,
-                          .sin = sin + r0 * cd.stride,
-                          .cs_stride = cd.stride},
-                         isa_);
-            });
-            break;
-        }
-        case OpKind::kAttention: {
-            const TensorDesc& qd = in_desc(0);
-            AttentionArgs a{.n_q = qd.rows,
-                            .n_kv = p.n_kv,
-                            .n_heads = p.n_heads,
-                            .n_kv_heads = p.n_kv_heads,
-                            .head_dim = p.head_dim,
-                            .q = in(0),
-                            .q_row_stride = qd.stride,
-                            .q_head_stride = p.head_dim,
-                            .out = out,
-                            .out_row_stride = od.stride,
-                            .out_head_stride = p.head_dim,
-                            .scale = p.scale,
-                            .causal = p.causal,
-                            .q_pos0 = p.pos0,
-                            .segments = p.segments,
-                            .n_segments = p.n_segments,
-                            .round_bf16 = p.precision == GemmPrecision::kBF16};
-            if (p.use_cache) {
-                a.k = p.kv.k;
-                a.v = p.kv.v;
-                a.k_row_stride = a.v_row_stride = p.head_dim;
-                a.k_head_stride = a.v_head_stride = p.kv.head_stride;
-            } else {
-                a.k = in(1);
-                a.v = in(2);
-                a.k_row_stride = in_desc(1).stride;
-                a.v_row_stride = in_desc(2).stride;
-                a.k_head_stride = a.v_head_stride = p.head_dim;
-            }
-            const int nt = attention_num_tasks(a, pool_->size());
-            pool_->parallel_for(nt, [&](int t) { attention_run_task(a, t, nt, isa_); });
-            break;
-        }
-        case OpKind::kStoreKv: {
-            const TensorDesc& kd = in_desc(0);
-            const TensorDesc& vd = in_desc(1);
-            const float* k = in(0);
-            const float* v = in(1);
-            const std::size_t row_bytes = sizeof(float) * p.head_dim;
-            for (int r = 0; r < kd.rows; ++r) {
-                for (int h = 0; h < p.n_kv_heads; ++h) {
-                    const std::ptrdiff_t dst =
-                        h * p.kv.head_stride + std::ptrdiff_t(p.pos0 + r) * p.head_dim;
-                    std::memcpy(p.kv.k + dst, k + r * kd.stride + h * p.head_dim, row_bytes);
-                    std::memcpy(p.kv.v + dst, v + r * vd.stride + h * p.head_dim, row_bytes);
-                }
-            }
-            break;
-        }
-        case OpKind::kAdd: {
-            const float* a = in(0);
-            const float* b = in(1);
-            const std::ptrdiff_t sa = in_desc(0).stride, sb = in_desc(1).stride;
-            parallel_rows(od.rows, od.cols, [&](int r0, int r1) {
-                for (int r = r0; r < r1; ++r) {
-                    add_f32(a + r * sa, b + r * sb, out + r * od.stride, od.cols, isa_);
-                }
-            });
-            break;
-        }
-        case OpKind::kAddRows:
-        case OpKind::kScatterRows: {
-            const TensorDesc& sd = in_desc(1);
-            const float* src = in(1);
-            for (int r = 0; r < sd.rows; ++r) {
-                float* y = out + std::ptrdiff_t(p.ids[r]) * od.stride;
-                const float* s = src + r * sd.stride;
-                if (n.op == OpKind::kAddRows) {
-                    add_f32(y, s, y, od.cols, isa_);
-                } else {
-                    std::memcpy(y, s, sizeof(float) * od.cols);
-                }
-            }
-            break;
-        }
-        case OpKind::kCount:
-            QVL_UNREACHABLE("bad op");
-    }
+    const OpRun r{.exec = *this, .g = g, .n = n, .arena = arena, .k = *table_, .pool = *pool_};
+    std::visit([&](const auto& params) { run_op(r, params); }, n.p);
 }
 
 }  // namespace qvl::graph

@@ -13,7 +13,7 @@
 
 #include "base/thread_pool.h"
 #include "graph/graph.h"
-#include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::graph {
 
@@ -32,14 +32,15 @@ using Observer = std::function<void(const std::string& name, const float* data, 
 
 class Executor {
   public:
-    Executor(base::ThreadPool* pool, kernels::Isa isa) : pool_(pool), isa_(isa) {}
+    Executor(base::ThreadPool* pool, const kernels::KernelTable& table)
+        : pool_(pool), table_(&table) {}
 
     void enable_profile(bool on) { profile_on_ = on; }
     const Profile& profile() const { return profile_; }
     Profile& profile() { return profile_; }
     void set_observer(Observer observer) { observer_ = std::move(observer); }
 
-    // Runs g with activations placed in arena (>= plan_arena(g) bytes, 64-byte aligned).
+    // Runs g with activations placed in arena (>= Planner::plan(g) bytes, 64-byte aligned).
     void run(const Graph& g, std::byte* arena);
 
     // Address of tensor t of the last graph run (valid while the arena is untouched).
@@ -48,12 +49,10 @@ class Executor {
     static std::string full_name(const Node& n);
 
   private:
-    void run_node(const Graph& g, const Node& n, std::byte* arena);
-    template <class Fn>
-    void parallel_rows(int rows, int cols, Fn&& fn);
+    void run_node(const Graph& g, const Node& n, std::byte* arena);  // one op, by its params
 
     base::ThreadPool* pool_;
-    kernels::Isa isa_;
+    const kernels::KernelTable* table_;
     bool profile_on_ = false;
     Profile profile_;
     Observer observer_;

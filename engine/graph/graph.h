@@ -1,10 +1,12 @@
 // The graph: typed nodes over 2-D f32 tensors, built by GraphBuilder (builder.h), placed by
-// the planner (planner.h), run by the Executor (executor.h). Nodes are plain data; the only
-// switch over OpKind is in executor.cpp. Weights are not tensors: a node holds pointers into
-// the mapped checkpoint.
+// the planner (planner.h), run by the Executor (executor.h). Nodes are plain data (one parameter
+// struct per op kind); executor.cpp runs each kind in one short function. Weights are not tensors:
+// a node holds pointers into the mapped checkpoint.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <variant>
 #include <vector>
 
 #include "graph/tensor.h"
@@ -59,42 +61,80 @@ struct KvCacheView {
     }
 };
 
-struct NodeParams {
-    // kMatmul / kMatmulGated / kEmbed
-    WeightRef w, w2;
-    const float* bias = nullptr;
-    kernels::GemmActivation act = kernels::GemmActivation::kNone;
-    // matmuls, attention: kBF16 rounds the operands of the products to bf16 (kernels/gemm.h)
-    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
-    // kEmbed / kAddRows / kScatterRows
+// One small parameter struct per op kind, in OpKind order (NodeParams' index is the OpKind).
+namespace op {
+struct Embed {  // out[i] = table row ids[i]
+    WeightRef table;
     const std::int32_t* ids = nullptr;
-    // kPatchEmbed: the resized image (HWC bytes) and the 256-entry normalisation table
+};
+struct PatchEmbed {  // the resized image (HWC bytes) and the 256-entry normalisation table
+    WeightRef w;
+    const float* bias = nullptr;
     const std::uint8_t* rgb = nullptr;
-    int image_height = 0, image_width = 0;
+    int height = 0, width = 0;
     int patch = 0, temporal = 0, merge = 0;
     const float* lut = nullptr;
-    // norms
-    const float* norm_w = nullptr;
-    const float* norm_b = nullptr;
+    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
+};
+struct Matmul {  // in1, when valid, is the residual
+    WeightRef w;
+    const float* bias = nullptr;
+    kernels::GemmActivation act = kernels::GemmActivation::kNone;
+    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
+};
+struct MatmulGated {
+    WeightRef gate, up;
+    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
+};
+struct LayerNorm {
+    const float* w = nullptr;
+    const float* b = nullptr;
     float eps = 0.f;
-    int group = 0;
-    // kRope / kAttention / kStoreKv
+};
+struct RmsNorm {
+    const float* w = nullptr;
+    float eps = 0.f;
+    int group = 0;  // columns per normalised group (per head when < cols)
+};
+struct Rope {
+    int n_heads = 0, head_dim = 0;
+};
+struct Attention {
     int n_heads = 0, n_kv_heads = 0, head_dim = 0;
     float scale = 0.f;
     bool causal = false;
-    int pos0 = 0;  // absolute position of the first query row / first stored row
-    int n_kv = 0;  // keys visible in the cache (kAttention with cache)
-    const std::int32_t* segments = nullptr;
-    int n_segments = 0;
-    KvLayerView kv;  // kAttention over the cache, kStoreKv
-    bool use_cache = false;
+    int pos0 = 0;  // absolute position of the first query row
+    int n_kv = 0;  // keys visible (in1's rows, or in the cache)
+    // kBF16 rounds the operands of the products to bf16 where the kernel supports it.
+    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
+    bool use_cache = false;  // keys and values from kv instead of in1 / in2
+    KvLayerView kv;
 };
+struct StoreKv {
+    KvLayerView kv;
+    int pos0 = 0;  // absolute position of the first stored row
+    int n_kv_heads = 0, head_dim = 0;
+};
+struct Add {};
+struct AddRows {
+    const std::int32_t* rows = nullptr;
+};
+struct ScatterRows {
+    const std::int32_t* rows = nullptr;
+};
+}  // namespace op
+
+using NodeParams =
+    std::variant<op::Embed, op::PatchEmbed, op::Matmul, op::MatmulGated, op::LayerNorm, op::RmsNorm,
+                 op::Rope, op::Attention, op::StoreKv, op::Add, op::AddRows, op::ScatterRows>;
+static_assert(std::variant_size_v<NodeParams> == std::size_t(OpKind::kCount),
+              "one parameter struct per OpKind, in OpKind order");
 
 struct Node {
-    OpKind op = OpKind::kCount;
-    const char* scope = "";  // e.g. "vision.blocks"
-    int layer = -1;          // -1: no layer index
-    const char* name = "";   // e.g. "out"
+    OpKind op = OpKind::kCount;  // == OpKind(p.index())
+    const char* scope = "";      // e.g. "vision.blocks"
+    int layer = -1;              // -1: no layer index
+    const char* name = "";       // e.g. "out"
     Tensor out;
     Tensor in[3];
     NodeParams p;

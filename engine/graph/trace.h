@@ -1,6 +1,6 @@
 // QVL_TRACE=dir: an executor observer that writes every node's output to dir/<name>.npy
 // (float32 [rows, cols]), named like the reference's dumps ("vision.blocks.3.out",
-// "text.layers.0.q_rope"), so a drift from the oracle is found by name.
+// "text.layers.0.q_rope"), so a drift from a reference implementation is found by name.
 #pragma once
 
 #include <string>

@@ -8,8 +8,7 @@
 #include "base/huge_pages.h"
 #include "image/image_resize.h"
 #include "io/json.h"
-#include "kernels/image_patch.h"
-#include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::image {
 
@@ -207,23 +206,23 @@ void patchify_window_row(const io::Image& img, const PreprocessConfig& config, i
                          const float mean[3], const float std_dev[3], std::vector<float>* row,
                          bool overwrite, std::size_t at, std::vector<float>* out) {
     const int P = config.patch_size, T = config.temporal_patch_size, M = config.merge_size;
-    const kernels::Isa isa = kernels::best_isa();
+    // Every tier gives the same bytes here; the best one is the fastest.
+    const kernels::KernelTable& table = kernels::best_table();
     const std::size_t stride = std::size_t(img.width) * 3;
     for (int bw = 0; bw < grid_w / M; ++bw) {
         for (int mh = 0; mh < M; ++mh) {
             for (int mw = 0; mw < M; ++mw) {
                 const std::size_t y0 = std::size_t(bh * M + mh) * P;
                 const std::size_t x0 = std::size_t(bw * M + mw) * P;
-                kernels::patch_normalize_u8({.src = img.rgb.data() + y0 * stride + x0 * 3,
-                                             .src_stride = std::ptrdiff_t(stride),
-                                             .patch = P,
-                                             .temporal = T,
-                                             .mean = mean,
-                                             .std_dev = std_dev,
-                                             .dst = row->data()},
-                                            isa);
+                table.patch_normalize_u8({.src = img.rgb.data() + y0 * stride + x0 * 3,
+                                          .src_stride = std::ptrdiff_t(stride),
+                                          .patch = P,
+                                          .temporal = T,
+                                          .mean = mean,
+                                          .std_dev = std_dev,
+                                          .dst = row->data()});
                 if (overwrite) {
-                    kernels::copy_f32_streaming(row->data(), out->data() + at, row->size(), isa);
+                    table.copy_f32_streaming(row->data(), out->data() + at, row->size());
                     at += row->size();
                 } else {
                     out->insert(out->end(), row->begin(), row->end());

@@ -9,8 +9,7 @@
 #include "base/huge_pages.h"
 #include "image/image_preprocess.h"
 #include "io/image.h"
-#include "kernels/isa.h"
-#include "kernels/resize.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::image {
 namespace detail {
@@ -100,7 +99,8 @@ void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_widt
                   src.rgb.size() == std::size_t(src.width) * src.height * 3,
               "resize_bicubic_aa: malformed source image");
     QVL_CHECK(out != &src, "resize_bicubic_aa: output aliases the source");
-    const kernels::Isa isa = kernels::best_isa();
+    // Every tier gives the same bytes here; the best one is the fastest.
+    const kernels::KernelTable& table = kernels::best_table();
     const bool horizontal = out_width != src.width;
     const bool vertical = out_height != src.height;
     AxisWeights wx, wy;
@@ -108,18 +108,17 @@ void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_widt
     if (vertical) wy = bicubic_aa_weights(src.height, out_height);
     const std::size_t row_bytes = std::size_t(out_width) * 3;
     auto horizontal_pass = [&](int y0, int rows, std::uint8_t* dst) {
-        kernels::resize_horizontal_rgb_u8({.src = src.rgb.data() + std::size_t(y0) * src.width * 3,
-                                           .src_stride = std::ptrdiff_t(src.width) * 3,
-                                           .dst = dst,
-                                           .dst_stride = std::ptrdiff_t(row_bytes),
-                                           .rows = rows,
-                                           .in_width = src.width,
-                                           .out_width = out_width,
-                                           .start = wx.start.data(),
-                                           .weights = wx.w.data(),
-                                           .taps = wx.taps,
-                                           .precision = wx.precision},
-                                          isa);
+        table.resize_horizontal_rgb_u8({.src = src.rgb.data() + std::size_t(y0) * src.width * 3,
+                                        .src_stride = std::ptrdiff_t(src.width) * 3,
+                                        .dst = dst,
+                                        .dst_stride = std::ptrdiff_t(row_bytes),
+                                        .rows = rows,
+                                        .in_width = src.width,
+                                        .out_width = out_width,
+                                        .start = wx.start.data(),
+                                        .weights = wx.w.data(),
+                                        .taps = wx.taps,
+                                        .precision = wx.precision});
     };
     // When both axes change, the width pass runs band by band into `stage`, which holds input
     // rows [stage_first, stage_end) (the rows one output band reads, a few dozen): no
@@ -161,18 +160,16 @@ void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_widt
         }
         if (vertical) {
             const bool staged = horizontal;
-            kernels::resize_vertical_u8(
-                {.src = staged ? stage.data() : src.rgb.data(),
-                 .src_stride = std::ptrdiff_t(row_bytes),
-                 .dst = dst,
-                 .dst_stride = std::ptrdiff_t(row_bytes),
-                 .row_bytes = row_bytes,
-                 .out_rows = rows,
-                 .start = staged ? stage_start.data() : wy.start.data() + y0,
-                 .weights = wy.w.data() + std::size_t(y0) * wy.taps,
-                 .taps = wy.taps,
-                 .precision = wy.precision},
-                isa);
+            table.resize_vertical_u8({.src = staged ? stage.data() : src.rgb.data(),
+                                      .src_stride = std::ptrdiff_t(row_bytes),
+                                      .dst = dst,
+                                      .dst_stride = std::ptrdiff_t(row_bytes),
+                                      .row_bytes = row_bytes,
+                                      .out_rows = rows,
+                                      .start = staged ? stage_start.data() : wy.start.data() + y0,
+                                      .weights = wy.w.data() + std::size_t(y0) * wy.taps,
+                                      .taps = wy.taps,
+                                      .precision = wy.precision});
         } else if (horizontal) {
             horizontal_pass(y0, rows, dst);
         } else {

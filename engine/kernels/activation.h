@@ -5,19 +5,13 @@
 
 #include <cstdint>
 
-#include "kernels/isa.h"
-
 namespace qvl::kernels {
 
-// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))   (vision MLP, "gelu_pytorch_tanh")
-void gelu_tanh_f32(const float* x, float* y, std::int64_t n, Isa isa);
-// y = 0.5 x (1 + erf(x / sqrt(2)))                        (mergers, exact nn.GELU)
-void gelu_erf_f32(const float* x, float* y, std::int64_t n, Isa isa);
-// y = gate / (1 + exp(-gate)) * up                        (text MLP, SiLU times up)
-void silu_mul_f32(const float* gate, const float* up, float* y, std::int64_t n, Isa isa);
-// y = a + b                                               (residual adds)
-void add_f32(const float* a, const float* b, float* y, std::int64_t n, Isa isa);
-
+// Entries of KernelTable (kernels/kernel_table.h), and their references:
+//   gelu_tanh_f32(x, y, n): y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (vision MLP)
+//   gelu_erf_f32(x, y, n):  y = 0.5 x (1 + erf(x / sqrt(2)))        (mergers, exact nn.GELU)
+//   silu_mul_f32(gate, up, y, n): y = gate / (1 + exp(-gate)) * up  (text MLP, SiLU times up)
+//   add_f32(a, b, y, n):    y = a + b                                (residual adds)
 namespace ref {
 void gelu_tanh_f32(const float* x, float* y, std::int64_t n);
 void gelu_erf_f32(const float* x, float* y, std::int64_t n);

@@ -4,10 +4,8 @@
 // For query row i < n_q and head h < n_heads, with kv head g = h / (n_heads / n_kv_heads):
 //   out[i, h, :] = sum_j p_j v[j, g, :],  p = softmax_j(scale * q[i, h, :] . k[j, g, :])
 // over the keys j < n_kv that row i may see:
-//   - causal: j <= q_pos0 + i (q_pos0 = absolute position of query row 0; keys are positions);
-//   - segments (optional cu_seqlens, int32 [n_segments + 1], segments[0] = 0, increasing): row i
-//     and key j must lie in the same segment [segments[s], segments[s + 1]); used by the vision
-//     tower where q and k rows coincide (then n_q == n_kv == segments[n_segments]).
+//   - all of them, or, when causal, j <= q_pos0 + i (q_pos0 = absolute position of query row 0;
+//     keys are positions). (The vision tower attends over one image per call: no segments.)
 // A row that sees no key gets zeros. Element (row, head) of q lives at
 // q + row * q_row_stride + head * q_head_stride (head_dim contiguous floats); k, v, out alike.
 // Examples: vision qkv GEMM output [N, 3072]: q row stride 3072, head stride 64, k = q + 1024,
@@ -26,13 +24,11 @@
 // on the arguments and num_tasks, never on the thread that runs a task, so results are
 // identical for any thread count. Kernels do not thread: callers run the tasks, e.g.
 //   const int n = attention_num_tasks(a, pool.size());
-//   pool.parallel_for(n, [&](int t) { attention_run_task(a, t, n, isa); });
+//   pool.parallel_for(n, [&](int t) { table.attention_task(a, t, n); });
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-
-#include "kernels/isa.h"
 
 namespace qvl::kernels {
 
@@ -53,24 +49,20 @@ struct AttentionArgs {
     float scale = 0.f;
     bool causal = false;
     int q_pos0 = 0;
-    const std::int32_t* segments = nullptr;
-    int n_segments = 0;
     // Products on bf16-rounded operands (Q·scale, K, the softmax weights, V; f32 accumulation),
-    // on vdpbf16ps, where the Isa is kAvx512Bf16 and the shape suits its flash kernel (head_dim
-    // % 16 == 0, <= 128; more than 4 (head, row) items: decode stays f32). Elsewhere f32.
+    // on vdpbf16ps, where the tier has a bf16 attention kernel (KernelTable::attention_bf16_task:
+    // kAvx512Bf16) and the shape suits it (head_dim % 16 == 0, <= 128; more than 4 (head, row)
+    // items: decode stays f32). Elsewhere f32.
     bool round_bf16 = false;
 };
 
 // A good task count for n_threads workers (>= 1 whenever there is work).
 int attention_num_tasks(const AttentionArgs& args, int n_threads);
-// Runs task `task` of `num_tasks` (num_tasks from attention_num_tasks, any n_threads).
-void attention_run_task(const AttentionArgs& args, int task, int num_tasks, Isa isa);
-// Runs every task on the calling thread.
-void attention(const AttentionArgs& args, Isa isa);
+// The tasks run through KernelTable::attention_task (kernels/kernel_table.h), any order, any
+// thread.
 
 namespace ref {
 void attention_run_task(const AttentionArgs& args, int task, int num_tasks);
-void attention(const AttentionArgs& args);
 }  // namespace ref
 
 }  // namespace qvl::kernels

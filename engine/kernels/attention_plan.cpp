@@ -28,23 +28,9 @@ bool attention_task(const AttentionArgs& a, int task, int num_tasks, AttentionTa
     return out->row_begin < out->row_end;
 }
 
-void attention_key_range(const AttentionArgs& a, int i, int* seg_hint, int* lo, int* hi) {
+void attention_key_range(const AttentionArgs& a, int i, int* lo, int* hi) {
     *lo = 0;
-    *hi = a.n_kv;
-    if (a.segments != nullptr && a.n_segments > 0) {
-        int s = std::clamp(*seg_hint, 0, a.n_segments - 1);
-        while (s > 0 && i < a.segments[s]) --s;
-        while (s + 1 < a.n_segments && i >= a.segments[s + 1]) ++s;
-        *seg_hint = s;
-        if (i < a.segments[s] || i >= a.segments[s + 1]) {
-            *hi = 0;  // row outside every segment sees nothing
-            return;
-        }
-        *lo = a.segments[s];
-        *hi = std::min(*hi, int(a.segments[s + 1]));
-    }
-    if (a.causal) *hi = std::min(*hi, a.q_pos0 + i + 1);
-    *lo = std::max(*lo, 0);
+    *hi = a.causal ? std::min(a.n_kv, a.q_pos0 + i + 1) : a.n_kv;
     if (*hi < *lo) *hi = *lo;
 }
 

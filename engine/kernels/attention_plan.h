@@ -25,8 +25,8 @@ int attention_row_granule(const AttentionArgs& a);
 // an empty task.
 bool attention_task(const AttentionArgs& a, int task, int num_tasks, AttentionTask* out);
 
-// Keys [*lo, *hi) visible to query row i (see attention.h). seg_hint: a segment index to start
-// the search from (rows are visited in order), updated.
-void attention_key_range(const AttentionArgs& a, int i, int* seg_hint, int* lo, int* hi);
+// Keys [*lo, *hi) visible to query row i (see attention.h). Kernels group rows by a shared lo
+// (always 0 today: every row sees a prefix of the keys).
+void attention_key_range(const AttentionArgs& a, int i, int* lo, int* hi);
 
 }  // namespace qvl::kernels

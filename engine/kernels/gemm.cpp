@@ -1,6 +1,6 @@
-// GEMM front end: the thread-free task split, ISA dispatch, the shared scalar epilogue. The
-// per-thread packing scratch is kernels/scratch.h. The arithmetic lives in kernels/x86/gemm_*.cpp
-// (and the scalar tier in kernels/gemm_scalar.cpp).
+// GEMM front end: the thread-free task split, the KernelTable's GEMM members, the shared scalar
+// epilogue. The per-thread packing scratch is kernels/scratch.h. The arithmetic lives in
+// kernels/x86/gemm_*.cpp (and the scalar tier in kernels/gemm_scalar.cpp).
 #include "kernels/gemm.h"
 
 #include <algorithm>
@@ -12,8 +12,6 @@
 
 namespace qvl::kernels {
 namespace {
-
-using detail::GemmProblem;
 
 // Column tasks are multiples of 64 (a multiple of every NR); row tasks multiples of 42 (a
 // multiple of every MR: 14 for AVX-512, 6 for AVX2).
@@ -75,9 +73,9 @@ int problem_num_tasks(int m, int n, int n_threads) {
     return g.row_blocks * g.col_blocks;
 }
 
-void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa isa) {
+void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const GemmKernels& tiles) {
     if (problem.m <= 0 || problem.n <= 0) return;
-    GemmProblem p = problem;
+    GemmArgs p = problem;
     const Grid g = make_grid(p.m, p.n, num_tasks);
     if (task < 0 || task >= g.row_blocks * g.col_blocks) return;
     const int rb = task / g.col_blocks;
@@ -97,7 +95,8 @@ void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa i
     }
     const bool gemv = p.m <= detail::kGemvMaxM;
     if (gemv && p.load_a != nullptr) {
-        // GEMV reads A rows many times: materialise the (at most 8) virtual rows once.
+        // GEMV reads A rows many times: materialise the (at most kGemvMaxM) virtual
+        // rows once.
         auto* rows = static_cast<float*>(detail::thread_scratch(
             detail::kScratchGather, sizeof(float) * std::size_t(p.m) * std::size_t(p.k)));
         for (int i = 0; i < p.m; ++i) p.load_a(p.a_ctx, i, 0, p.k, rows + std::ptrdiff_t(i) * p.k);
@@ -105,67 +104,10 @@ void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa i
         p.lda = p.k;
         p.load_a = nullptr;
     }
-    // The bf16 tier only differs from avx512 where bf16 products are asked for.
-    if (isa == Isa::kAvx512Bf16 && !p.round_bf16) isa = Isa::kAvx512;
-    switch (isa) {
-        case Isa::kScalar:
-            return gemv ? detail::gemv_tile_scalar(p, m0, m1, n0, n1)
-                        : detail::gemm_tile_scalar(p, m0, m1, n0, n1);
-        case Isa::kAvx2:
-            return gemv ? detail::gemv_tile_avx2(p, m0, m1, n0, n1)
-                        : detail::gemm_tile_avx2(p, m0, m1, n0, n1);
-        case Isa::kAvx512:
-            return gemv ? detail::gemv_tile_avx512(p, m0, m1, n0, n1)
-                        : detail::gemm_tile_avx512(p, m0, m1, n0, n1);
-        case Isa::kAvx512Bf16:
-            return gemv ? detail::gemv_tile_avx512bf16(p, m0, m1, n0, n1)
-                        : detail::gemm_tile_avx512bf16(p, m0, m1, n0, n1);
-    }
+    (gemv ? tiles.gemv_tile : tiles.gemm_tile)(p, m0, m1, n0, n1);
 }
 
 }  // namespace detail
-
-namespace {
-
-GemmProblem problem(const GemmArgs& a) {
-    return {.m = a.m,
-            .n = a.n,
-            .k = a.k,
-            .a = a.a,
-            .lda = a.lda,
-            .w = a.w,
-            .w2 = nullptr,
-            .ldw = a.ldw,
-            .w_type = a.w_type,
-            .bias = a.bias,
-            .act = a.act,
-            .residual = a.residual,
-            .ldr = a.ldr,
-            .c = a.c,
-            .ldc = a.ldc,
-            .round_bf16 = a.precision == GemmPrecision::kBF16};
-}
-
-GemmProblem problem(const GemmGatedArgs& a) {
-    return {.m = a.m,
-            .n = a.n,
-            .k = a.k,
-            .a = a.a,
-            .lda = a.lda,
-            .w = a.w_gate,
-            .w2 = a.w_up,
-            .ldw = a.ldw,
-            .w_type = a.w_type,
-            .bias = nullptr,
-            .act = GemmActivation::kSilu,
-            .residual = nullptr,
-            .ldr = 0,
-            .c = a.c,
-            .ldc = a.ldc,
-            .round_bf16 = a.precision == GemmPrecision::kBF16};
-}
-
-}  // namespace
 
 float gemm_activation_ref(GemmActivation act, float u) {
     const double x = u;
@@ -188,36 +130,23 @@ int gemm_num_tasks(const GemmArgs& args, int n_threads) {
     return detail::problem_num_tasks(args.m, args.n, n_threads);
 }
 
-void gemm_run_task(const GemmArgs& args, int task, int num_tasks, Isa isa) {
-    detail::run_problem_task(problem(args), task, num_tasks, isa);
+void KernelTable::gemm_task(const GemmArgs& args, int task, int num_tasks) const {
+    detail::run_problem_task(args, task, num_tasks, gemm_kernels(args.precision));
 }
 
-int gemm_gated_num_tasks(const GemmGatedArgs& args, int n_threads) {
-    return detail::problem_num_tasks(args.m, args.n, n_threads);
-}
-
-void gemm_gated_run_task(const GemmGatedArgs& args, int task, int num_tasks, Isa isa) {
-    detail::run_problem_task(problem(args), task, num_tasks, isa);
-}
-
-void gemm(const GemmArgs& args, Isa isa) {
+void KernelTable::gemm(const GemmArgs& args) const {
     const int nt = gemm_num_tasks(args, 1);
-    for (int t = 0; t < nt; ++t) gemm_run_task(args, t, nt, isa);
-}
-
-void gemm_gated(const GemmGatedArgs& args, Isa isa) {
-    const int nt = gemm_gated_num_tasks(args, 1);
-    for (int t = 0; t < nt; ++t) gemm_gated_run_task(args, t, nt, isa);
+    for (int t = 0; t < nt; ++t) gemm_task(args, t, nt);
 }
 
 namespace detail {
 
-void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, std::ptrdiff_t ld_acc,
+void gemm_epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld_acc,
                    int m0, int m1, int n0, int n1) {
     for (int i = m0; i < m1; ++i) {
         const float* s = acc + std::ptrdiff_t(i - m0) * ld_acc;
         float* c = p.c + std::ptrdiff_t(i) * p.ldc;
-        if (p.w2 != nullptr) {
+        if (p.w_up != nullptr) {
             const float* u = acc2 + std::ptrdiff_t(i - m0) * ld_acc;
             for (int j = n0; j < n1; ++j) {
                 c[j] = gemm_activation_ref(GemmActivation::kSilu, s[j - n0]) * u[j - n0];
@@ -235,7 +164,7 @@ void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, st
     }
 }
 
-void gemm_a_rows(const GemmProblem& p, int row0, int n, int p0, int kc, const float** src) {
+void gemm_a_rows(const GemmArgs& p, int row0, int n, int p0, int kc, const float** src) {
     if (p.load_a == nullptr) {
         for (int i = 0; i < n; ++i) src[i] = p.a + std::ptrdiff_t(row0 + i) * p.lda + p0;
         return;

@@ -2,7 +2,7 @@
 // in the checkpoint ([n, k] row-major, bf16 or f32; Hugging Face Linear layout), and the SwiGLU
 // pair c = silu(a · w_gateᵀ) ⊙ (a · w_upᵀ).
 //
-// Contract (both entry points):
+// Contract (one GemmArgs for both):
 // - a: [m, k] f32, row stride lda >= k (elements). w: [n, k], row stride ldw >= k, element type
 //   w_type; no alignment is required of any pointer (safetensors promises none).
 // - c: [m, n] f32, row stride ldc >= n. c must not overlap a, w or bias. residual ([m, n], row
@@ -21,20 +21,24 @@
 
 #include <cstddef>
 
-#include "kernels/isa.h"
 #include "kernels/types.h"
 
 namespace qvl::kernels {
 
 enum class GemmActivation { kNone, kGeluTanh, kGeluErf, kSilu };  // applied to (A·Wᵀ + bias)
-// kBF16: A rounded to bf16, vdpbf16ps; on ISAs without avx512bf16 it must still work
-// (emulate/round A then f32 math)
+// kBF16: A (and f32 weights) rounded to bf16; products on vdpbf16ps where the tier has them,
+// else the rounded values multiplied in f32 (KernelTable::bf16_products).
 enum class GemmPrecision { kF32, kBF16 };
+// The one argument struct of every GEMM (plain, gated, patch embedding). Call sites use
+// designated initializers: {.m = rows, .n = out, .k = in, .a = x, .lda = ld, .w = ..., ...}.
 struct GemmArgs {
     int m = 0, n = 0, k = 0;
     const float* a = nullptr;
     std::ptrdiff_t lda = 0;  // [m, k] f32 activations, row stride lda
     const void* w = nullptr;
+    // Set: the SwiGLU pair c = silu(A·wᵀ) ⊙ (A·w_upᵀ) (w is the gate), both [n, k] with the same
+    // ldw and w_type; bias, act and residual must then be unset.
+    const void* w_up = nullptr;
     std::ptrdiff_t ldw = 0;  // [n, k] weights (bf16 or f32), row stride ldw; any alignment
     WeightType w_type = WeightType::kBF16;  // from kernels/types.h
     const float* bias = nullptr;            // [n] or null
@@ -44,34 +48,21 @@ struct GemmArgs {
     float* c = nullptr;
     std::ptrdiff_t ldc = 0;  // [m, n] output
     GemmPrecision precision = GemmPrecision::kF32;
-};
-// SwiGLU pair: c = silu(A·Wgᵀ) ⊙ (A·Wuᵀ); both weight matrices [n, k] with the same ldw and type.
-struct GemmGatedArgs {
-    int m = 0, n = 0, k = 0;
-    const float* a = nullptr;
-    std::ptrdiff_t lda = 0;
-    const void* w_gate = nullptr;
-    const void* w_up = nullptr;
-    std::ptrdiff_t ldw = 0;
-    WeightType w_type = WeightType::kBF16;
-    float* c = nullptr;
-    std::ptrdiff_t ldc = 0;
-    GemmPrecision precision = GemmPrecision::kF32;
+    // When set, A is virtual: load_a(a_ctx, row, k0, count, out) writes A[row][k0 .. k0+count)
+    // to out (the patch embedding gathers pixels this way); a and lda are then unused.
+    void (*load_a)(const void* ctx, int row, int k0, int count, float* out) = nullptr;
+    const void* a_ctx = nullptr;
+
+    bool round_bf16() const { return precision == GemmPrecision::kBF16; }
 };
 // Thread-free work decomposition: the caller runs tasks [0, num_tasks) in any order on any threads
-// (e.g. pool.parallel_for(nt, [&](int t){ gemm_run_task(args, t, nt, isa); })). Tasks split output
-// tiles (columns, and rows when m is large), never k, so results are bit-identical for any
-// n_threads.
+// through the KernelTable of its tier (kernels/kernel_table.h), e.g.
+//   pool.parallel_for(nt, [&](int t) { table.gemm_task(args, t, nt); });
+// Tasks split output tiles (columns, and rows when m is large), never k, so results are
+// bit-identical for any n_threads.
 int gemm_num_tasks(const GemmArgs& args, int n_threads);
-void gemm_run_task(const GemmArgs& args, int task, int num_tasks, Isa isa);
-int gemm_gated_num_tasks(const GemmGatedArgs& args, int n_threads);
-void gemm_gated_run_task(const GemmGatedArgs& args, int task, int num_tasks, Isa isa);
-// Single-threaded convenience: all tasks inline.
-void gemm(const GemmArgs& args, Isa isa);
-void gemm_gated(const GemmGatedArgs& args, Isa isa);
 namespace ref {
-void gemm_f32(const GemmArgs&);
-void gemm_gated_f32(const GemmGatedArgs&);
+void gemm_f32(const GemmArgs&);  // plain and gated
 }  // namespace ref
 
 // The activation functions of the epilogue, in f32 from double-precision formulas (the spec the

@@ -5,66 +5,53 @@
 #include <cstddef>
 
 #include "kernels/gemm.h"
+#include "kernels/kernel_table.h"
 #include "kernels/scratch.h"
 
 namespace qvl::kernels::detail {
 
-// One problem for both entry points: plain (w2 == nullptr) or gated (w = gate, w2 = up,
-// c = silu(a·wᵀ) ⊙ (a·w2ᵀ), no bias/act/residual).
-struct GemmProblem {
-    int m = 0, n = 0, k = 0;
-    const float* a = nullptr;
-    std::ptrdiff_t lda = 0;
-    const void* w = nullptr;
-    const void* w2 = nullptr;
-    std::ptrdiff_t ldw = 0;
-    WeightType w_type = WeightType::kBF16;
-    const float* bias = nullptr;
-    GemmActivation act = GemmActivation::kNone;
-    const float* residual = nullptr;
-    std::ptrdiff_t ldr = 0;
-    float* c = nullptr;
-    std::ptrdiff_t ldc = 0;
-    bool round_bf16 = false;  // precision == kBF16
-    // When set, A is virtual: load_a(a_ctx, row, k0, count, out) writes A[row][k0 .. k0+count)
-    // to out (the patch embedding gathers pixels this way); a and lda are then unused.
-    void (*load_a)(const void* ctx, int row, int k0, int count, float* out) = nullptr;
-    const void* a_ctx = nullptr;
-};
-
-// Runs one task of a problem (the engine behind gemm_run_task and friends).
+// Runs one task of a problem on one tier's tiles (the engine behind KernelTable::gemm_task and
+// friends).
 int problem_num_tasks(int m, int n, int n_threads);
-void run_problem_task(const GemmProblem& p, int task, int num_tasks, Isa isa);
+void run_problem_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles);
 
 // Largest m that takes the GEMV path (weights streamed unpacked, 4x4 register blocks, A from
 // L1/L2). Up to a few dozen rows this beats packing W, whose cost is amortised over m.
 inline constexpr int kGemvMaxM = 32;
 
-// Computes rows [m0, m1) x columns [n0, n1) of the output, all of k, epilogue included.
-// Row and column bounds are arbitrary (no alignment to the tile sizes needed).
-using GemmTileFn = void (*)(const GemmProblem& p, int m0, int m1, int n0, int n1);
+// The blocking of each packed tier: the micro-kernel traits in x86/gemm_<isa>.cpp take their
+// tile and block sizes from here, and the KernelTable entry reports them.
+inline constexpr GemmBlocking kBlockingAvx2{.mr = 6, .nr = 16, .kc = 256, .mc = 120, .nc = 512};
+// kc 1024 with nc 128: the B block (512 KiB) and the slab (<= 1008 x 128 floats) stay in L2;
+// measured faster than 192 x 512 (fewer slab reloads; the panels stream from L2).
+inline constexpr GemmBlocking kBlockingAvx512{.mr = 14, .nr = 32, .kc = 1024, .mc = 112, .nc = 128};
+// kc 2048 (1024 pairs): k = 1024 and 2048 in one block (the slab is written once); the B block,
+// 1024 pairs x nc 128 columns = 512 KiB, and the slab (<= 1008 x 128 floats) stay in L2.
+inline constexpr GemmBlocking kBlockingAvx512Bf16{
+    .mr = 14, .nr = 32, .kc = 2048, .mc = 112, .nc = 128};
 
-void gemm_tile_scalar(const GemmProblem& p, int m0, int m1, int n0, int n1);
-void gemm_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1);
-void gemm_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1);
-void gemm_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1);
-void gemv_tile_scalar(const GemmProblem& p, int m0, int m1, int n0, int n1);
-void gemv_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1);
-void gemv_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1);
-void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1);
+// The tiles of each tier (GemmTileFn, kernels/kernel_table.h).
+void gemm_tile_scalar(const GemmArgs& p, int m0, int m1, int n0, int n1);
+void gemm_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1);
+void gemm_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1);
+void gemm_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1);
+void gemv_tile_scalar(const GemmArgs& p, int m0, int m1, int n0, int n1);
+void gemv_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1);
+void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1);
+void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1);
 
 // Applies the epilogue to rows [m0, m1) x columns [n0, n1): acc holds the sums (acc[(i - m0) *
 // ld_acc + (j - n0)]); for gated problems acc2 holds the up sums the same way. Writes p.c.
-void gemm_epilogue(const GemmProblem& p, const float* acc, const float* acc2, std::ptrdiff_t ld_acc,
+void gemm_epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld_acc,
                    int m0, int m1, int n0, int n1);
 
 // The same with AVX-512 (kernels/x86/gemm_epilogue_avx512.cpp); call only where it is supported.
-void gemm_epilogue_avx512(const GemmProblem& p, const float* acc, const float* acc2,
+void gemm_epilogue_avx512(const GemmArgs& p, const float* acc, const float* acc2,
                           std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1);
 
 // The source of each row of one A panel, for packing: rows [row0, row0 + n) x k [p0, p0 + kc)
 // of A itself, or, when p.load_a is set, those rows gathered into the kScratchGather slot (one
 // row of kc floats each). src[i] points at row row0 + i, column p0.
-void gemm_a_rows(const GemmProblem& p, int row0, int n, int p0, int kc, const float** src);
+void gemm_a_rows(const GemmArgs& p, int row0, int n, int p0, int kc, const float** src);
 
 }  // namespace qvl::kernels::detail

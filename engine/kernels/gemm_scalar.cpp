@@ -12,7 +12,7 @@ namespace {
 constexpr int kBlockN = 64;
 
 // Widens (and, for kBF16 precision, rounds) k weights of row j into out.
-void load_weight_row(const GemmProblem& p, const void* w, int j, float* out) {
+void load_weight_row(const GemmArgs& p, const void* w, int j, float* out) {
     const std::ptrdiff_t off = std::ptrdiff_t(j) * p.ldw;
     if (p.w_type == WeightType::kBF16) {
         const base::bf16* row = static_cast<const base::bf16*>(w) + off;
@@ -20,7 +20,7 @@ void load_weight_row(const GemmProblem& p, const void* w, int j, float* out) {
     } else {
         const float* row = static_cast<const float*>(w) + off;
         for (int kk = 0; kk < p.k; ++kk)
-            out[kk] = p.round_bf16 ? base::round_to_bf16(row[kk]) : row[kk];
+            out[kk] = p.round_bf16() ? base::round_to_bf16(row[kk]) : row[kk];
     }
 }
 
@@ -30,7 +30,7 @@ float dot(const float* a, const float* b, int k) {
     return sum;
 }
 
-void tile(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void tile(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     const int rows = m1 - m0;
     const std::size_t k = std::size_t(p.k);
     float* a = static_cast<float*>(thread_scratch(kScratchA, sizeof(float) * rows * k));
@@ -42,12 +42,12 @@ void tile(const GemmProblem& p, int m0, int m1, int n0, int n1) {
             const float* src = p.a + std::ptrdiff_t(m0 + i) * p.lda;
             for (std::size_t kk = 0; kk < k; ++kk) dst[kk] = src[kk];
         }
-        if (p.round_bf16) {
+        if (p.round_bf16()) {
             for (std::size_t kk = 0; kk < k; ++kk) dst[kk] = base::round_to_bf16(dst[kk]);
         }
     }
     float* wrow = static_cast<float*>(thread_scratch(kScratchB, sizeof(float) * k));
-    const bool gated = p.w2 != nullptr;
+    const bool gated = p.w_up != nullptr;
     float* acc = static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * rows * kBlockN));
     float* acc2 = static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * rows * kBlockN));
     for (int jb = n0; jb < n1; jb += kBlockN) {
@@ -56,7 +56,7 @@ void tile(const GemmProblem& p, int m0, int m1, int n0, int n1) {
             load_weight_row(p, p.w, j, wrow);
             for (int i = 0; i < rows; ++i) acc[i * kBlockN + (j - jb)] = dot(a + i * k, wrow, p.k);
             if (!gated) continue;
-            load_weight_row(p, p.w2, j, wrow);
+            load_weight_row(p, p.w_up, j, wrow);
             for (int i = 0; i < rows; ++i) acc2[i * kBlockN + (j - jb)] = dot(a + i * k, wrow, p.k);
         }
         gemm_epilogue(p, acc, acc2, kBlockN, m0, m1, jb, je);
@@ -65,11 +65,11 @@ void tile(const GemmProblem& p, int m0, int m1, int n0, int n1) {
 
 }  // namespace
 
-void gemm_tile_scalar(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemm_tile_scalar(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     tile(p, m0, m1, n0, n1);
 }
 
-void gemv_tile_scalar(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemv_tile_scalar(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     tile(p, m0, m1, n0, n1);
 }
 

@@ -4,13 +4,12 @@
 //                                                        - mean[c]) / std_dev[c]
 // in float32 (each operation correctly rounded, so every ISA gives the same bits; mean and
 // std_dev are in 0..255 units: the HF fast processor's fused rescale+normalise). No alignment
-// required; dst must not overlap src.
+// required; dst must not overlap src. Entries: KernelTable::patch_normalize_u8 and
+// copy_f32_streaming (kernels/kernel_table.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-
-#include "kernels/isa.h"
 
 namespace qvl::kernels {
 
@@ -23,7 +22,6 @@ struct PatchNormalizeArgs {
     const float* std_dev = nullptr;     // [3], non-zero
     float* dst = nullptr;               // [3 * temporal * patch * patch]
 };
-void patch_normalize_u8(const PatchNormalizeArgs& args, Isa isa);
 
 // dst[i] = src[i] for i < n, the same bits as memcpy, but the aligned part of dst is written
 // with non-temporal stores (fenced before returning): for a large output written once and not
@@ -31,15 +29,10 @@ void patch_normalize_u8(const PatchNormalizeArgs& args, Isa isa);
 // instead of a read for ownership plus a write, and does not evict the working set. Slower
 // than plain stores into memory the kernel has just zeroed (a first touch). No alignment
 // required; src and dst must not overlap.
-void copy_f32_streaming(const float* src, float* dst, std::size_t n, Isa isa);
 
 namespace ref {
 void patch_normalize_u8(const PatchNormalizeArgs& args);
 void copy_f32_streaming(const float* src, float* dst, std::size_t n);
 }  // namespace ref
-namespace avx2 {
-void patch_normalize_u8(const PatchNormalizeArgs& args);
-void copy_f32_streaming(const float* src, float* dst, std::size_t n);
-}  // namespace avx2
 
 }  // namespace qvl::kernels

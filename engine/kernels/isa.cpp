@@ -55,6 +55,7 @@ Isa detect_best() {
     }
     return best;
 }
+
 }  // namespace
 
 Isa best_isa() {
@@ -62,8 +63,6 @@ Isa best_isa() {
     return isa;
 }
 
-Isa clamp_to_supported(Isa requested) {
-    return int(requested) > int(best_isa()) ? best_isa() : requested;
-}
+Isa resolve_isa(Isa requested) { return int(requested) > int(best_isa()) ? best_isa() : requested; }
 
 }  // namespace qvl::kernels

@@ -1,6 +1,6 @@
-// Instruction-set tiers and the one-time choice among them. ISA-specific code lives in files
-// named *_avx2.cpp / *_avx512.cpp / *_avx512bf16.cpp, built with those flags only; each kernel
-// family exposes a table per Isa, and callers pick the table once (best_isa()).
+// Instruction-set tiers and the choice among them. ISA-specific code lives in files named
+// *_avx2.cpp / *_avx512.cpp / *_avx512bf16.cpp, built with those flags only; every kernel of a
+// tier is reached through that tier's KernelTable (kernels/kernel_table.h).
 #pragma once
 
 #include <string_view>
@@ -16,12 +16,12 @@ bool parse_isa(std::string_view name, Isa* out);
 // Whether this CPU (and OS) can run code of that tier.
 bool isa_supported(Isa isa);
 
-// The best tier this CPU supports. Decided once, on first call.
+// The best tier this CPU (and OS) runs, from the CPU features alone. Decided once.
 Isa best_isa();
 
-// A tier asked for by the user (an option), lowered to best_isa() when the CPU cannot run it:
-// a request may lower the tier, never raise it.
-Isa clamp_to_supported(Isa requested);
+// `requested`, lowered to best_isa() when the CPU cannot run it (tiers are ordered: each one
+// needs everything the tier below needs).
+Isa resolve_isa(Isa requested);
 
 // Every tier, lowest first (tests iterate over it and skip the unsupported ones visibly).
 std::vector<Isa> all_isas();

@@ -4,11 +4,10 @@
 // x, y: [rows, dim] f32 with row strides in elements (>= dim); w, b: [dim] f32. Rows are
 // independent. y may equal x (in place, same stride); no other overlap. No alignment required.
 // Statistics are accumulated in f32 or wider (the reference uses double). rows, dim >= 0.
+// Entries: KernelTable::layer_norm_f32 / rms_norm_f32 (kernels/kernel_table.h).
 #pragma once
 
 #include <cstddef>
-
-#include "kernels/isa.h"
 
 namespace qvl::kernels {
 
@@ -24,7 +23,6 @@ struct LayerNormArgs {
     int dim = 0;
     float eps = 0.0f;
 };
-void layer_norm_f32(const LayerNormArgs& args, Isa isa);
 
 // y[r, i] = x[r, i] * w[i] / sqrt(mean_i(x[r, :]^2) + eps).
 struct RmsNormArgs {
@@ -37,7 +35,6 @@ struct RmsNormArgs {
     int dim = 0;
     float eps = 0.0f;
 };
-void rms_norm_f32(const RmsNormArgs& args, Isa isa);
 
 namespace ref {
 void layer_norm_f32(const LayerNormArgs& args);

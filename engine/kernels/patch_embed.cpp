@@ -30,21 +30,19 @@ void load_pixels(const void* ctx, int row, int k0, int count, float* out) {
     }
 }
 
-detail::GemmProblem problem(const PatchEmbedArgs& a) {
-    detail::GemmProblem p;
-    p.m = patch_embed_n_patches(a);
-    p.n = a.out_dim;
-    p.k = patch_embed_k(a);
-    p.w = a.w;
-    p.ldw = a.ldw;
-    p.w_type = a.w_type;
-    p.bias = a.bias;
-    p.c = a.out;
-    p.ldc = a.ld_out;
-    p.round_bf16 = a.precision == GemmPrecision::kBF16;
-    p.load_a = &load_pixels;
-    p.a_ctx = &a;
-    return p;
+GemmArgs gemm_args(const PatchEmbedArgs& a) {
+    return {.m = patch_embed_n_patches(a),
+            .n = a.out_dim,
+            .k = patch_embed_k(a),
+            .w = a.w,
+            .ldw = a.ldw,
+            .w_type = a.w_type,
+            .bias = a.bias,
+            .c = a.out,
+            .ldc = a.ld_out,
+            .precision = a.precision,
+            .load_a = &load_pixels,
+            .a_ctx = &a};
 }
 
 }  // namespace
@@ -60,18 +58,13 @@ int patch_embed_num_tasks(const PatchEmbedArgs& args, int n_threads) {
     return detail::problem_num_tasks(patch_embed_n_patches(args), args.out_dim, n_threads);
 }
 
-void patch_embed_run_task(const PatchEmbedArgs& args, int task, int num_tasks, Isa isa) {
-    detail::run_problem_task(problem(args), task, num_tasks, isa);
+void KernelTable::patch_embed_task(const PatchEmbedArgs& args, int task, int num_tasks) const {
+    detail::run_problem_task(gemm_args(args), task, num_tasks, gemm_kernels(args.precision));
 }
 
-void patch_embed(const PatchEmbedArgs& args, Isa isa) {
+void KernelTable::patch_embed(const PatchEmbedArgs& args) const {
     const int nt = patch_embed_num_tasks(args, 1);
-    for (int t = 0; t < nt; ++t) patch_embed_run_task(args, t, nt, isa);
-}
-
-void patch_embed_patchify(const PatchEmbedArgs& args, float* pixels, std::ptrdiff_t ld) {
-    const int n = patch_embed_n_patches(args), k = patch_embed_k(args);
-    for (int r = 0; r < n; ++r) load_pixels(&args, r, 0, k, pixels + std::ptrdiff_t(r) * ld);
+    for (int t = 0; t < nt; ++t) patch_embed_task(args, t, nt);
 }
 
 }  // namespace qvl::kernels

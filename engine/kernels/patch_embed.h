@@ -1,7 +1,7 @@
 // Fused vision patch embedding: from the resized RGB image straight to [n_patches, out_dim]
 // = patchify(normalise(image)) · wᵀ + bias, without materialising the [n_patches, 3·T·P·P]
 // pixel matrix: the GEMM's A-packing gathers pixels (through the 256-entry normalisation table)
-// as it goes. Qwen3-VL spec §3.5: rows in 2x2 merge-window order,
+// as it goes. Rows are in the 2x2 merge-window order of Qwen3-VL's processor,
 //   row r = ((bh·(gw/merge) + bw)·merge + mh)·merge + mw,  patch (ph, pw) = (bh·merge + mh,
 //   bw·merge + mw) col k = ((c·temporal + t)·patch + iy)·patch + ix,       value
 //   lut[rgb[(ph·patch+iy, pw·patch+ix), c]]
@@ -41,13 +41,7 @@ struct PatchEmbedArgs {
 int patch_embed_n_patches(const PatchEmbedArgs& args);
 int patch_embed_k(const PatchEmbedArgs& args);  // 3 * temporal * patch * patch
 
-// Same task protocol as gemm_num_tasks / gemm_run_task.
+// Same task protocol as gemm_num_tasks; the tasks run through KernelTable::patch_embed_task.
 int patch_embed_num_tasks(const PatchEmbedArgs& args, int n_threads);
-void patch_embed_run_task(const PatchEmbedArgs& args, int task, int num_tasks, Isa isa);
-// Single-threaded convenience.
-void patch_embed(const PatchEmbedArgs& args, Isa isa);
-
-// The explicit pixel matrix ([n_patches, k], row stride ld) for tests and references.
-void patch_embed_patchify(const PatchEmbedArgs& args, float* pixels, std::ptrdiff_t ld);
 
 }  // namespace qvl::kernels

@@ -1,10 +1,10 @@
 // Learned absolute position embedding of the vision tower, bilinearly resampled to the patch
-// grid (spec 5.2, HF fast_pos_embed_interpolate) and written in merge-window order (spec 3.5).
+// grid (HF fast_pos_embed_interpolate) and written in merge-window order (see patch_embed.h).
 //
 // The table is [grid_side * grid_side, dim] (row index r * grid_side + c), f32 or bf16. The
 // image grid gh x gw (both multiples of merge) samples rows hs[r] = r * (grid_side - 1) / (gh - 1)
 // (align corners; the last sample is exactly grid_side - 1; gh == 1 samples row 0), columns
-// likewise, as the float64 oracle does (numpy linspace). With f = floor, the four neighbours
+// likewise, as numpy.linspace does. With f = floor, the four neighbours
 // (f, min(f + 1, side - 1)) are blended with weights (1-dh)(1-dw), (1-dh)dw, dh(1-dw), dh dw,
 // computed in double and accumulated in f32 (no bf16 roundings).
 // Output row of raster position (r, c):
@@ -15,7 +15,6 @@
 
 #include <cstddef>
 
-#include "kernels/isa.h"
 #include "kernels/types.h"
 
 namespace qvl::kernels {
@@ -31,7 +30,7 @@ struct PosEmbedArgs {
     float* out = nullptr;
     std::ptrdiff_t out_stride = 0;
 };
-void pos_embed_interpolate(const PosEmbedArgs& args, Isa isa);
+// Entry: KernelTable::pos_embed_interpolate (kernels/kernel_table.h).
 
 namespace ref {
 void pos_embed_interpolate(const PosEmbedArgs& args);

@@ -13,8 +13,8 @@ struct PosEmbedSample {
     double frac = 0.0;  // position - lo
 };
 
-// Sample i of n over [0, side - 1], as numpy.linspace(0, side - 1, n) computes it in float64
-// (the oracle): i * step, with the last sample pinned to the end point.
+// Sample i of n over [0, side - 1], as numpy.linspace(0, side - 1, n) computes it in float64:
+// i * step, with the last sample pinned to the end point.
 inline PosEmbedSample pos_embed_sample(int i, int n, int side) {
     const double end = side - 1;
     double pos = 0.0;

@@ -1,16 +1,15 @@
 // The two passes of a separable uint8 image resize with int16 fixed-point weights, as PyTorch's
 // antialiased uint8 resize computes them (the weights themselves come from the caller, e.g.
-// model/image_resize.h). Every output value is
+// image/image_resize.h). Every output value is
 //   clamp((2^(precision-1) + sum_k in[k] * w[k]) >> precision, 0, 255)
 // with the sum in int32 and an arithmetic shift, so every ISA gives the same bytes.
+// Entries: KernelTable::resize_vertical_u8 / resize_horizontal_rgb_u8 (kernels/kernel_table.h).
 // Pointers need no alignment; src and dst must not overlap. Tap windows are the caller's job:
 // start[i] + taps must stay inside the input (zero-padded weights are fine).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-
-#include "kernels/isa.h"
 
 namespace qvl::kernels {
 
@@ -29,7 +28,6 @@ struct ResizeVerticalArgs {
     int taps = 0;
     int precision = 0;  // 1..22
 };
-void resize_vertical_u8(const ResizeVerticalArgs& args, Isa isa);
 
 // Horizontal pass over packed 3-channel pixels: for each of `rows` rows, output pixel x,
 // channel c: value over in[k] = src_row[(start[x] + k) * 3 + c], w[k] = weights[x * taps + k].
@@ -47,16 +45,10 @@ struct ResizeHorizontalArgs {
     int taps = 0;
     int precision = 0;  // 1..22
 };
-void resize_horizontal_rgb_u8(const ResizeHorizontalArgs& args, Isa isa);
 
 namespace ref {
 void resize_vertical_u8(const ResizeVerticalArgs& args);
 void resize_horizontal_rgb_u8(const ResizeHorizontalArgs& args);
 }  // namespace ref
-
-namespace avx2 {
-void resize_vertical_u8(const ResizeVerticalArgs& args);
-void resize_horizontal_rgb_u8(const ResizeHorizontalArgs& args);
-}  // namespace avx2
 
 }  // namespace qvl::kernels

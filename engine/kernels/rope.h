@@ -7,8 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/isa.h"
-
 namespace qvl::kernels {
 
 // In place, for every row r < rows, head h < n_heads and i < half = head_dim / 2, with
@@ -27,7 +25,7 @@ struct RopeArgs {
     const float* sin = nullptr;
     std::ptrdiff_t cs_stride = 0;
 };
-void rope_f32(const RopeArgs& args, Isa isa);
+// Entry: KernelTable::rope_f32 (kernels/kernel_table.h).
 
 namespace ref {
 void rope_f32(const RopeArgs& args);

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "base/check.h"
-#include "kernels/pos_embed.h"
 #include "model/rope_tables.h"
 
 namespace qvl::model {
@@ -19,7 +18,7 @@ void VisionInputTables::reserve(const VisionConfig& cfg, int max_patches) {
 
 VisionGraphInputs VisionInputTables::prepare(const VisionConfig& cfg, const VisionWeights& w,
                                              int grid_t, int grid_h, int grid_w,
-                                             kernels::Isa isa) {
+                                             const kernels::KernelTable& kernels) {
     const int m = cfg.spatial_merge_size;
     const int n = grid_t * grid_h * grid_w;
     QVL_CHECK(n <= max_patches_ && grid_h % m == 0 && grid_w % m == 0,
@@ -29,7 +28,7 @@ VisionGraphInputs VisionInputTables::prepare(const VisionConfig& cfg, const Visi
     // mirrors Qwen3VLVisionModel.fast_pos_embed_interpolate: the same grid for every frame.
     const int frame = grid_h * grid_w;
     for (int t = 0; t < grid_t; ++t) {
-        kernels::pos_embed_interpolate({.table = w.pos_embed.data,
+        kernels.pos_embed_interpolate({.table = w.pos_embed.data,
                                         .table_type = w.pos_embed.type,
                                         .grid_side = side,
                                         .dim = hidden,
@@ -37,8 +36,7 @@ VisionGraphInputs VisionInputTables::prepare(const VisionConfig& cfg, const Visi
                                         .gw = grid_w,
                                         .merge = m,
                                         .out = pos_embed_.data() + std::size_t(t) * frame * hidden,
-                                        .out_stride = hidden},
-                                       isa);
+                                        .out_stride = hidden});
     }
     // mirrors Qwen3VLVisionModel.rot_pos_emb: (row, column) of each patch in merge-window order.
     int r = 0;

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #include "model/config.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
@@ -25,7 +25,8 @@ class VisionInputTables {
     // returns the graph inputs that point at them; the caller adds the pixels (rgb or
     // pixel_values).
     VisionGraphInputs prepare(const VisionConfig& cfg, const VisionWeights& w, int grid_t,
-                              int grid_h, int grid_w, kernels::Isa isa);
+                              int grid_h, int grid_w,
+                              const kernels::KernelTable& kernels);
 
     // Graph inputs for the largest image, for reserving the activation arena (tables unfilled).
     VisionGraphInputs worst_case();

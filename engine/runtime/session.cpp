@@ -44,7 +44,7 @@ namespace {
 
 kernels::Isa resolve_isa(std::optional<kernels::Isa> requested) {
     if (!requested) return kernels::best_isa();
-    const kernels::Isa isa = kernels::clamp_to_supported(*requested);
+    const kernels::Isa isa = kernels::resolve_isa(*requested);
     if (isa != *requested) {
         base::log(base::LogLevel::kWarning, "kernel tier {} is not supported here; using {}",
                   kernels::isa_name(*requested), kernels::isa_name(isa));
@@ -76,7 +76,7 @@ const char* precision_name(Precision precision) {
 }
 
 const char* kernel_isa_name(std::optional<kernels::Isa> requested) {
-    return kernels::isa_name(requested ? kernels::clamp_to_supported(*requested)
+    return kernels::isa_name(requested ? kernels::resolve_isa(*requested)
                                        : kernels::best_isa());
 }
 
@@ -101,18 +101,18 @@ image::PreprocessConfig effective_preprocess(const model::Model& model,
 Session::Session(const model::Model& model, const SessionOptions& options)
     : model_(&model),
       options_(options),
-      isa_(resolve_isa(options.isa)),
-      gemm_precision_(
-          options.precision == Precision::kBF16 || options.precision == Precision::kBF16All ||
-                  (options.precision == Precision::kAuto && isa_ == kernels::Isa::kAvx512Bf16)
-              ? kernels::GemmPrecision::kBF16
-              : kernels::GemmPrecision::kF32),
+      kernels_(&kernels::kernels_for(resolve_isa(options.isa))),
+      gemm_precision_(options.precision == Precision::kBF16 ||
+                              options.precision == Precision::kBF16All ||
+                              (options.precision == Precision::kAuto && kernels_->bf16_products)
+                          ? kernels::GemmPrecision::kBF16
+                          : kernels::GemmPrecision::kF32),
       attention_precision_(options.precision == Precision::kBF16All ? kernels::GemmPrecision::kBF16
                                                                     : kernels::GemmPrecision::kF32),
       pool_(std::make_unique<base::ThreadPool>(
           options.threads > 0 ? options.threads : base::cpu_features().physical_cores,
           options.pin_threads)),
-      executor_(pool_.get(), isa_) {
+      executor_(pool_.get(), *kernels_) {
     executor_.enable_profile(options.profile);
     if (!options.trace_dir.empty()) {
         executor_.set_observer(graph::make_trace_observer(options.trace_dir));
@@ -316,7 +316,7 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
         QVL_TRY(check_context_fits(visual_rows_used_, tokens, kv_.capacity(), "the images"));
         const model::VisionWeights& w = model_->weights().vision();
         model::VisionGraphInputs in =
-            vision_inputs_.prepare(vc, w, image.grid_t, image.grid_h, image.grid_w, isa_);
+            vision_inputs_.prepare(vc, w, image.grid_t, image.grid_h, image.grid_w, *kernels_);
         const bool fused =
             fused_patch_embed_ && image.grid_t == 1 &&
             image.resized.rgb.size() == std::size_t(image.resized_height) * image.resized_width * 3;

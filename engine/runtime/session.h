@@ -23,7 +23,7 @@
 #include "graph/planner.h"
 #include "image/image_preprocess.h"
 #include "kernels/gemm.h"
-#include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #include "model/model.h"
 #include "model/mrope.h"
 #include "model/vision_inputs.h"
@@ -149,7 +149,7 @@ class Session {
     int context_size() const { return kv_.capacity(); }
     int max_image_tokens() const { return max_image_tokens_; }
     int threads() const { return pool_->size(); }
-    kernels::Isa isa() const { return isa_; }
+    kernels::Isa isa() const { return kernels_->isa; }
     // The precision in effect (kAuto resolved).
     Precision precision() const {
         if (gemm_precision_ == kernels::GemmPrecision::kF32) return Precision::kF32;
@@ -177,7 +177,7 @@ class Session {
 
     const model::Model* model_;
     SessionOptions options_;
-    kernels::Isa isa_;
+    const kernels::KernelTable* kernels_;
     kernels::GemmPrecision gemm_precision_;
     kernels::GemmPrecision attention_precision_;
     std::unique_ptr<base::ThreadPool> pool_;

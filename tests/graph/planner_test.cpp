@@ -132,7 +132,7 @@ TEST(Executor, MatchesDirectKernelCalls) {
     auto arena = base::AlignedBuffer::allocate(planner.plan(g), "arena");
     ASSERT_TRUE(arena.ok());
     base::ThreadPool pool(2);
-    Executor exec(&pool, kernels::Isa::kScalar);
+    Executor exec(&pool, kernels::kernels_for(kernels::Isa::kScalar));
     exec.run(g, arena->data());
     const float* got = exec.data(g, z, arena->data());
 
@@ -167,7 +167,7 @@ TEST(Executor, LeavesEveryThreadWithTheScratchItsRunNeeded) {
     auto arena = base::AlignedBuffer::allocate(planner.plan(g), "arena");
     ASSERT_TRUE(arena.ok());
     base::ThreadPool pool(2);
-    Executor exec(&pool, kernels::best_isa());
+    Executor exec(&pool, kernels::best_table());
     const std::uint64_t before = kernels::scratch_allocations();
     exec.run(g, arena->data());
     EXPECT_GT(kernels::scratch_allocations(), before) << "the run should have needed scratch";

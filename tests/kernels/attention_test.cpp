@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -19,30 +20,23 @@ using testing::FloatBuf;
 struct Problem {
     int n_q, n_kv, n_heads, n_kv_heads, head_dim;
     bool causal = false;
-    std::vector<std::int32_t> segments;
     bool fused_qkv = false;
     FloatBuf q{0}, kv{0}, out{0};
     AttentionArgs args;
 
-    Problem(int nq, int nkv, int nh, int nkvh, int hd, bool causal_, std::vector<std::int32_t> seg,
-            bool fused, std::uint32_t seed)
+    Problem(int nq, int nkv, int nh, int nkvh, int hd, bool causal_, bool fused, std::uint32_t seed)
         : n_q(nq),
           n_kv(nkv),
           n_heads(nh),
           n_kv_heads(nkvh),
           head_dim(hd),
           causal(causal_),
-          segments(std::move(seg)),
           fused_qkv(fused) {
         AttentionArgs& a = args;
         a = {.n_q = nq, .n_kv = nkv, .n_heads = nh, .n_kv_heads = nkvh, .head_dim = hd};
         a.scale = 1.0f / std::sqrt(float(hd));
         a.causal = causal;
         a.q_pos0 = causal ? nkv - nq : 0;
-        if (!segments.empty()) {
-            a.segments = segments.data();
-            a.n_segments = int(segments.size()) - 1;
-        }
         if (fused) {  // [n, (nh + 2 nkvh) * hd] + 3 spare columns
             const std::ptrdiff_t row = (nh + 2 * nkvh) * hd + 3;
             q = FloatBuf(nq * row);
@@ -83,12 +77,7 @@ struct Problem {
             for (int i = 0; i < n_q; ++i) {
                 double max = -INFINITY;
                 for (int j = 0; j < n_kv; ++j) {
-                    bool visible = !causal || j <= a.q_pos0 + i;
-                    for (std::size_t sg = 0; sg + 1 < segments.size(); ++sg) {
-                        const bool qi = i >= segments[sg] && i < segments[sg + 1];
-                        const bool kj = j >= segments[sg] && j < segments[sg + 1];
-                        if (qi != kj) visible = false;
-                    }
+                    const bool visible = !causal || j <= a.q_pos0 + i;
                     double dot = 0;
                     for (int d = 0; d < head_dim; ++d) {
                         dot += double(a.q[i * a.q_row_stride + h * a.q_head_stride + d]) *
@@ -115,7 +104,7 @@ struct Problem {
         const int n = attention_num_tasks(args, n_threads);
         ASSERT_GE(n, 1);
         // Tasks in reverse order: the result must not depend on the order either.
-        for (int t = n - 1; t >= 0; --t) attention_run_task(args, t, n, isa);
+        for (int t = n - 1; t >= 0; --t) kernels_for(isa).attention_task(args, t, n);
     }
 
     // Compares the written rows and checks the gaps between them were never touched.
@@ -134,10 +123,10 @@ struct Problem {
 
 class AttentionTest : public ::testing::TestWithParam<Isa> {};
 
-TEST_P(AttentionTest, VisionSegmentsMatchNaive) {
+TEST_P(AttentionTest, VisionMatchesNaive) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
     for (int hd : {8, 16, 32, 64, 72}) {
-        Problem p(100, 100, 3, 3, hd, false, {0, 37, 38, 100}, true, hd);
+        Problem p(100, 100, 3, 3, hd, false, true, hd);
         const std::vector<float> want = p.naive();
         p.run(GetParam(), 1);
         p.expect_matches(want, "vision");
@@ -151,7 +140,7 @@ TEST_P(AttentionTest, VisionSegmentsMatchNaive) {
 TEST_P(AttentionTest, NoMaskSingleSegment) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
     for (int n : {1, 3, 17, 33, 200}) {
-        Problem p(n, n, 2, 2, 64, false, {}, true, n);
+        Problem p(n, n, 2, 2, 64, false, true, n);
         const std::vector<float> want = p.naive();
         p.run(GetParam(), 2);
         p.expect_matches(want, "full");
@@ -162,7 +151,7 @@ TEST_P(AttentionTest, CausalGqaPrefillMatchesNaive) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
     for (auto [n_q, n_kv] : {std::pair{1, 1}, {7, 7}, {17, 17}, {31, 40}, {100, 100}, {45, 130}}) {
         for (int hd : {16, 128}) {  // tiny test model, Qwen3-VL-2B
-            Problem p(n_q, n_kv, 4, 2, hd, true, {}, false, n_q * 7 + n_kv);
+            Problem p(n_q, n_kv, 4, 2, hd, true, false, n_q * 7 + n_kv);
             const std::vector<float> want = p.naive();
             p.run(GetParam(), 2);
             p.expect_matches(want, "prefill");
@@ -178,7 +167,7 @@ TEST_P(AttentionTest, DecodeOverLongContextMatchesNaive) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
     for (int ctx : {1, 16, 17, 1000}) {
         for (int hd : {16, 64, 128}) {
-            Problem p(1, ctx, 4, 2, hd, true, {}, false, ctx + hd);
+            Problem p(1, ctx, 4, 2, hd, true, false, ctx + hd);
             const std::vector<float> want = p.naive();
             p.run(GetParam(), 2);
             p.expect_matches(want, "decode");
@@ -189,7 +178,7 @@ TEST_P(AttentionTest, DecodeOverLongContextMatchesNaive) {
 TEST_P(AttentionTest, SharpScoresPickOneValue) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
     // Keys orthogonal-ish with one huge match: the output is that key's value row.
-    Problem p(1, 50, 1, 1, 16, false, {}, false, 9);
+    Problem p(1, 50, 1, 1, 16, false, false, 9);
     for (int j = 0; j < 50; ++j) {
         for (int d = 0; d < 16; ++d) p.kv[j * 16 + d] = j == 23 ? 10.0f : 0.0f;
     }
@@ -207,21 +196,19 @@ TEST_P(AttentionTest, Bf16ProductsStayCloseToExact) {
     struct Case {
         int n_q, n_kv, n_heads, n_kv_heads, hd;
         bool causal;
-        std::vector<std::int32_t> segments;
         bool fused;
     };
     const Case cases[] = {
-        {100, 100, 3, 3, 64, false, {0, 37, 38, 100}, true},  // vision: segments, odd keys
-        {200, 200, 2, 2, 64, false, {}, true},                // several key blocks
-        {17, 17, 1, 1, 48, false, {}, true},                  // head_dim % 32 == 16
-        {45, 130, 4, 2, 128, true, {}, false},                // causal GQA prefill over a cache
-        {31, 40, 4, 2, 16, true, {}, false},                  // tiny-model head_dim
-        {3, 3, 1, 1, 64, false, {}, true},                    // few items: stays f32
-        {33, 33, 2, 2, 72, false, {}, true},                  // unsupported head_dim: f32
+        {100, 100, 3, 3, 64, false, true},  // vision: odd keys
+        {200, 200, 2, 2, 64, false, true},  // several key blocks
+        {17, 17, 1, 1, 48, false, true},    // head_dim % 32 == 16
+        {45, 130, 4, 2, 128, true, false},  // causal GQA prefill over a cache
+        {31, 40, 4, 2, 16, true, false},    // tiny-model head_dim
+        {3, 3, 1, 1, 64, false, true},      // few items: stays f32
+        {33, 33, 2, 2, 72, false, true},    // unsupported head_dim: f32
     };
     for (const Case& c : cases) {
-        Problem p(c.n_q, c.n_kv, c.n_heads, c.n_kv_heads, c.hd, c.causal, c.segments, c.fused,
-                  c.n_q + c.hd);
+        Problem p(c.n_q, c.n_kv, c.n_heads, c.n_kv_heads, c.hd, c.causal, c.fused, c.n_q + c.hd);
         const std::vector<float> want = p.naive();
         p.args.round_bf16 = true;
         p.run(GetParam(), 2);

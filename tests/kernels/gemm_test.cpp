@@ -15,6 +15,7 @@
 #include "base/bf16.h"
 #include "base/thread_pool.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -170,7 +171,7 @@ void run_case(const Case& c, Isa isa, std::mt19937& rng, int n_full = 0, int j0 
     if (n_full == c.n) {
         g.c = got.data();
         g.ldc = got.ld;
-        gemm(g, isa);
+        kernels_for(isa).gemm(g);
     } else {
         // The kernel runs over all n_full columns; compare the window.
         Mat<float> all(c.m, n_full, 1);
@@ -185,7 +186,7 @@ void run_case(const Case& c, Isa isa, std::mt19937& rng, int n_full = 0, int j0 
             full.residual = res_all.data();
             full.ldr = res_all.ld;
         }
-        gemm(full, isa);
+        kernels_for(isa).gemm(full);
         for (int i = 0; i < c.m; ++i) {
             for (int j = 0; j < c.n; ++j) got.at(i, j) = all.at(i, j0 + j);
         }
@@ -299,7 +300,7 @@ TEST_P(GemmTest, ResidualMayAliasOutput) {
         ref::gemm_f32(g);
         g.c = res.data();
         g.ldc = res.ld;
-        gemm(g, GetParam());
+        kernels_for(GetParam()).gemm(g);
         expect_close(g, w, res, want, 0, "in-place residual m=" + std::to_string(m));
     }
 }
@@ -326,7 +327,7 @@ TEST_P(GemmTest, ZeroKGivesEpilogueOnly) {
                .ldr = res.ld,
                .c = got.data(),
                .ldc = got.ld};
-    gemm(g, GetParam());
+    kernels_for(GetParam()).gemm(g);
     for (int i = 0; i < m; ++i) {
         for (int j = 0; j < n; ++j) {
             const float want = gemm_activation_ref(GemmActivation::kSilu, bias[j]) + res.at(i, j);
@@ -347,23 +348,23 @@ TEST_P(GemmTest, GatedMatchesReference) {
                 const Weights wg(n, k, rng), wu(n, k, rng);
                 // Both matrices share one stride: use the gate stride for both (same shapes).
                 Mat<float> got(m, n), want(m, n);
-                const GemmGatedArgs g{.m = m,
-                                      .n = n,
-                                      .k = k,
-                                      .a = a.data(),
-                                      .lda = a.ld,
-                                      .w_gate = wg.ptr(wt),
-                                      .w_up = wu.ptr(wt),
-                                      .ldw = wg.ld(wt),
-                                      .w_type = wt,
-                                      .c = got.data(),
-                                      .ldc = got.ld,
-                                      .precision = prec};
-                GemmGatedArgs r = g;
+                const GemmArgs g{.m = m,
+                                 .n = n,
+                                 .k = k,
+                                 .a = a.data(),
+                                 .lda = a.ld,
+                                 .w = wg.ptr(wt),
+                                 .w_up = wu.ptr(wt),
+                                 .ldw = wg.ld(wt),
+                                 .w_type = wt,
+                                 .c = got.data(),
+                                 .ldc = got.ld,
+                                 .precision = prec};
+                GemmArgs r = g;
                 r.c = want.data();
                 r.ldc = want.ld;
-                ref::gemm_gated_f32(r);
-                gemm_gated(g, GetParam());
+                ref::gemm_f32(r);
+                kernels_for(GetParam()).gemm(g);
                 for (int i = 0; i < m; ++i) {
                     for (int j = 0; j < n; ++j) {
                         double sg = 0.0, su = 0.0, gate = 0.0, up = 0.0;
@@ -416,21 +417,21 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
                        .c = base_c.data(),
                        .ldc = base_c.ld,
                        .precision = prec};
-            gemm(g, GetParam());
-            GemmGatedArgs gg{.m = m,
-                             .n = n,
-                             .k = k,
-                             .a = a.data(),
-                             .lda = a.ld,
-                             .w_gate = w.ptr(WeightType::kF32),
-                             .w_up = w2.ptr(WeightType::kF32),
-                             .ldw = w.ld(WeightType::kF32),
-                             .w_type = WeightType::kF32,
-                             .precision = prec};
+            kernels_for(GetParam()).gemm(g);
+            GemmArgs gg{.m = m,
+                        .n = n,
+                        .k = k,
+                        .a = a.data(),
+                        .lda = a.ld,
+                        .w = w.ptr(WeightType::kF32),
+                        .w_up = w2.ptr(WeightType::kF32),
+                        .ldw = w.ld(WeightType::kF32),
+                        .w_type = WeightType::kF32,
+                        .precision = prec};
             Mat<float> base_gated(m, n);
             gg.c = base_gated.data();
             gg.ldc = base_gated.ld;
-            gemm_gated(gg, GetParam());
+            kernels_for(GetParam()).gemm(gg);
             for (base::ThreadPool& pool : pools) {
                 for (int threads : {1, 2, 7}) {
                     Mat<float> c(m, n), cg(m, n);
@@ -439,14 +440,14 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
                     t.ldc = c.ld;
                     const int nt = gemm_num_tasks(t, threads);
                     ASSERT_GE(nt, 1);
-                    pool.parallel_for(nt,
-                                      [&](int task) { gemm_run_task(t, task, nt, GetParam()); });
-                    GemmGatedArgs tg = gg;
+                    pool.parallel_for(
+                        nt, [&](int task) { kernels_for(GetParam()).gemm_task(t, task, nt); });
+                    GemmArgs tg = gg;
                     tg.c = cg.data();
                     tg.ldc = cg.ld;
-                    const int ntg = gemm_gated_num_tasks(tg, threads);
+                    const int ntg = gemm_num_tasks(tg, threads);
                     pool.parallel_for(
-                        ntg, [&](int task) { gemm_gated_run_task(tg, task, ntg, GetParam()); });
+                        ntg, [&](int task) { kernels_for(GetParam()).gemm_task(tg, task, ntg); });
                     for (int i = 0; i < m; ++i) {
                         for (int j = 0; j < n; ++j) {
                             ASSERT_EQ(c.at(i, j), base_c.at(i, j))
@@ -483,7 +484,7 @@ TEST_P(GemmTest, ActivationsAccurate) {
                          .act = act,
                          .c = c.data(),
                          .ldc = 1};
-        gemm(g, GetParam());
+        kernels_for(GetParam()).gemm(g);
         for (int i = 0; i < m; ++i) {
             const double want = gemm_activation_ref(act, a[i]);
             ASSERT_NEAR(c[i], want, 1e-6 * std::fabs(want) + 1e-9)

@@ -11,6 +11,7 @@
 #include "base/bf16.h"
 #include "io/json.h"
 #include "kernel_test_util.h"
+#include "kernels/kernel_table.h"
 #include "kernels/pos_embed.h"
 #include "kernels/rope.h"
 #include "model/rope_tables.h"
@@ -102,16 +103,16 @@ TEST_P(GoldenPosEmbedTest, MatchesOracleTrace) {
         const int gh = int(grid[1]), gw = int(grid[2]);
         ASSERT_EQ(shape[0], std::int64_t(grid[0]) * gh * gw) << name;
         std::vector<float> got(std::size_t(gh) * gw * dim);
-        pos_embed_interpolate({.table = table16.data(),
-                               .table_type = WeightType::kBF16,
-                               .grid_side = side,
-                               .dim = dim,
-                               .gh = gh,
-                               .gw = gw,
-                               .merge = 2,
-                               .out = got.data(),
-                               .out_stride = dim},
-                              GetParam());
+        kernels_for(GetParam())
+            .pos_embed_interpolate({.table = table16.data(),
+                                    .table_type = WeightType::kBF16,
+                                    .grid_side = side,
+                                    .dim = dim,
+                                    .gh = gh,
+                                    .gw = gw,
+                                    .merge = 2,
+                                    .out = got.data(),
+                                    .out_stride = dim});
         for (std::size_t i = 0; i < got.size(); ++i) {
             ASSERT_NEAR(got[i], want[i], 2e-6 * std::fmax(std::fabs(want[i]), 0.1))
                 << name << " grid " << gh << "x" << gw << " element " << i;

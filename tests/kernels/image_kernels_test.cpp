@@ -11,6 +11,7 @@
 
 #include "kernels/image_patch.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #include "kernels/resize.h"
 
 namespace qvl::kernels {
@@ -75,7 +76,7 @@ TEST_P(ImageKernels, VerticalMatchesReference) {
                                  .precision = 14};
             ref::resize_vertical_u8(a);
             a.dst = got.data() + 1;
-            resize_vertical_u8(a, GetParam());
+            kernels_for(GetParam()).resize_vertical_u8(a);
             ASSERT_EQ(got, want) << "row_bytes " << row_bytes << " taps " << taps;
         }
     }
@@ -109,7 +110,7 @@ TEST_P(ImageKernels, HorizontalMatchesReference) {
                                        .precision = 13};
                 ref::resize_horizontal_rgb_u8(a);
                 a.dst = got.data() + 1;
-                resize_horizontal_rgb_u8(a, GetParam());
+                kernels_for(GetParam()).resize_horizontal_rgb_u8(a);
                 ASSERT_EQ(got, want)
                     << "in " << in_width << " out " << out_width << " taps " << taps;
             }
@@ -135,7 +136,7 @@ TEST_P(ImageKernels, PatchNormalizeMatchesReferenceBitForBit) {
                                  .dst = want.data() + 1};
             ref::patch_normalize_u8(a);
             a.dst = got.data() + 1;
-            patch_normalize_u8(a, GetParam());
+            kernels_for(GetParam()).patch_normalize_u8(a);
             for (std::size_t i = 0; i < want.size(); ++i) {
                 ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]),
                           std::bit_cast<std::uint32_t>(want[i]))
@@ -159,7 +160,7 @@ TEST_P(ImageKernels, StreamingCopyIsExact) {
             std::uint32_t seed = std::uint32_t(n * 8 + offset);
             for (float& v : src) v = std::bit_cast<float>(next(&seed) * 251u);
             std::vector<float> dst(n + 16, -7.0f);
-            copy_f32_streaming(src.data() + 1, dst.data() + offset, n, GetParam());
+            kernels_for(GetParam()).copy_f32_streaming(src.data() + 1, dst.data() + offset, n);
             for (std::size_t i = 0; i < dst.size(); ++i) {
                 const float want = i >= offset && i < offset + n ? src[1 + i - offset] : -7.0f;
                 ASSERT_EQ(std::bit_cast<std::uint32_t>(dst[i]), std::bit_cast<std::uint32_t>(want))

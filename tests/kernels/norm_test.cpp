@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernel_test_util.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -32,19 +33,19 @@ TEST_P(NormTest, LayerNormMatchesReference) {
                         .eps = 1e-6f};
         ref::layer_norm_f32(a);
         a.y = got.data();
-        layer_norm_f32(a, GetParam());
+        kernels_for(GetParam()).layer_norm_f32(a);
         EXPECT_TRUE(all_close(got.data(), expect.data(), got.size(), 1e-5, 1e-2)) << "dim=" << dim;
         // In place gives the same result.
-        layer_norm_f32({.x = x.data(),
-                        .x_stride = stride,
-                        .w = w.data(),
-                        .b = b.data(),
-                        .y = x.data(),
-                        .y_stride = stride,
-                        .rows = rows,
-                        .dim = dim,
-                        .eps = 1e-6f},
-                       GetParam());
+        kernels_for(GetParam())
+            .layer_norm_f32({.x = x.data(),
+                             .x_stride = stride,
+                             .w = w.data(),
+                             .b = b.data(),
+                             .y = x.data(),
+                             .y_stride = stride,
+                             .rows = rows,
+                             .dim = dim,
+                             .eps = 1e-6f});
         for (int r = 0; r < rows; ++r) {
             EXPECT_TRUE(all_close(x.data() + r * stride, got.data() + r * stride, dim, 0, 0));
         }
@@ -56,14 +57,14 @@ TEST_P(NormTest, LayerNormOutputHasZeroMeanUnitVariance) {
     const int dim = 1000;
     FloatBuf x(dim), w(dim, 1.0f), b(dim, 0.0f), y(dim);
     testing::fill_uniform(x.data(), dim, 10.0f, 20.0f, 7);
-    layer_norm_f32({.x = x.data(),
-                    .w = w.data(),
-                    .b = b.data(),
-                    .y = y.data(),
-                    .rows = 1,
-                    .dim = dim,
-                    .eps = 0.0f},
-                   GetParam());
+    kernels_for(GetParam())
+        .layer_norm_f32({.x = x.data(),
+                         .w = w.data(),
+                         .b = b.data(),
+                         .y = y.data(),
+                         .rows = 1,
+                         .dim = dim,
+                         .eps = 0.0f});
     double mean = 0, var = 0;
     for (int i = 0; i < dim; ++i) mean += y[i];
     mean /= dim;
@@ -90,7 +91,7 @@ TEST_P(NormTest, RmsNormMatchesReference) {
                       .eps = 1e-6f};
         ref::rms_norm_f32(a);
         a.y = got.data();
-        rms_norm_f32(a, GetParam());
+        kernels_for(GetParam()).rms_norm_f32(a);
         EXPECT_TRUE(all_close(got.data(), expect.data(), got.size(), 1e-5, 1e-3)) << "dim=" << dim;
     }
 }
@@ -100,8 +101,8 @@ TEST_P(NormTest, RmsNormHandValues) {
     // x = [3, 4]: mean square 12.5, so y = x / sqrt(12.5) * w.
     FloatBuf x(2), w(2), y(2);
     x[0] = 3, x[1] = 4, w[0] = 1, w[1] = 2;
-    rms_norm_f32({.x = x.data(), .w = w.data(), .y = y.data(), .rows = 1, .dim = 2, .eps = 0},
-                 GetParam());
+    kernels_for(GetParam())
+        .rms_norm_f32({.x = x.data(), .w = w.data(), .y = y.data(), .rows = 1, .dim = 2, .eps = 0});
     EXPECT_NEAR(y[0], 3 / std::sqrt(12.5), 1e-6);
     EXPECT_NEAR(y[1], 8 / std::sqrt(12.5), 1e-6);
 }

@@ -14,6 +14,7 @@
 #include "base/thread_pool.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -108,7 +109,7 @@ TEST_P(PatchEmbedTest, MatchesPatchifyThenGemm) {
                                           .out_dim = s.out_dim,
                                           .precision = prec};
                 ASSERT_EQ(patch_embed_n_patches(args), n_patches);
-                patch_embed(args, GetParam());
+                kernels_for(GetParam()).patch_embed(args);
 
                 const std::vector<float> px = patchify(im, lut, kK);
                 std::vector<float> want(std::size_t(n_patches) * s.out_dim);
@@ -162,13 +163,14 @@ TEST_P(PatchEmbedTest, ThreadCountInvariant) {
                         .out = base_out.data(),
                         .ld_out = out_dim,
                         .out_dim = out_dim};
-    patch_embed(args, GetParam());
+    kernels_for(GetParam()).patch_embed(args);
     base::ThreadPool pool(2);
     for (int threads : {2, 3, 5}) {
         std::vector<float> out(base_out.size());
         args.out = out.data();
         const int nt = patch_embed_num_tasks(args, threads);
-        pool.parallel_for(nt, [&](int t) { patch_embed_run_task(args, t, nt, GetParam()); });
+        pool.parallel_for(nt,
+                          [&](int t) { kernels_for(GetParam()).patch_embed_task(args, t, nt); });
         ASSERT_EQ(out, base_out) << "threads=" << threads;
     }
 }

@@ -4,6 +4,7 @@
 
 #include "base/bf16.h"
 #include "kernel_test_util.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -22,16 +23,16 @@ TEST_P(PosEmbedTest, FullGridIsThePermutedTable) {
     const int side = 6, dim = 17;
     FloatBuf table(side * side * dim), out(side * side * (dim + 1));
     testing::fill_uniform(table.data(), table.size(), -1.0f, 1.0f, 1);
-    pos_embed_interpolate({.table = table.data(),
-                           .table_type = WeightType::kF32,
-                           .grid_side = side,
-                           .dim = dim,
-                           .gh = side,
-                           .gw = side,
-                           .merge = 2,
-                           .out = out.data(),
-                           .out_stride = dim + 1},
-                          GetParam());
+    kernels_for(GetParam())
+        .pos_embed_interpolate({.table = table.data(),
+                                .table_type = WeightType::kF32,
+                                .grid_side = side,
+                                .dim = dim,
+                                .gh = side,
+                                .gw = side,
+                                .merge = 2,
+                                .out = out.data(),
+                                .out_stride = dim + 1});
     for (int r = 0; r < side; ++r) {
         for (int c = 0; c < side; ++c) {
             EXPECT_TRUE(all_close(out.data() + window_row(r, c, side) * (dim + 1),
@@ -65,7 +66,7 @@ TEST_P(PosEmbedTest, MatchesReferenceF32AndBf16) {
                                .out_stride = dim};
                 ref::pos_embed_interpolate(a);
                 a.out = got.data();
-                pos_embed_interpolate(a, GetParam());
+                kernels_for(GetParam()).pos_embed_interpolate(a);
                 // Four f32 products summed: a few ulp of the table's magnitude (1).
                 EXPECT_TRUE(all_close(got.data(), expect.data(), got.size(), 4e-7, 1.0))
                     << "dim=" << dim << " grid " << gh << "x" << gw;

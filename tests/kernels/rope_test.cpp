@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/kernel_table.h"
 #include "model/rope_tables.h"
 
 namespace qvl::kernels {
@@ -37,7 +38,7 @@ TEST_P(RopeTest, MatchesReference) {
                        .cs_stride = cs_stride};
             ref::rope_f32(a);
             a.x = x.data();
-            rope_f32(a, GetParam());
+            kernels_for(GetParam()).rope_f32(a);
             // Two products and a sum (fused or not): an ulp or two of the inputs' magnitude (2).
             EXPECT_TRUE(all_close(x.data(), expect.data(), x.size(), 3e-7, 2.0))
                 << "head_dim=" << head_dim << " rows=" << rows;
@@ -55,15 +56,15 @@ TEST_P(RopeTest, PositionZeroIsIdentityAndRotationKeepsNorm) {
     FloatBuf x(n_tokens * n_heads * head_dim);
     testing::fill_uniform(x.data(), x.size(), -1.0f, 1.0f, 3);
     const std::vector<float> before = x.vec();
-    rope_f32({.x = x.data(),
-              .x_stride = n_heads * head_dim,
-              .rows = n_tokens,
-              .n_heads = n_heads,
-              .head_dim = head_dim,
-              .cos = cs.data(),
-              .sin = sn.data(),
-              .cs_stride = half},
-             GetParam());
+    kernels_for(GetParam())
+        .rope_f32({.x = x.data(),
+                   .x_stride = n_heads * head_dim,
+                   .rows = n_tokens,
+                   .n_heads = n_heads,
+                   .head_dim = head_dim,
+                   .cos = cs.data(),
+                   .sin = sn.data(),
+                   .cs_stride = half});
     EXPECT_TRUE(all_close(x.data(), before.data(), n_heads * head_dim, 0, 0));  // position 0
     for (int h = 0; h < n_heads; ++h) {
         for (int i = 0; i < half; ++i) {

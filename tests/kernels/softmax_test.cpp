@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernel_test_util.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -22,7 +23,7 @@ TEST_P(SoftmaxTest, MatchesReferenceAndRowsSumToOne) {
         x[1] = -INFINITY;  // masked entries give exactly 0
         for (std::size_t i = 0; i < x.size(); ++i) expect[i] = x[i];
         ref::softmax_f32(expect.data(), rows, cols, stride);
-        softmax_f32(x.data(), rows, cols, stride, GetParam());
+        kernels_for(GetParam()).softmax_f32(x.data(), rows, cols, stride);
         EXPECT_TRUE(all_close(x.data(), expect.data(), x.size(), 4e-6, 1e-30)) << "cols=" << cols;
         for (int r = 0; r < rows; ++r) {
             double sum = 0;
@@ -39,7 +40,7 @@ TEST_P(SoftmaxTest, LargeValuesDoNotOverflow) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
     FloatBuf x(3);
     x[0] = 1000.0f, x[1] = 1000.0f, x[2] = -1000.0f;
-    softmax_f32(x.data(), 1, 3, 3, GetParam());
+    kernels_for(GetParam()).softmax_f32(x.data(), 1, 3, 3);
     EXPECT_FLOAT_EQ(x[0], 0.5f);
     EXPECT_FLOAT_EQ(x[1], 0.5f);
     EXPECT_EQ(x[2], 0.0f);

@@ -27,8 +27,8 @@ TEST(SessionOptions, PrecisionNames) {
 }
 
 TEST(SessionOptions, IsaRequestIsClampedToTheCpu) {
-    EXPECT_EQ(kernels::clamp_to_supported(kernels::Isa::kScalar), kernels::Isa::kScalar);
-    EXPECT_EQ(kernels::clamp_to_supported(kernels::Isa::kAvx512Bf16), kernels::best_isa());
+    EXPECT_EQ(kernels::resolve_isa(kernels::Isa::kScalar), kernels::Isa::kScalar);
+    EXPECT_EQ(kernels::resolve_isa(kernels::Isa::kAvx512Bf16), kernels::best_isa());
     EXPECT_STREQ(kernel_isa_name(kernels::Isa::kScalar), "scalar");
     EXPECT_STREQ(kernel_isa_name(), kernels::isa_name(kernels::best_isa()));
 }

@@ -23,10 +23,9 @@ void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
     const float* k = a.k + t.kv_head * a.k_head_stride;
     const float* v = a.v + t.kv_head * a.v_head_stride;
     std::vector<double> acc(a.head_dim);
-    int seg = 0;
     for (int i = t.row_begin; i < t.row_end; ++i) {
         int lo, hi;
-        attention_key_range(a, i, &seg, &lo, &hi);
+        attention_key_range(a, i, &lo, &hi);
         for (int h = t.kv_head * group; h < (t.kv_head + 1) * group; ++h) {
             const float* q = a.q + i * a.q_row_stride + h * a.q_head_stride;
             float* out = a.out + i * a.out_row_stride + h * a.out_head_stride;
@@ -45,11 +44,6 @@ void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
             for (int d = 0; d < a.head_dim; ++d) out[d] = hi > lo ? float(acc[d] / sum) : 0.0f;
         }
     }
-}
-
-void attention(const AttentionArgs& a) {
-    const int n = attention_num_tasks(a, 1);
-    for (int t = 0; t < n; ++t) attention_run_task(a, t, n);
 }
 
 }  // namespace qvl::kernels::ref

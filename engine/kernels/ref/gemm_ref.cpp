@@ -32,6 +32,18 @@ double dot(const float* a, const void* w, WeightType t, std::ptrdiff_t ldw, int 
 
 void gemm_f32(const GemmArgs& g) {
     const bool round = g.precision == GemmPrecision::kBF16;
+    if (g.w_up != nullptr) {  // the SwiGLU pair
+        for (int i = 0; i < g.m; ++i) {
+            const float* a = g.a + std::ptrdiff_t(i) * g.lda;
+            float* c = g.c + std::ptrdiff_t(i) * g.ldc;
+            for (int j = 0; j < g.n; ++j) {
+                const double gate = dot(a, g.w, g.w_type, g.ldw, j, g.k, round);
+                const double up = dot(a, g.w_up, g.w_type, g.ldw, j, g.k, round);
+                c[j] = float(gate / (1.0 + std::exp(-gate)) * up);
+            }
+        }
+        return;
+    }
     for (int i = 0; i < g.m; ++i) {
         const float* a = g.a + std::ptrdiff_t(i) * g.lda;
         float* c = g.c + std::ptrdiff_t(i) * g.ldc;
@@ -43,19 +55,6 @@ void gemm_f32(const GemmArgs& g) {
             float out = gemm_activation_ref(g.act, float(v));
             if (g.act == GemmActivation::kNone) out = float(v);
             c[j] = r != nullptr ? float(double(out) + r[j]) : out;
-        }
-    }
-}
-
-void gemm_gated_f32(const GemmGatedArgs& g) {
-    const bool round = g.precision == GemmPrecision::kBF16;
-    for (int i = 0; i < g.m; ++i) {
-        const float* a = g.a + std::ptrdiff_t(i) * g.lda;
-        float* c = g.c + std::ptrdiff_t(i) * g.ldc;
-        for (int j = 0; j < g.n; ++j) {
-            const double gate = dot(a, g.w_gate, g.w_type, g.ldw, j, g.k, round);
-            const double up = dot(a, g.w_up, g.w_type, g.ldw, j, g.k, round);
-            c[j] = float(gate / (1.0 + std::exp(-gate)) * up);
         }
     }
 }

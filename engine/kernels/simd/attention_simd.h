@@ -124,10 +124,9 @@ void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
     const int group = a.n_heads / attention_kv_heads(a);
     const float* k = a.k + t.kv_head * a.k_head_stride;
     const float* v = a.v + t.kv_head * a.v_head_stride;
-    int seg = 0;
     for (int i = t.row_begin; i < t.row_end; ++i) {
         int lo, hi;
-        attention_key_range(a, i, &seg, &lo, &hi);
+        attention_key_range(a, i, &lo, &hi);
         for (int h = t.kv_head * group; h < (t.kv_head + 1) * group; ++h) {
             const float* q = a.q + i * a.q_row_stride + h * a.q_head_stride;
             float* out = a.out + i * a.out_row_stride + h * a.out_head_stride;

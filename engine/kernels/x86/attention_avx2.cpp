@@ -20,7 +20,7 @@
 #include "kernels/attention_plan.h"
 #include "kernels/scratch.h"
 #include "kernels/simd/attention_simd.h"
-#include "kernels/x86/ops_table.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx2 {
 namespace {
@@ -262,10 +262,9 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
     const int group = a.n_heads / attention_kv_heads(a);
     int key_lo = a.n_kv, key_hi = 0;
     {
-        int seg = 0;
         for (int r = task.row_begin; r < task.row_end; ++r) {
             int lo, hi;
-            attention_key_range(a, r, &seg, &lo, &hi);
+            attention_key_range(a, r, &lo, &hi);
             if (hi > lo) key_lo = std::min(key_lo, lo), key_hi = std::max(key_hi, hi);
         }
     }
@@ -273,10 +272,9 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
     Tile tile;
     int rows[kRows];
     for (int h = task.kv_head * group; h < (task.kv_head + 1) * group; ++h) {
-        int seg = 0;
         for (int r = task.row_begin; r < task.row_end;) {
             int lo, hi;
-            attention_key_range(a, r, &seg, &lo, &hi);
+            attention_key_range(a, r, &lo, &hi);
             if (hi <= lo) {
                 float* out = a.out + std::ptrdiff_t(r) * a.out_row_stride + h * a.out_head_stride;
                 std::fill(out, out + a.head_dim, 0.0f);
@@ -291,10 +289,10 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
                 tile.hi[tile.n++] = hi;
                 ++r;
                 if (tile.n == kRows || r >= task.row_end) break;
-                int seg2 = seg, lo2, hi2;
-                attention_key_range(a, r, &seg2, &lo2, &hi2);
+                int lo2, hi2;
+                attention_key_range(a, r, &lo2, &hi2);
                 if (hi2 <= lo2 || lo2 != lo) break;
-                seg = seg2, hi = hi2;
+                hi = hi2;
             }
             run_tile(a, kv, h, rows, &tile);
         }
@@ -426,10 +424,9 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
 
 void decode_run_task(const AttentionArgs& a, const AttentionTask& t) {
     const int group = a.n_heads / attention_kv_heads(a);
-    int seg = 0;
     for (int r = t.row_begin; r < t.row_end; ++r) {
         int lo, hi;
-        attention_key_range(a, r, &seg, &lo, &hi);
+        attention_key_range(a, r, &lo, &hi);
         int h = t.kv_head * group;
         const int h_end = h + group;
         if (hi <= lo) {

@@ -25,7 +25,7 @@
 #include "kernels/attention_plan.h"
 #include "kernels/simd/attention_simd.h"
 #include "kernels/x86/attention_flash.h"
-#include "kernels/x86/ops_table.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx512 {
 

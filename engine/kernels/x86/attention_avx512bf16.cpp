@@ -21,9 +21,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/attention.h"
 #include "kernels/scratch.h"
 #include "kernels/x86/attention_flash.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx512bf16 {
 namespace {

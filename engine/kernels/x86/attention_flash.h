@@ -11,8 +11,8 @@
 // and the online softmax runs vertically (one lane per item), with no transposes in the loop.
 // Scores are pre-scaled by log2(e) so the softmax uses exp2.
 //
-// Blocks are cut at absolute multiples of the row granule and at segment starts, and key blocks
-// start at the segment start, so every row is computed the same way whatever the task split
+// Blocks are cut at absolute multiples of the row granule and key blocks start at the row's
+// first visible key, so every row is computed the same way whatever the task split
 // (results do not depend on the thread count).
 //
 // Traits T provide (all static):
@@ -312,21 +312,20 @@ void flash_run_task(const AttentionArgs& a, int task, int num_tasks) {
     FlashScratch<T>& scratch = *new (
         detail::thread_scratch(detail::kScratchAttention, sizeof(FlashScratch<T>))) FlashScratch<T>;
     {
-        int seg = 0, key_lo = a.n_kv, key_hi = 0;
+        int key_lo = a.n_kv, key_hi = 0;
         for (int r = t.row_begin; r < t.row_end; ++r) {
             int lo, h;
-            attention_key_range(a, r, &seg, &lo, &h);
+            attention_key_range(a, r, &lo, &h);
             if (h > lo) key_lo = std::min(key_lo, lo), key_hi = std::max(key_hi, h);
         }
         if (key_hi > key_lo) T::begin_task(a, t.kv_head, key_lo, key_hi, &scratch.ops);
     }
     FlashBlock blocks[kBatch];
     int n_blocks = 0, batch_lo = 0;
-    int seg = 0;
     int hi[kItems];
     for (int r = t.row_begin; r < t.row_end;) {
         int lo, h;
-        attention_key_range(a, r, &seg, &lo, &h);
+        attention_key_range(a, r, &lo, &h);
         if (h <= lo) {
             zero_row(a, t.kv_head, group, r);
             ++r;
@@ -337,8 +336,8 @@ void flash_run_task(const AttentionArgs& a, int task, int num_tasks) {
         int n = 0;
         hi[n++] = h;
         while (r + n < limit) {
-            int lo2, h2, seg2 = seg;
-            attention_key_range(a, r + n, &seg2, &lo2, &h2);
+            int lo2, h2;
+            attention_key_range(a, r + n, &lo2, &h2);
             if (lo2 != lo || h2 <= lo2) break;
             hi[n++] = h2;
         }

@@ -17,11 +17,10 @@
 #include "kernels/activation.h"
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/gemm_driver.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx2 {
 namespace {
-
-using detail::GemmProblem;
 
 // Local bf16 helpers (base/bf16.h's inline functions must not be compiled with ISA flags: the
 // linker could keep this copy for baseline callers).
@@ -40,13 +39,13 @@ float round_to_bf16(float f) {
     return f;
 }
 
-float weight_at(const GemmProblem& p, const void* w, int j, int kk) {
+float weight_at(const GemmArgs& p, const void* w, int j, int kk) {
     const std::ptrdiff_t idx = std::ptrdiff_t(j) * p.ldw + kk;
     if (p.w_type == WeightType::kBF16) {
         return bf16_bits_to_f32(static_cast<const std::uint16_t*>(w)[idx]);
     }
     const float v = static_cast<const float*>(w)[idx];
-    return p.round_bf16 ? avx2::round_to_bf16(v) : v;
+    return p.round_bf16() ? avx2::round_to_bf16(v) : v;
 }
 
 // In-place transpose of an 8x8 block of floats.
@@ -70,10 +69,10 @@ void transpose8(__m256 r[8]) {
 
 __m256 round_bf16(__m256 x);
 
-// The epilogue with the AVX2 tier's vectorised activations (kernels/activation.h), row by row:
+// The epilogue with the AVX2 tier's vectorised activations (its kVectorKernels), row by row:
 // c = act(acc + bias) + residual, or silu(acc) * acc2. The scalar reference epilogue evaluates
 // each activation in double, which made GELU the slowest part of an AVX2 vision MLP.
-void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+void epilogue_rows(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
                    int m0, int m1, int n0, int n1) {
     const int n = n1 - n0;
     // v = act(acc + bias) goes through a row of scratch: the residual may be c itself.
@@ -82,24 +81,24 @@ void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, st
     for (int i = m0; i < m1; ++i) {
         const float* s = acc + std::ptrdiff_t(i - m0) * ld;
         float* c = p.c + std::ptrdiff_t(i) * p.ldc + n0;
-        if (p.w2 != nullptr) {
-            silu_mul_f32(s, acc2 + std::ptrdiff_t(i - m0) * ld, c, n, Isa::kAvx2);
+        if (p.w_up != nullptr) {
+            kVectorKernels.silu_mul_f32(s, acc2 + std::ptrdiff_t(i - m0) * ld, c, n);
             continue;
         }
         const float* in = s;
         if (p.bias != nullptr) {
-            add_f32(s, p.bias + n0, v, n, Isa::kAvx2);
+            kVectorKernels.add_f32(s, p.bias + n0, v, n);
             in = v;
         }
         switch (p.act) {
             case GemmActivation::kNone:
                 break;
             case GemmActivation::kGeluTanh:
-                gelu_tanh_f32(in, v, n, Isa::kAvx2);
+                kVectorKernels.gelu_tanh_f32(in, v, n);
                 in = v;
                 break;
             case GemmActivation::kGeluErf:
-                gelu_erf_f32(in, v, n, Isa::kAvx2);
+                kVectorKernels.gelu_erf_f32(in, v, n);
                 in = v;
                 break;
             case GemmActivation::kSilu:  // unused by the model outside the SwiGLU pair
@@ -107,7 +106,7 @@ void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, st
                 continue;
         }
         if (p.residual != nullptr) {
-            add_f32(in, p.residual + std::ptrdiff_t(i) * p.ldr + n0, c, n, Isa::kAvx2);
+            kVectorKernels.add_f32(in, p.residual + std::ptrdiff_t(i) * p.ldr + n0, c, n);
         } else if (in != c) {
             std::memcpy(c, in, sizeof(float) * std::size_t(n));
         }
@@ -116,12 +115,14 @@ void epilogue_rows(const GemmProblem& p, const float* acc, const float* acc2, st
 
 struct KernelF32 {
     using Packed = float;
-    static constexpr int kMR = 6, kNR = 16, kKC = 256, kMC = 120, kNC = 512;
+    static constexpr int kMR = detail::kBlockingAvx2.mr, kNR = detail::kBlockingAvx2.nr,
+                         kKC = detail::kBlockingAvx2.kc, kMC = detail::kBlockingAvx2.mc,
+                         kNC = detail::kBlockingAvx2.nc;
 
     static int packed_k(int kc) { return kc; }
 
     // Full 8-wide k chunks go through 8x8 transposes; the k tail (< 8) is copied element-wise.
-    static void pack_a(const GemmProblem& p, int i0, int rows, int p0, int kc, float* out) {
+    static void pack_a(const GemmArgs& p, int i0, int rows, int p0, int kc, float* out) {
         const __m256i store6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
         for (int q = 0; q * kMR < rows; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kMR;
@@ -133,7 +134,7 @@ struct KernelF32 {
                 __m256 r[8];
                 for (int i = 0; i < 8; ++i) {
                     r[i] = i < nr ? _mm256_loadu_ps(src[i] + kb) : _mm256_setzero_ps();
-                    if (p.round_bf16) r[i] = round_bf16(r[i]);
+                    if (p.round_bf16()) r[i] = round_bf16(r[i]);
                 }
                 transpose8(r);
                 for (int t = 0; t < 8; ++t)
@@ -142,26 +143,26 @@ struct KernelF32 {
             for (; kb < kc; ++kb) {
                 for (int i = 0; i < kMR; ++i) {
                     const float v = i < nr ? src[i][kb] : 0.0f;
-                    panel[kb * kMR + i] = p.round_bf16 ? avx2::round_to_bf16(v) : v;
+                    panel[kb * kMR + i] = p.round_bf16() ? avx2::round_to_bf16(v) : v;
                 }
             }
         }
     }
 
     template <bool kBf16W>
-    static __m256 load_w8(const GemmProblem& p, const void* row, int kk) {
+    static __m256 load_w8(const GemmArgs& p, const void* row, int kk) {
         if constexpr (kBf16W) {
             const __m128i h = _mm_loadu_si128(
                 reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(row) + kk));
             return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
         } else {
             const __m256 v = _mm256_loadu_ps(static_cast<const float*>(row) + kk);
-            return p.round_bf16 ? round_bf16(v) : v;
+            return p.round_bf16() ? round_bf16(v) : v;
         }
     }
 
     template <bool kBf16W>
-    static void pack_b_impl(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
+    static void pack_b_impl(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                             float* out) {
         const std::ptrdiff_t elem = kBf16W ? 2 : 4;
         for (int q = 0; q * kNR < cols; ++q) {
@@ -192,7 +193,7 @@ struct KernelF32 {
         }
     }
 
-    static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
+    static void pack_b(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                        float* out) {
         if (p.w_type == WeightType::kBF16) {
             pack_b_impl<true>(p, w, j0, cols, p0, kc, out);
@@ -228,8 +229,8 @@ struct KernelF32 {
         }
     }
 
-    static void epilogue(const GemmProblem& p, const float* acc, const float* acc2,
-                         std::ptrdiff_t ld, int m0, int m1, int n0, int n1) {
+    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+                         int m0, int m1, int n0, int n1) {
         epilogue_rows(p, acc, acc2, ld, m0, m1, n0, n1);
     }
 };
@@ -319,7 +320,7 @@ void gemv_rows(int m, const float* a, std::ptrdiff_t lda, const unsigned char* w
 }
 
 template <bool kBf16W, bool kRound>
-void gemv_matrix(const GemmProblem& p, int m, const float* a, std::ptrdiff_t lda, const void* w,
+void gemv_matrix(const GemmArgs& p, int m, const float* a, std::ptrdiff_t lda, const void* w,
                  int n0, int n1, float* out, std::ptrdiff_t ldo) {
     const std::ptrdiff_t ldw_bytes = p.ldw * (kBf16W ? 2 : 4);
     const auto* base = static_cast<const unsigned char*>(w);
@@ -334,11 +335,11 @@ void gemv_matrix(const GemmProblem& p, int m, const float* a, std::ptrdiff_t lda
     }
 }
 
-void gemv_any(const GemmProblem& p, int m, const float* a, std::ptrdiff_t lda, const void* w,
-              int n0, int n1, float* out, std::ptrdiff_t ldo) {
+void gemv_any(const GemmArgs& p, int m, const float* a, std::ptrdiff_t lda, const void* w, int n0,
+              int n1, float* out, std::ptrdiff_t ldo) {
     if (p.w_type == WeightType::kBF16) {
         gemv_matrix<true, false>(p, m, a, lda, w, n0, n1, out, ldo);
-    } else if (p.round_bf16) {
+    } else if (p.round_bf16()) {
         gemv_matrix<false, true>(p, m, a, lda, w, n0, n1, out, ldo);
     } else {
         gemv_matrix<false, false>(p, m, a, lda, w, n0, n1, out, ldo);
@@ -350,15 +351,15 @@ void gemv_any(const GemmProblem& p, int m, const float* a, std::ptrdiff_t lda, c
 
 namespace qvl::kernels::detail {
 
-void gemm_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemm_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     gemm_tile_blocked<avx2::KernelF32>(p, m0, m1, n0, n1);
 }
 
-void gemv_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemv_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     const int m = m1 - m0;
     const float* a = p.a + std::ptrdiff_t(m0) * p.lda;
     std::ptrdiff_t lda = p.lda;
-    if (p.round_bf16) {
+    if (p.round_bf16()) {
         auto* rounded = static_cast<float*>(
             thread_scratch(kScratchA, sizeof(float) * std::size_t(m) * std::size_t(p.k)));
         for (int i = 0; i < m; ++i) {
@@ -375,10 +376,10 @@ void gemv_tile_avx2(const GemmProblem& p, int m0, int m1, int n0, int n1) {
         static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
     avx2::gemv_any(p, m, a, lda, p.w, n0, n1, out, ldo);
     float* out2 = nullptr;
-    if (p.w2 != nullptr) {
+    if (p.w_up != nullptr) {
         out2 =
             static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
-        avx2::gemv_any(p, m, a, lda, p.w2, n0, n1, out2, ldo);
+        avx2::gemv_any(p, m, a, lda, p.w_up, n0, n1, out2, ldo);
     }
     avx2::epilogue_rows(p, out, out2, ldo, m0, m1, n0, n1);
 }

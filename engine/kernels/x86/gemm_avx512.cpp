@@ -19,19 +19,17 @@
 
 namespace qvl::kernels::avx512 {
 namespace {
-
-using detail::GemmProblem;
 using x86::lanes16;
 
 struct KernelF32 {
     using Packed = float;
-    // kKC 1024 with kNC 128: the B block (512 KiB) and the slab (<= 1008 x 128 floats) stay in
-    // L2; measured faster than 192 x 512 (fewer slab reloads; the panels stream from L2).
-    static constexpr int kMR = 14, kNR = 32, kKC = 1024, kMC = 112, kNC = 128;
+    static constexpr int kMR = detail::kBlockingAvx512.mr, kNR = detail::kBlockingAvx512.nr,
+                         kKC = detail::kBlockingAvx512.kc, kMC = detail::kBlockingAvx512.mc,
+                         kNC = detail::kBlockingAvx512.nc;
 
     static int packed_k(int kc) { return kc; }
 
-    static void pack_a(const GemmProblem& p, int i0, int rows, int p0, int kc, float* out) {
+    static void pack_a(const GemmArgs& p, int i0, int rows, int p0, int kc, float* out) {
         for (int q = 0; q * kMR < rows; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
@@ -44,7 +42,7 @@ struct KernelF32 {
                     if (i < nr) {
                         const float* src = src_rows[i] + kb;
                         r[i] = _mm512_maskz_loadu_ps(lanes16(nk), src);
-                        if (p.round_bf16) r[i] = x86::round_bf16(r[i]);
+                        if (p.round_bf16()) r[i] = x86::round_bf16(r[i]);
                     } else {
                         r[i] = _mm512_setzero_ps();
                     }
@@ -95,11 +93,11 @@ struct KernelF32 {
         }
     }
 
-    static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
+    static void pack_b(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                        float* out) {
         if (p.w_type == WeightType::kBF16) {
             pack_b_impl<0>(w, p.ldw, j0, cols, p0, kc, out);
-        } else if (p.round_bf16) {
+        } else if (p.round_bf16()) {
             pack_b_impl<2>(w, p.ldw, j0, cols, p0, kc, out);
         } else {
             pack_b_impl<1>(w, p.ldw, j0, cols, p0, kc, out);
@@ -133,8 +131,8 @@ struct KernelF32 {
         }
     }
 
-    static void epilogue(const GemmProblem& p, const float* acc, const float* acc2,
-                         std::ptrdiff_t ld, int m0, int m1, int n0, int n1) {
+    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+                         int m0, int m1, int n0, int n1) {
         detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
     }
 };
@@ -144,7 +142,7 @@ struct KernelF32 {
 
 namespace qvl::kernels::detail {
 
-void gemm_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemm_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     gemm_tile_blocked<avx512::KernelF32>(p, m0, m1, n0, n1);
 }
 

@@ -1,6 +1,6 @@
 // AVX512_BF16 GEMM for kBF16 precision: activations and weights packed as bf16 pairs along k,
 // products on vdpbf16ps into f32 accumulators, 14x32 register tile (28 zmm); and the matching
-// GEMV (m <= 8), weight rows read as bf16 pairs straight from memory.
+// GEMV (m <= kGemvMaxM), weight rows read as bf16 pairs straight from memory.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -20,8 +20,6 @@
 
 namespace qvl::kernels::avx512bf16 {
 namespace {
-
-using detail::GemmProblem;
 using x86::lanes16;
 using x86::lanes32;
 
@@ -34,14 +32,13 @@ inline __m512 load_f32_as_pairs(const float* src, int n) {
 
 struct KernelBf16 {
     using Packed = std::uint32_t;
-    // kKC 2048 (1024 pairs): k = 1024 and 2048 in one block (the slab is written once); the B
-    // block, 1024 pairs x kNC 128 columns = 512 KiB, and the slab (<= 1008 x 128 floats) stay in
-    // L2.
-    static constexpr int kMR = 14, kNR = 32, kKC = 2048, kMC = 112, kNC = 128;
+    static constexpr int kMR = detail::kBlockingAvx512Bf16.mr, kNR = detail::kBlockingAvx512Bf16.nr,
+                         kKC = detail::kBlockingAvx512Bf16.kc, kMC = detail::kBlockingAvx512Bf16.mc,
+                         kNC = detail::kBlockingAvx512Bf16.nc;
 
     static int packed_k(int kc) { return (kc + 1) / 2; }
 
-    static void pack_a(const GemmProblem& p, int i0, int rows, int p0, int kc, Packed* out) {
+    static void pack_a(const GemmArgs& p, int i0, int rows, int p0, int kc, Packed* out) {
         const int ks = packed_k(kc);
         for (int q = 0; q * kMR < rows; ++q) {
             Packed* panel = out + std::ptrdiff_t(q) * ks * kMR;
@@ -106,7 +103,7 @@ struct KernelBf16 {
         }
     }
 
-    static void pack_b(const GemmProblem& p, const void* w, int j0, int cols, int p0, int kc,
+    static void pack_b(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                        Packed* out) {
         if (p.w_type == WeightType::kBF16) {
             pack_b_impl<true>(w, p.ldw, j0, cols, p0, kc, out);
@@ -142,8 +139,8 @@ struct KernelBf16 {
         }
     }
 
-    static void epilogue(const GemmProblem& p, const float* acc, const float* acc2,
-                         std::ptrdiff_t ld, int m0, int m1, int n0, int n1) {
+    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+                         int m0, int m1, int n0, int n1) {
         detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
     }
 };
@@ -243,11 +240,11 @@ void gemv_matrix(int m, const std::uint32_t* a, std::ptrdiff_t lda_pairs, const 
 
 namespace qvl::kernels::detail {
 
-void gemm_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemm_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     gemm_tile_blocked<avx512bf16::KernelBf16>(p, m0, m1, n0, n1);
 }
 
-void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     using namespace avx512bf16;
     const int m = m1 - m0;
     // Activations as bf16 pairs, each row padded with zeros to a multiple of 16 pairs (64 bytes).
@@ -265,12 +262,12 @@ void gemv_tile_avx512bf16(const GemmProblem& p, int m0, int m1, int n0, int n1) 
     auto* out =
         static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
     float* out2 =
-        p.w2 != nullptr
+        p.w_up != nullptr
             ? static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo))
             : nullptr;
-    const void* ws[2] = {p.w, p.w2};
+    const void* ws[2] = {p.w, p.w_up};
     float* outs[2] = {out, out2};
-    for (int g = 0; g < (p.w2 != nullptr ? 2 : 1); ++g) {
+    for (int g = 0; g < (p.w_up != nullptr ? 2 : 1); ++g) {
         if (p.w_type == WeightType::kBF16) {
             gemv_matrix<true>(m, a, lda_pairs, ws[g], p.ldw, n0, n1, p.k, outs[g], ldo);
         } else {

@@ -6,15 +6,15 @@
 //   using Packed;                        packed element (float, or uint32_t = bf16 pair)
 //   static constexpr int kMR, kNR, kKC, kMC, kNC;   register tile and cache blocks (kKC in k)
 //   static int packed_k(int kc);         packed elements per row/column for kc values of k
-//   static void pack_a(const GemmProblem&, int i0, int rows, int p0, int kc, Packed* out);
+//   static void pack_a(const GemmArgs&, int i0, int rows, int p0, int kc, Packed* out);
 //       rows [i0, i0 + rows) x k [p0, p0 + kc) into ceil(rows / kMR) panels of
 //       [packed_k(kc)][kMR], rows past `rows` zero
-//   static void pack_b(const GemmProblem&, const void* w, int j0, int cols, int p0, int kc,
+//   static void pack_b(const GemmArgs&, const void* w, int j0, int cols, int p0, int kc,
 //                      Packed* out);     weight rows [j0, j0 + cols) likewise, [packed_k][kNR]
 //   template <int R> static void ukernel(int ks, const Packed* a, const Packed* b, float* c,
 //                       ptrdiff_t ldc, bool accumulate);  c[R][kNR] (+)= rows [0, R) of the
 //                       a-panel x b-panel (R <= kMR; the a-panel keeps its kMR stride)
-//   static void epilogue(const GemmProblem&, const float* acc, const float* acc2, ptrdiff_t ld,
+//   static void epilogue(const GemmArgs&, const float* acc, const float* acc2, ptrdiff_t ld,
 //                        int m0, int m1, int n0, int n1);
 //
 // Loops: rows in passes (A of the pass packed for all of k once), columns in kNC blocks, k in kKC
@@ -58,11 +58,11 @@ inline void ukernel_rows(int rows, int ks, const typename K::Packed* a, const ty
 }
 
 template <class K>
-void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     using Packed = typename K::Packed;
     constexpr int kMR = K::kMR, kNR = K::kNR, kKC = K::kKC, kMC = K::kMC, kNC = K::kNC;
     static_assert(kMC % kMR == 0 && kNC % kNR == 0 && kKC % 2 == 0);
-    const bool gated = p.w2 != nullptr;
+    const bool gated = p.w_up != nullptr;
     // Packed elements of all of k: k blocks start at multiples of kKC, so block pc starts at
     // packed_k(pc) in a row panel's concatenation of blocks.
     const int last_pc = (p.k - 1) / kKC * kKC;
@@ -101,7 +101,7 @@ void gemm_tile_blocked(const GemmProblem& p, int m0, int m1, int n0, int n1) {
                 const int ks = K::packed_k(kc);
                 const bool accumulate = pc > 0;
                 K::pack_b(p, p.w, jc, ncols, pc, kc, pb);
-                if (gated) K::pack_b(p, p.w2, jc, ncols, pc, kc, pb2);
+                if (gated) K::pack_b(p, p.w_up, jc, ncols, pc, kc, pb2);
                 const Packed* a_blk = pa + rows_pad * K::packed_k(pc);
                 for (int ic = r0; ic < r1; ic += kMC) {
                     const int mrows = std::min(kMC, r1 - ic);

@@ -86,7 +86,7 @@ __m512 gelu_erf_ps(__m512 u) {
 
 namespace qvl::kernels::detail {
 
-void gemm_epilogue_avx512(const GemmProblem& p, const float* acc, const float* acc2,
+void gemm_epilogue_avx512(const GemmArgs& p, const float* acc, const float* acc2,
                           std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1) {
     using namespace avx512;
     const int n = n1 - n0;
@@ -112,7 +112,7 @@ void gemm_epilogue_avx512(const GemmProblem& p, const float* acc, const float* a
         if (i + kAhead < m1) prefetch_row(i + kAhead);
         const float* s = acc + std::ptrdiff_t(i - m0) * ld_acc;
         float* c = p.c + std::ptrdiff_t(i) * p.ldc + n0;
-        if (p.w2 != nullptr) {
+        if (p.w_up != nullptr) {
             const float* up = acc2 + std::ptrdiff_t(i - m0) * ld_acc;
             for (int j = 0; j < n; j += 16) {
                 const __mmask16 mask = x86::lanes16(n - j);

@@ -19,8 +19,6 @@
 namespace qvl::kernels::avx512 {
 namespace {
 
-using detail::GemmProblem;
-
 template <bool kBf16W, bool kRound>
 __m512 load_w(const void* row, int kk, int n) {
     if constexpr (kBf16W) {
@@ -146,12 +144,12 @@ void gemv_matrix(int m, const float* a, std::ptrdiff_t lda, const void* w, std::
     }
 }
 
-void gemv_any(const GemmProblem& p, const float* a, std::ptrdiff_t lda, const void* w, int n0,
-              int n1, float* out, std::ptrdiff_t ldo) {
+void gemv_any(const GemmArgs& p, const float* a, std::ptrdiff_t lda, const void* w, int n0, int n1,
+              float* out, std::ptrdiff_t ldo) {
     const int m = p.m;
     if (p.w_type == WeightType::kBF16) {
         gemv_matrix<true, false>(m, a, lda, w, p.ldw, n0, n1, p.k, out, ldo);
-    } else if (p.round_bf16) {
+    } else if (p.round_bf16()) {
         gemv_matrix<false, true>(m, a, lda, w, p.ldw, n0, n1, p.k, out, ldo);
     } else {
         gemv_matrix<false, false>(m, a, lda, w, p.ldw, n0, n1, p.k, out, ldo);
@@ -163,12 +161,12 @@ void gemv_any(const GemmProblem& p, const float* a, std::ptrdiff_t lda, const vo
 
 namespace qvl::kernels::detail {
 
-void gemv_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1) {
+void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     // The task covers all m rows (GEMV tasks split columns only); m0/m1 select them anyway.
     const int m = m1 - m0;
     const float* a = p.a + std::ptrdiff_t(m0) * p.lda;
     std::ptrdiff_t lda = p.lda;
-    if (p.round_bf16) {
+    if (p.round_bf16()) {
         auto* rounded = static_cast<float*>(
             thread_scratch(kScratchA, sizeof(float) * std::size_t(m) * std::size_t(p.k)));
         for (int i = 0; i < m; ++i) {
@@ -184,17 +182,17 @@ void gemv_tile_avx512(const GemmProblem& p, int m0, int m1, int n0, int n1) {
         a = rounded;
         lda = p.k;
     }
-    GemmProblem sub = p;
+    GemmArgs sub = p;
     sub.m = m;
     const std::ptrdiff_t ldo = n1 - n0;
     auto* out =
         static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
     avx512::gemv_any(sub, a, lda, p.w, n0, n1, out, ldo);
     float* out2 = nullptr;
-    if (p.w2 != nullptr) {
+    if (p.w_up != nullptr) {
         out2 =
             static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
-        avx512::gemv_any(sub, a, lda, p.w2, n0, n1, out2, ldo);
+        avx512::gemv_any(sub, a, lda, p.w_up, n0, n1, out2, ldo);
     }
     gemm_epilogue_avx512(p, out, out2, ldo, m0, m1, n0, n1);
 }

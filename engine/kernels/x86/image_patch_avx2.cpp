@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/image_patch.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx2 {
 

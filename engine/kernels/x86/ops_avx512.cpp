@@ -1,4 +1,4 @@
-// The avx512 table of the non-GEMM kernel families (x86/ops_table.h): the simd/ templates
+// The avx512 vector kernels of the KernelTable (x86/tier_entries.h): the simd/ templates
 // instantiated for xsimd::avx512bw.
 // GCC 12 reports the deliberately undefined lanes of AVX-512 intrinsics (_mm512_undefined_*,
 // used by xsimd) as (maybe-)uninitialized; a false positive, silenced for this file only.
@@ -12,7 +12,7 @@
 #include "kernels/simd/pos_embed_simd.h"
 #include "kernels/simd/rope_simd.h"
 #include "kernels/simd/softmax_simd.h"
-#include "kernels/x86/ops_table.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels {
 
@@ -20,7 +20,7 @@ namespace avx512 {
 using Arch = xsimd::avx512bw;
 }  // namespace avx512
 
-const OpsTable kOpsAvx512 = {
+constinit const VectorKernels avx512::kVectorKernels = {
     .layer_norm_f32 = &simd::layer_norm_f32<avx512::Arch>,
     .rms_norm_f32 = &simd::rms_norm_f32<avx512::Arch>,
     .gelu_tanh_f32 = &simd::gelu_tanh_f32<avx512::Arch>,
@@ -30,7 +30,6 @@ const OpsTable kOpsAvx512 = {
     .softmax_f32 = &simd::softmax_f32<avx512::Arch>,
     .rope_f32 = &simd::rope_f32<avx512::Arch>,
     .pos_embed_interpolate = &simd::pos_embed_interpolate<avx512::Arch>,
-    .attention_run_task = &avx512::attention_run_task,
 };
 
 }  // namespace qvl::kernels

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/resize.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx2 {
 
