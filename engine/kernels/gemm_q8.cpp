@@ -208,8 +208,8 @@ void gemm_q8_tile(const GemmProblem& p, int m0, int m1, int n0, int n1, Isa isa)
         // acc is indexed from column panel_index·16; the epilogue wants it from j0.
         const int off = j0 - panel_index * kQ8Panel;
         if (avx512_epilogue)
-            gemm_epilogue_avx512(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel,
-                                 m0, m1, j0, j1);
+            gemm_epilogue_avx512(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel, m0,
+                                 m1, j0, j1);
         else
             gemm_epilogue(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel, m0, m1,
                           j0, j1);

@@ -19,9 +19,9 @@ struct Q8PanelArgs {
     int rows = 0;
     const std::int8_t* qa = nullptr;  // rows x (k_blocks·block), row stride lda_q bytes
     std::ptrdiff_t lda_q = 0;
-    const float* da = nullptr;          // rows x k_blocks
-    const std::int32_t* sa = nullptr;   // rows x k_blocks (Σ q per block)
-    float* acc = nullptr;               // rows x 16
+    const float* da = nullptr;         // rows x k_blocks
+    const std::int32_t* sa = nullptr;  // rows x k_blocks (Σ q per block)
+    float* acc = nullptr;              // rows x 16
 };
 using Q8PanelFn = void (*)(const Q8PanelArgs&);
 using Q8QuantizeRowFn = void (*)(const float* x, int k, int block, std::int8_t* q, float* d,

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "kernel_test_util.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
-#include "kernel_test_util.h"
 
 namespace qvl::kernels {
 namespace {
@@ -84,17 +84,33 @@ void run_case(const Case& c, Isa isa, std::mt19937& rng) {
     std::vector<float> res = random_vec(std::size_t(c.m) * ldc + 1, rng);
     std::vector<float> got(std::size_t(c.m) * ldc + 1, -7.0f), want = got;
     if (c.gated) {
-        GemmGatedArgs g{.m = c.m, .n = c.n, .k = c.k, .a = ap, .lda = lda, .w_gate = &w.m,
-                        .w_up = &w2.m, .w_type = WeightType::kQ8, .c = got.data() + 1,
+        GemmGatedArgs g{.m = c.m,
+                        .n = c.n,
+                        .k = c.k,
+                        .a = ap,
+                        .lda = lda,
+                        .w_gate = &w.m,
+                        .w_up = &w2.m,
+                        .w_type = WeightType::kQ8,
+                        .c = got.data() + 1,
                         .ldc = ldc};
         gemm_gated(g, isa);
         g.c = want.data() + 1;
         ref::gemm_gated_q8(g);
     } else {
-        GemmArgs g{.m = c.m, .n = c.n, .k = c.k, .a = ap, .lda = lda, .w = &w.m,
-                   .w_type = WeightType::kQ8, .bias = c.bias ? bias.data() : nullptr,
-                   .act = c.act, .residual = c.residual ? res.data() + 1 : nullptr,
-                   .ldr = ldc, .c = got.data() + 1, .ldc = ldc};
+        GemmArgs g{.m = c.m,
+                   .n = c.n,
+                   .k = c.k,
+                   .a = ap,
+                   .lda = lda,
+                   .w = &w.m,
+                   .w_type = WeightType::kQ8,
+                   .bias = c.bias ? bias.data() : nullptr,
+                   .act = c.act,
+                   .residual = c.residual ? res.data() + 1 : nullptr,
+                   .ldr = ldc,
+                   .c = got.data() + 1,
+                   .ldc = ldc};
         gemm(g, isa);
         g.c = want.data() + 1;
         ref::gemm_q8(g);
@@ -110,8 +126,8 @@ void run_case(const Case& c, Isa isa, std::mt19937& rng) {
             const double g = got[std::size_t(1 + i * ldc + j)];
             const double r = want[std::size_t(1 + i * ldc + j)];
             if (!(std::fabs(g - r) <= tol) && failures++ < 5)
-                ADD_FAILURE() << "(" << i << ", " << j << "): got " << g << " want " << r
-                              << " tol " << tol;
+                ADD_FAILURE() << "(" << i << ", " << j << "): got " << g << " want " << r << " tol "
+                              << tol;
         }
     }
     // Nothing outside the output rows was written.
@@ -132,8 +148,8 @@ TEST_P(GemmQ8Test, OddShapesMatchReference) {
 
 TEST_P(GemmQ8Test, EpiloguesAndGated) {
     std::mt19937 rng(99);
-    for (GemmActivation act : {GemmActivation::kNone, GemmActivation::kSilu,
-                               GemmActivation::kGeluTanh})
+    for (GemmActivation act :
+         {GemmActivation::kNone, GemmActivation::kSilu, GemmActivation::kGeluTanh})
         for (int m : {1, 5, 33})
             run_case({m, 45, 300, 64, act, true, true, false}, GetParam(), rng);
     for (int m : {1, 4, 9, 40}) run_case({m, 37, 129, 32, {}, false, false, true}, GetParam(), rng);
@@ -153,8 +169,15 @@ TEST_P(GemmQ8Test, BitIdenticalToScalarTier) {
         QWeights w(n, k, block, rng);
         std::vector<float> a = random_vec(std::size_t(m) * k, rng);
         std::vector<float> c1(std::size_t(m) * n), c2(c1.size());
-        GemmArgs g{.m = m, .n = n, .k = k, .a = a.data(), .lda = k, .w = &w.m,
-                   .w_type = WeightType::kQ8, .c = c1.data(), .ldc = n};
+        GemmArgs g{.m = m,
+                   .n = n,
+                   .k = k,
+                   .a = a.data(),
+                   .lda = k,
+                   .w = &w.m,
+                   .w_type = WeightType::kQ8,
+                   .c = c1.data(),
+                   .ldc = n};
         gemm(g, GetParam());
         g.c = c2.data();
         gemm(g, Isa::kScalar);
@@ -170,8 +193,15 @@ TEST_P(GemmQ8Test, RowResultDoesNotDependOnBatch) {
     QWeights w(n, k, 64, rng);
     std::vector<float> a = random_vec(std::size_t(m) * k, rng);
     std::vector<float> full(std::size_t(m) * n);
-    GemmArgs g{.m = m, .n = n, .k = k, .a = a.data(), .lda = k, .w = &w.m,
-               .w_type = WeightType::kQ8, .c = full.data(), .ldc = n};
+    GemmArgs g{.m = m,
+               .n = n,
+               .k = k,
+               .a = a.data(),
+               .lda = k,
+               .w = &w.m,
+               .w_type = WeightType::kQ8,
+               .c = full.data(),
+               .ldc = n};
     gemm(g, GetParam());
     for (int tasks : {2, 3, 7}) {
         std::vector<float> split(full.size());

@@ -53,10 +53,10 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
         const __m256 dw_hi = _mm256_loadu_ps(ws + b * kQ8Panel + 8);
         for (int r = 0; r < R; ++r) {
             const __m256 da = _mm256_set1_ps(a.da[std::ptrdiff_t(r0 + r) * w.k_blocks + b]);
-            acc_lo[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(lo[r]), dw_lo), da,
-                                        acc_lo[r]);
-            acc_hi[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(hi[r]), dw_hi), da,
-                                        acc_hi[r]);
+            acc_lo[r] =
+                _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(lo[r]), dw_lo), da, acc_lo[r]);
+            acc_hi[r] =
+                _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(hi[r]), dw_hi), da, acc_hi[r]);
         }
     }
     for (int r = 0; r < R; ++r) {
@@ -71,9 +71,12 @@ void q8_panel_avx2(const Q8PanelArgs& a) {
     int r = 0;
     for (; r + 3 <= a.rows; r += 3) panel_rows<3>(a, r);
     switch (a.rows - r) {
-        case 2: return panel_rows<2>(a, r);
-        case 1: return panel_rows<1>(a, r);
-        default: return;
+        case 2:
+            return panel_rows<2>(a, r);
+        case 1:
+            return panel_rows<1>(a, r);
+        default:
+            return;
     }
 }
 
@@ -120,7 +123,8 @@ void q8_quantize_row_avx2(const float* x, int k, int block, std::int8_t* q, floa
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k0 + i * 8),
                                 _mm256_permutevar8x32_epi32(p, order));
         }
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+        __m128i s4 =
+            _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
         d[b] = am / 127.0f;

@@ -51,8 +51,8 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
         const __m512 dw = _mm512_loadu_ps(ws + b * kQ8Panel);
         for (int r = 0; r < R; ++r) {
             const std::ptrdiff_t rb = std::ptrdiff_t(r0 + r) * w.k_blocks + b;
-            const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(s0[r], s1[r]),
-                                                  _mm512_set1_epi32(128 * a.sa[rb]));
+            const __m512i isum =
+                _mm512_sub_epi32(_mm512_add_epi32(s0[r], s1[r]), _mm512_set1_epi32(128 * a.sa[rb]));
             const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), dw);
             acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(a.da[rb]), acc[r]);
         }
@@ -66,14 +66,22 @@ void q8_panel_avx512vnni(const Q8PanelArgs& a) {
     int r = 0;
     for (; r + 8 <= a.rows; r += 8) panel_rows<8>(a, r);
     switch (a.rows - r) {
-        case 7: return panel_rows<7>(a, r);
-        case 6: return panel_rows<6>(a, r);
-        case 5: return panel_rows<5>(a, r);
-        case 4: return panel_rows<4>(a, r);
-        case 3: return panel_rows<3>(a, r);
-        case 2: return panel_rows<2>(a, r);
-        case 1: return panel_rows<1>(a, r);
-        default: return;
+        case 7:
+            return panel_rows<7>(a, r);
+        case 6:
+            return panel_rows<6>(a, r);
+        case 5:
+            return panel_rows<5>(a, r);
+        case 4:
+            return panel_rows<4>(a, r);
+        case 3:
+            return panel_rows<3>(a, r);
+        case 2:
+            return panel_rows<2>(a, r);
+        case 1:
+            return panel_rows<1>(a, r);
+        default:
+            return;
     }
 }
 
