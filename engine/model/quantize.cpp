@@ -11,9 +11,7 @@
 namespace qvl::model {
 namespace {
 
-std::size_t element_bytes(kernels::WeightType t) {
-    return t == kernels::WeightType::kBF16 ? 2 : 4;
-}
+std::size_t element_bytes(kernels::WeightType t) { return t == kernels::WeightType::kBF16 ? 2 : 4; }
 
 // Hands the whole pages inside [p, p + bytes) back to the kernel. The mapping is a read-only
 // file mapping, so a later touch (a tied embedding row) re-reads the page from the file.
@@ -59,8 +57,9 @@ base::Result<std::unique_ptr<QuantizedText>> QuantizedText::quantize(
             kernels::q8_quantize_panels(m->data, m->type, m->ld, qm, p0, p1);
         });
         if (options.release_source && !w.is_copy(m->data)) {
-            release_pages(m->data, (std::size_t(m->rows - 1) * std::size_t(m->ld) +
-                                    std::size_t(m->cols)) * element_bytes(m->type));
+            release_pages(m->data,
+                          (std::size_t(m->rows - 1) * std::size_t(m->ld) + std::size_t(m->cols)) *
+                              element_bytes(m->type));
         }
         out->bytes_ += qbytes + sbytes;
         out->matrices_.push_back(qm);

@@ -19,10 +19,10 @@ namespace qvl::model {
 enum class WeightFormat { kBF16, kQ8 };
 
 struct QuantizeOptions {
-    int block = 64;            // values per scale along k: 32, 64 or 128
-    bool lm_head = true;       // quantize the output projection too (the largest decode read)
+    int block = 64;              // values per scale along k: 32, 64 or 128
+    bool lm_head = true;         // quantize the output projection too (the largest decode read)
     bool release_source = true;  // madvise the quantized matrices' source pages away
-    int threads = 2;           // quantization threads at load
+    int threads = 2;             // quantization threads at load
 };
 
 // Owns the int8 copies; the ModelWeights it rewrote point into it, so it must outlive them.

@@ -90,8 +90,8 @@ TEST_P(GoldenQ8Test, CloseToReferenceAndSameTokensAsBf16) {
         const CaseOutput q8 = run(m, GetParam());
         ASSERT_EQ(q8.logits.size(), ref.size());
         const double cos = cosine(q8.logits, ref);
-        std::printf("| %s | q8/%d | err %.3g | cos %.6f | tokens %s |\n", GetParam().c_str(),
-                    block, test::relative_error(q8.logits, ref), cos,
+        std::printf("| %s | q8/%d | err %.3g | cos %.6f | tokens %s |\n", GetParam().c_str(), block,
+                    test::relative_error(q8.logits, ref), cos,
                     q8.tokens == bf16.tokens ? "all = bf16" : "diverge");
         EXPECT_GE(cos, 0.999);
         // The tiny checkpoint has random weights: its logits are nearly flat, and even f32 vs
@@ -102,16 +102,17 @@ TEST_P(GoldenQ8Test, CloseToReferenceAndSameTokensAsBf16) {
         double max_err = 0;
         for (std::size_t i = 0; i < ref.size(); ++i)
             max_err = std::max(max_err, std::fabs(q8.logits[i] - ref[i]));
-        const double margin = std::fabs(ref[std::size_t(bf16.tokens[0])] -
-                                        ref[std::size_t(q8.tokens[0])]);
+        const double margin =
+            std::fabs(ref[std::size_t(bf16.tokens[0])] - ref[std::size_t(q8.tokens[0])]);
         if (margin > max_err) {
             EXPECT_EQ(q8.tokens[0], bf16.tokens[0]) << "reference margin " << margin;
         }
         std::size_t same = 0;
         while (same < q8.tokens.size() && q8.tokens[same] == bf16.tokens[same]) ++same;
-        std::printf("|   leading tokens equal to bf16: %zu of %zu (first-pick margin %.3g, max "
-                    "logit err %.3g) |\n",
-                    same, q8.tokens.size(), margin, max_err);
+        std::printf(
+            "|   leading tokens equal to bf16: %zu of %zu (first-pick margin %.3g, max "
+            "logit err %.3g) |\n",
+            same, q8.tokens.size(), margin, max_err);
         EXPECT_NE(q8.logits, bf16.logits);  // the int8 weights are really in use
     }
 }
