@@ -109,18 +109,30 @@ void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa) {
     for (auto _ : state) {
         const std::size_t i = iter++ % f.w.size();
         if (s->gated) {
-            const kernels::GemmGatedArgs g{.m = m, .n = s->n, .k = s->k, .a = f.a.data(),
-                                           .lda = s->k, .w_gate = &f.w[i]->m,
+            const kernels::GemmGatedArgs g{.m = m,
+                                           .n = s->n,
+                                           .k = s->k,
+                                           .a = f.a.data(),
+                                           .lda = s->k,
+                                           .w_gate = &f.w[i]->m,
                                            .w_up = &f.w2[i]->m,
-                                           .w_type = kernels::WeightType::kQ8, .c = f.c.data(),
+                                           .w_type = kernels::WeightType::kQ8,
+                                           .c = f.c.data(),
                                            .ldc = s->n};
             const int nt = kernels::gemm_gated_num_tasks(g, kThreads);
             pool.parallel_for(nt, [&](int t) { kernels::gemm_gated_run_task(g, t, nt, isa); });
         } else {
-            const kernels::GemmArgs g{.m = m, .n = s->n, .k = s->k, .a = f.a.data(), .lda = s->k,
-                                      .w = &f.w[i]->m, .w_type = kernels::WeightType::kQ8,
+            const kernels::GemmArgs g{.m = m,
+                                      .n = s->n,
+                                      .k = s->k,
+                                      .a = f.a.data(),
+                                      .lda = s->k,
+                                      .w = &f.w[i]->m,
+                                      .w_type = kernels::WeightType::kQ8,
                                       .residual = s->residual ? f.c.data() : nullptr,
-                                      .ldr = s->n, .c = f.c.data(), .ldc = s->n};
+                                      .ldr = s->n,
+                                      .c = f.c.data(),
+                                      .ldc = s->n};
             const int nt = kernels::gemm_num_tasks(g, kThreads);
             pool.parallel_for(nt, [&](int t) { kernels::gemm_run_task(g, t, nt, isa); });
         }
@@ -148,8 +160,7 @@ int register_q8() {
         for (int m : {1, 212}) {
             for (Isa isa : isas) {
                 const std::string name = std::string(m <= 32 ? "gemv_q8/" : "gemm_q8/") + s.name +
-                                         "/M=" + std::to_string(m) + "/" +
-                                         kernels::isa_name(isa);
+                                         "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa);
                 benchmark::RegisterBenchmark(name.c_str(), run_q8, &s, m, isa)
                     ->UseRealTime()
                     ->MinTime(0.1)

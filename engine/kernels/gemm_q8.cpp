@@ -18,25 +18,26 @@ namespace {
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 std::size_t round64(std::size_t x) { return (x + 63) / 64 * 64; }
 
-float load_weight(const void* w, WeightType type, std::ptrdiff_t ldw, int row, int col) {
-    const std::ptrdiff_t i = std::ptrdiff_t(row) * ldw + col;
-    if (type == WeightType::kBF16) return base::bf16_to_f32(static_cast<const base::bf16*>(w)[i]);
-    return static_cast<const float*>(w)[i];
-}
-
 // The shared quantization of one block: d = amax/127, q = nearbyint(x·(127/amax)).
 void quantize_block(const float* x, int n, std::int8_t* q, float* d) {
     float amax = 0.0f;
-    for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-    if (!(amax > 0.0f)) {  // all zero (or NaN: quantized as zero rather than poisoning ints)
+    for (int i = 0; i < n; ++i) {
+        const float a = std::fabs(x[i]);
+        amax = a > amax ? a : amax;
+    }
+    if (!(amax > 0.0f) || !std::isfinite(amax)) {  // all zero, or not a number: zeros
         std::fill(q, q + n, std::int8_t{0});
         *d = 0.0f;
         return;
     }
     const float inv = 127.0f / amax;
     for (int i = 0; i < n; ++i) {
-        const float r = std::nearbyint(x[i] * inv);
-        q[i] = std::int8_t(std::clamp(r, -127.0f, 127.0f));
+        // |x·inv| <= 127(1 + ulp): adding and removing 1.5·2^23 rounds to nearest even, exactly
+        // as nearbyint in the default rounding mode (and as the SIMD quantizers' cvtps2dq).
+        constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+        float r = (x[i] * inv + kRound) - kRound;
+        r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r == r ? r : 0.0f;  // NaN -> 0
+        q[i] = std::int8_t(r);
     }
     *d = amax / 127.0f;
 }
@@ -73,27 +74,35 @@ void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, cons
     QVL_CHECK(type == WeightType::kBF16 || type == WeightType::kF32, "q8: source must be bf16/f32");
     auto* q = const_cast<std::int8_t*>(m.q);
     auto* scales = const_cast<float*>(m.scales);
-    std::vector<float> x(std::size_t(m.block));
-    std::vector<std::int8_t> qb(std::size_t(m.block));
+    const std::size_t k_pad = std::size_t(m.k_blocks) * std::size_t(m.block);
+    std::vector<float> row(k_pad, 0.0f);
+    std::vector<std::int8_t> qrow(k_pad);
+    const std::size_t panel_bytes = std::size_t(m.block) * kQ8Panel;
     for (int p = panel0; p < panel1; ++p) {
-        for (int b = 0; b < m.k_blocks; ++b) {
-            const std::size_t base = std::size_t(p * m.k_blocks + b);
-            std::int8_t* dst = q + base * kQ8Panel * std::size_t(m.block);
-            for (int col = 0; col < kQ8Panel; ++col) {
-                const int row = p * kQ8Panel + col;
-                float d = 0.0f;
-                if (row < m.rows) {
-                    const int k0 = b * m.block;
-                    const int n = std::min(m.block, m.cols - k0);
-                    for (int i = 0; i < m.block; ++i)
-                        x[std::size_t(i)] = i < n ? load_weight(w, type, ldw, row, k0 + i) : 0.0f;
-                    quantize_block(x.data(), m.block, qb.data(), &d);
-                } else {
-                    std::fill(qb.begin(), qb.end(), std::int8_t{0});
+        for (int col = 0; col < kQ8Panel; ++col) {
+            const int r = p * kQ8Panel + col;
+            // One source row widened at once (a loop the compiler vectorises), zero past cols.
+            if (r < m.rows && type == WeightType::kBF16) {
+                const auto* src = static_cast<const std::uint16_t*>(w) + std::ptrdiff_t(r) * ldw;
+                for (int i = 0; i < m.cols; ++i) {
+                    const std::uint32_t bits = std::uint32_t(src[i]) << 16;
+                    std::memcpy(&row[std::size_t(i)], &bits, sizeof bits);
                 }
+            } else if (r < m.rows) {
+                const float* src = static_cast<const float*>(w) + std::ptrdiff_t(r) * ldw;
+                std::copy(src, src + m.cols, row.begin());
+            } else {
+                std::fill(row.begin(), row.end(), 0.0f);
+            }
+            for (int b = 0; b < m.k_blocks; ++b) {
+                const std::size_t k0 = std::size_t(b) * std::size_t(m.block);
+                float d = 0.0f;
+                quantize_block(row.data() + k0, m.block, qrow.data() + k0, &d);
+                const std::size_t base = std::size_t(p * m.k_blocks + b);
                 scales[base * kQ8Panel + std::size_t(col)] = d;
+                std::int8_t* dst = q + base * panel_bytes;
                 for (int i = 0; i < m.block; ++i)
-                    dst[(i / 4 * kQ8Panel + col) * 4 + i % 4] = qb[std::size_t(i)];
+                    dst[(i / 4 * kQ8Panel + col) * 4 + i % 4] = qrow[k0 + std::size_t(i)];
             }
         }
     }
