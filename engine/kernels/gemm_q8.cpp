@@ -122,14 +122,14 @@ float q8_scale(const Q8Matrix& m, int row, int block_index) {
 void q8_quantize_row(const float* x, int k, int block, std::int8_t* q, float* d,
                      std::int32_t* sums) {
     const int kb = ceil_div(k, block);
-    std::vector<float> tail(std::size_t(block), 0.0f);
+    float tail[128] = {};  // the last, partial block (no allocation: decode calls this)
     for (int b = 0; b < kb; ++b) {
         const int k0 = b * block;
         const int n = std::min(block, k - k0);
         const float* src = x + k0;
         if (n < block) {
-            std::copy(src, src + n, tail.begin());
-            src = tail.data();
+            std::copy(src, src + n, tail);
+            src = tail;
         }
         quantize_block(src, block, q + k0, d + b);
         std::int32_t s = 0;
