@@ -26,7 +26,7 @@ void quantize_block(const float* x, int n, std::int8_t* q, float* d) {
         amax = a > amax ? a : amax;
     }
     if (!(amax > 0.0f) || !std::isfinite(amax)) {  // all zero, or not a number: zeros
-        std::fill(q, q + n, std::int8_t{0});
+        for (int i = 0; i < n; ++i) q[i] = 0;
         *d = 0.0f;
         return;
     }
@@ -70,13 +70,18 @@ Q8Matrix q8_describe(int rows, int cols, int block, std::int8_t* q, float* scale
 }
 
 void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
-                        int panel0, int panel1) {
+                        int panel0, int panel1, Isa isa) {
     QVL_CHECK(type == WeightType::kBF16 || type == WeightType::kF32, "q8: source must be bf16/f32");
     auto* q = const_cast<std::int8_t*>(m.q);
     auto* scales = const_cast<float*>(m.scales);
     const std::size_t k_pad = std::size_t(m.k_blocks) * std::size_t(m.block);
     std::vector<float> row(k_pad, 0.0f);
     std::vector<std::int8_t> qrow(k_pad);
+    std::vector<float> d(std::size_t(m.k_blocks));
+    std::vector<std::int32_t> sums(std::size_t(m.k_blocks));
+    detail::Q8QuantizeRowFn quantize_row = q8_quantize_row;
+    if (isa == Isa::kAvx512Bf16) quantize_row = detail::q8_quantize_row_avx512;
+    if (isa == Isa::kAvx2 || isa == Isa::kAvx512) quantize_row = detail::q8_quantize_row_avx2;
     const std::size_t panel_bytes = std::size_t(m.block) * kQ8Panel;
     for (int p = panel0; p < panel1; ++p) {
         for (int col = 0; col < kQ8Panel; ++col) {
@@ -94,15 +99,15 @@ void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, cons
             } else {
                 std::fill(row.begin(), row.end(), 0.0f);
             }
+            // The activation quantizer has exactly the weights' formula (one row, per block).
+            quantize_row(row.data(), int(k_pad), m.block, qrow.data(), d.data(), sums.data());
             for (int b = 0; b < m.k_blocks; ++b) {
-                const std::size_t k0 = std::size_t(b) * std::size_t(m.block);
-                float d = 0.0f;
-                quantize_block(row.data() + k0, m.block, qrow.data() + k0, &d);
                 const std::size_t base = std::size_t(p * m.k_blocks + b);
-                scales[base * kQ8Panel + std::size_t(col)] = d;
-                std::int8_t* dst = q + base * panel_bytes;
-                for (int i = 0; i < m.block; ++i)
-                    dst[(i / 4 * kQ8Panel + col) * 4 + i % 4] = qrow[k0 + std::size_t(i)];
+                scales[base * kQ8Panel + std::size_t(col)] = d[std::size_t(b)];
+                std::int8_t* dst = q + base * panel_bytes + std::size_t(col) * 4;
+                const std::int8_t* src = qrow.data() + std::size_t(b) * std::size_t(m.block);
+                for (int g = 0; g < m.block / 4; ++g)
+                    std::memcpy(dst + std::size_t(g) * kQ8Panel * 4, src + g * 4, 4);
             }
         }
     }

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/isa.h"
 #include "kernels/types.h"
 
 namespace qvl::kernels {
@@ -46,9 +47,10 @@ std::size_t q8_scale_bytes(int rows, int cols, int block);
 // any alignment, 64 bytes is best). Fills nothing.
 Q8Matrix q8_describe(int rows, int cols, int block, std::int8_t* q, float* scales);
 // Quantizes panels [panel0, panel1) of w ([rows, cols], row stride ldw, bf16 or f32) into m's
-// storage. Panels are independent, so callers may run disjoint ranges on different threads.
+// storage. Panels are independent, so callers may run disjoint ranges on different threads. The
+// result is the same on every ISA (isa only picks the row quantizer's speed).
 void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
-                        int panel0, int panel1);
+                        int panel0, int panel1, Isa isa = Isa::kScalar);
 // One weight of a quantized matrix and its block scale (for tests and the reference).
 std::int8_t q8_weight(const Q8Matrix& m, int row, int col);
 float q8_scale(const Q8Matrix& m, int row, int block_index);

@@ -40,6 +40,7 @@ base::Result<std::unique_ptr<QuantizedText>> QuantizedText::quantize(
     out->matrices_.reserve(targets.size());
     out->storage_.reserve(targets.size());
     base::ThreadPool pool(std::max(options.threads, 1));
+    const kernels::Isa isa = kernels::best_isa();
     for (Matrix* m : targets) {
         if (m->type == kernels::WeightType::kQ8) continue;
         const std::size_t qbytes = kernels::q8_data_bytes(m->rows, m->cols, options.block);
@@ -54,7 +55,7 @@ base::Result<std::unique_ptr<QuantizedText>> QuantizedText::quantize(
         pool.parallel_for(chunks, [&](int c) {
             const int p0 = int(std::int64_t(qm.panels) * c / chunks);
             const int p1 = int(std::int64_t(qm.panels) * (c + 1) / chunks);
-            kernels::q8_quantize_panels(m->data, m->type, m->ld, qm, p0, p1);
+            kernels::q8_quantize_panels(m->data, m->type, m->ld, qm, p0, p1, isa);
         });
         if (options.release_source && !w.is_copy(m->data)) {
             release_pages(m->data,

@@ -185,6 +185,23 @@ TEST_P(GemmQ8Test, BitIdenticalToScalarTier) {
     }
 }
 
+// Weight quantization gives the same bytes and scales whichever tier's row quantizer runs it.
+TEST_P(GemmQ8Test, WeightQuantizationSameOnEveryTier) {
+    std::mt19937 rng(21);
+    const int n = 37, k = 301;
+    const std::vector<float> src = random_vec(std::size_t(n) * k, rng);
+    for (int block : {32, 64, 128}) {
+        std::vector<std::int8_t> q1(q8_data_bytes(n, k, block)), q2(q1.size());
+        std::vector<float> s1(q8_scale_bytes(n, k, block) / sizeof(float)), s2(s1.size());
+        const Q8Matrix m1 = q8_describe(n, k, block, q1.data(), s1.data());
+        const Q8Matrix m2 = q8_describe(n, k, block, q2.data(), s2.data());
+        q8_quantize_panels(src.data(), WeightType::kF32, k, m1, 0, m1.panels, Isa::kScalar);
+        q8_quantize_panels(src.data(), WeightType::kF32, k, m2, 0, m2.panels, GetParam());
+        EXPECT_EQ(q1, q2) << "block " << block;
+        EXPECT_EQ(s1, s2) << "block " << block;
+    }
+}
+
 // Batch invariance: each row alone, any window of rows, and any task split give the very bits
 // of the full m = 40 product (the GEMV/GEMM boundary at m = 32 included).
 TEST_P(GemmQ8Test, RowResultDoesNotDependOnBatch) {
