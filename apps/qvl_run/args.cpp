@@ -42,6 +42,7 @@ class QvlFormatter : public CLI::Formatter {
 // Numeric flags arrive as text and are converted after parsing (see convert_numbers).
 struct NumberTexts {
     std::string n_predict, temperature, top_k, top_p, seed, ctx_size, threads;
+    std::string weights;
     std::string image_min_tokens, image_max_tokens, parallel;
     std::string repeat_penalty, presence_penalty;
 };
@@ -133,6 +134,11 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
         ->group(gen);
     app.add_option("-t,--threads", t->threads, "Worker threads (default: physical cores)")
         ->type_name("N")
+        ->group(gen);
+    app.add_option(
+           "--weights", t->weights,
+           "Text decoder weights: bf16 (as stored, default) or q8 (int8, quantized at load)")
+        ->type_name("bf16|q8")
         ->group(gen);
     app.add_option("--image-min-tokens", t->image_min_tokens, "Minimum visual tokens per image")
         ->type_name("N")
@@ -273,6 +279,12 @@ std::optional<UsageError> convert_numbers(const CLI::App& app, const NumberTexts
             return e;
         }
         o->threads = int(v);
+    }
+    if (given("--weights")) {
+        if (t.weights != "bf16" && t.weights != "q8") {
+            return UsageError{fmt::format("--weights: '{}' is not bf16 or q8", t.weights), {}};
+        }
+        o->weights_q8 = t.weights == "q8";
     }
     if (given("--top-k")) {
         if (auto e = to_int("--top-k", t.top_k, 0, 1LL << 30, &v)) return e;

@@ -29,6 +29,7 @@ struct RunOptions {
     std::optional<std::uint64_t> seed;  // --seed
     int ctx_size = 4096;                // -c, --ctx-size, in [16, 1 << 20]
     int threads = 0;                    // -t, --threads, in [0, 1024]; 0 = physical cores
+    bool weights_q8 = false;            // --weights q8 (int8 text decoder) | bf16 (default)
     std::optional<int> image_min_tokens, image_max_tokens;  // >= 1, min <= max
     bool json = false;                                      // --json
     bool tokenize = false;                                  // --tokenize

@@ -15,6 +15,7 @@ struct RunReport {
     const runtime::GenerateResult* result = nullptr;
     runtime::SamplingParams sampling;
     int threads = 0;
+    const char* weights = "bf16";  // the text decoder's weight format
     double load_ms = 0, total_ms = 0, peak_rss_mb = 0;
 };
 

@@ -119,7 +119,9 @@ int run(const RunOptions& o, const EnvOptions& env) {
     }
 
     base::Timer t;
-    base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(o.model_dir);
+    base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(
+        o.model_dir,
+        {.weights = o.weights_q8 ? model::WeightFormat::kQ8 : model::WeightFormat::kBF16});
     if (!loaded.ok()) {
         return fail(kExitModel, loaded.status(),
                     "-m takes a Hugging Face Qwen3-VL folder (config.json, model.safetensors, "
@@ -237,6 +239,7 @@ int run(const RunOptions& o, const EnvOptions& env) {
                      .result = &r,
                      .sampling = gp.sampling,
                      .threads = s.threads(),
+                     .weights = m.weight_format() == model::WeightFormat::kQ8 ? "q8" : "bf16",
                      .load_ms = load_ms,
                      .total_ms = total.elapsed_ms(),
                      .peak_rss_mb = peak_rss_mb()};

@@ -17,7 +17,8 @@ base::Status check_preprocess_matches_vision(const image::PreprocessConfig& conf
     return {};
 }
 
-base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& dir) {
+base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& dir,
+                                                 const LoadOptions& options) {
     std::error_code ec;
     if (!std::filesystem::exists(dir, ec)) {
         return base::error(base::ErrorCode::kNotFound, "{}: model folder does not exist",
@@ -29,6 +30,10 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     }
     QVL_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(dir / "config.json"));
     QVL_ASSIGN_OR_RETURN(ModelWeights weights, ModelWeights::load(dir, config));
+    std::unique_ptr<QuantizedText> quantized;
+    if (options.weights == WeightFormat::kQ8) {
+        QVL_ASSIGN_OR_RETURN(quantized, QuantizedText::quantize(weights, options.q8));
+    }
     QVL_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(dir));
     const std::filesystem::path preprocess_path = dir / "preprocessor_config.json";
     QVL_ASSIGN_OR_RETURN(image::PreprocessConfig preprocess,
@@ -36,9 +41,11 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     QVL_TRY(check_preprocess_matches_vision(preprocess, config.vision, preprocess_path.string()));
     QVL_ASSIGN_OR_RETURN(GenerationConfig generation,
                          load_generation_config(dir / "generation_config.json"));
-    return std::unique_ptr<Model>(new Model(std::move(config), std::move(weights),
-                                            std::move(tokenizer), preprocess, std::move(generation),
-                                            dir));
+    auto model = std::unique_ptr<Model>(new Model(std::move(config), std::move(weights),
+                                                  std::move(tokenizer), preprocess,
+                                                  std::move(generation), dir));
+    model->quantized_ = std::move(quantized);
+    return model;
 }
 
 }  // namespace qvl::model

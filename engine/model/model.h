@@ -8,6 +8,7 @@
 #include "base/status.h"
 #include "image/image_preprocess.h"
 #include "model/config.h"
+#include "model/quantize.h"
 #include "model/weights.h"
 #include "text/tokenizer.h"
 
@@ -19,11 +20,19 @@ namespace qvl::model {
 base::Status check_preprocess_matches_vision(const image::PreprocessConfig& config,
                                              const VisionConfig& vision, std::string_view file);
 
+// How the model is loaded: the text decoder's weight format (kQ8: quantized at load, see
+// model/quantize.h).
+struct LoadOptions {
+    WeightFormat weights = WeightFormat::kBF16;
+    QuantizeOptions q8;
+};
+
 class Model {
   public:
     // Errors name the folder or file: a missing folder or config is kNotFound, a bad file
     // kCorruptFile/kInvalidArgument/kUnsupported.
-    static base::Result<std::unique_ptr<Model>> load(const std::filesystem::path& dir);
+    static base::Result<std::unique_ptr<Model>> load(const std::filesystem::path& dir,
+                                                     const LoadOptions& options = {});
 
     const ModelConfig& config() const { return config_; }
     const ModelWeights& weights() const { return weights_; }
@@ -31,6 +40,11 @@ class Model {
     const image::PreprocessConfig& preprocess() const { return preprocess_; }
     const GenerationConfig& generation() const { return generation_; }
     const std::filesystem::path& dir() const { return dir_; }
+    WeightFormat weight_format() const {
+        return quantized_ != nullptr ? WeightFormat::kQ8 : WeightFormat::kBF16;
+    }
+    // Bytes of the int8 copies (0 for kBF16).
+    std::size_t quantized_bytes() const { return quantized_ ? quantized_->bytes() : 0; }
 
   private:
     Model(ModelConfig config, ModelWeights weights, text::Tokenizer tokenizer,
@@ -49,6 +63,7 @@ class Model {
     image::PreprocessConfig preprocess_;
     GenerationConfig generation_;
     std::filesystem::path dir_;
+    std::unique_ptr<QuantizedText> quantized_;  // the weights_ text matrices point into it
 };
 
 }  // namespace qvl::model

@@ -102,6 +102,14 @@ class ModelWeights {
     // Bytes of the load-time copies (widened vectors and converted matrices).
     std::uint64_t copied_bytes() const { return copies_.size(); }
     const io::TensorStore& store() const { return store_; }
+    // For load-time rewrites (model/quantize.cpp): the text matrices, and whether p lies in the
+    // load-time copies (not in the mapped files).
+    TextWeights& mutable_text() { return text_; }
+    bool is_copy(const void* p) const {
+        const auto a = reinterpret_cast<std::uintptr_t>(p);
+        const auto b = reinterpret_cast<std::uintptr_t>(copies_.data());
+        return a >= b && a < b + copies_.size();
+    }
 
   private:
     io::TensorStore store_;

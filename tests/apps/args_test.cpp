@@ -162,6 +162,16 @@ TEST(ArgsTest, ShortFormsAndOtherPromptSources) {
     EXPECT_TRUE(p.options.prompt_given);
 }
 
+TEST(ArgsTest, WeightsFormat) {
+    EXPECT_FALSE(parse({"-m", "x", "-p", "hi"}).options.weights_q8);
+    const Parsed q8 = parse({"-m", "x", "-p", "hi", "--weights", "q8"});
+    EXPECT_EQ(q8.code, -1) << q8.err;  // -1: parsed, run on
+    EXPECT_TRUE(q8.options.weights_q8);
+    EXPECT_FALSE(parse({"-m", "x", "-p", "hi", "--weights", "bf16"}).options.weights_q8);
+    expect_usage_error({"-m", "x", "-p", "hi", "--weights", "q4"}, "--weights: 'q4'");
+    EXPECT_NE(parse({"--help"}).out.find("--weights"), std::string::npos);
+}
+
 TEST(ArgsTest, HelpPrintsUsageToOut) {
     for (const char* flag : {"-h", "--help"}) {
         const Parsed p = parse({flag});

@@ -1,0 +1,177 @@
+// Int8-weight GEMV/GEMM (kernels/gemm_q8.h) on the text decoder's shapes: gemv_q8/<shape>/M=<m>/
+// <isa> (decode: GBps of int8 weights + scales streamed, pct_peak of the DRAM read bandwidth this
+// process measured; weights rotate over copies larger than the L3) and gemm_q8/<shape>/M=212/<isa>
+// (prefill: GOPS, pct_peak of an int8 peak estimated as 2x the measured BF16 peak on the VNNI
+// tier — vpdpbusd does twice vdpbf16ps's products — and 2x the FP32 peak on AVX2).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "bench_peaks.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_q8.h"
+#include "kernels/isa.h"
+#include "shapes.h"
+
+namespace qvl::bench {
+namespace {
+
+using kernels::Isa;
+
+constexpr int kThreads = 2;
+constexpr int kBlock = 64;
+
+struct Q8Copy {
+    std::vector<std::int8_t> q;
+    std::vector<float> s;
+    kernels::Q8Matrix m;
+};
+
+// Gate and up (or the single matrix) quantized once, then copied so that the rotation over
+// `copies` exceeds the L3.
+struct Q8Fixture {
+    std::vector<std::unique_ptr<Q8Copy>> w, w2;
+    std::vector<float> a, c;
+    std::size_t bytes = 0;  // weight bytes read per call
+};
+
+std::unique_ptr<Q8Copy> quantized(int n, int k, unsigned seed) {
+    std::vector<float> src(std::size_t(n) * k);
+    std::uint32_t x = seed * 2654435761u + 1;
+    for (float& v : src) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        v = float(std::int32_t(x)) * 0x1p-31f * 0.05f;
+    }
+    auto c = std::make_unique<Q8Copy>();
+    c->q.resize(kernels::q8_data_bytes(n, k, kBlock));
+    c->s.resize(kernels::q8_scale_bytes(n, k, kBlock) / sizeof(float));
+    c->m = kernels::q8_describe(n, k, kBlock, c->q.data(), c->s.data());
+    kernels::q8_quantize_panels(src.data(), kernels::WeightType::kF32, k, c->m, 0, c->m.panels);
+    return c;
+}
+
+std::unique_ptr<Q8Copy> copy_of(const Q8Copy& from) {
+    auto c = std::make_unique<Q8Copy>();
+    c->q = from.q;
+    c->s = from.s;
+    c->m = from.m;
+    c->m.q = c->q.data();
+    c->m.scales = c->s.data();
+    return c;
+}
+
+Q8Fixture& fixture_for(const LinearShape& s, int m) {
+    static std::unique_ptr<Q8Fixture> current;
+    static const LinearShape* current_shape = nullptr;
+    static int current_m = -1;
+    if (current_shape == &s && current_m == m) return *current;
+    current.reset();
+    auto f = std::make_unique<Q8Fixture>();
+    f->w.push_back(quantized(s.n, s.k, 1));
+    if (s.gated) f->w2.push_back(quantized(s.n, s.k, 2));
+    f->bytes = (f->w[0]->q.size() + f->w[0]->s.size() * sizeof(float)) * (s.gated ? 2 : 1);
+    const int copies = m <= 32 ? int(std::max<std::size_t>(1, (256u << 20) / f->bytes + 1)) : 1;
+    for (int i = 1; i < copies; ++i) {
+        f->w.push_back(copy_of(*f->w[0]));
+        if (s.gated) f->w2.push_back(copy_of(*f->w2[0]));
+    }
+    f->a.resize(std::size_t(m) * s.k);
+    std::uint32_t x = 7;
+    for (float& v : f->a) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        v = float(std::int32_t(x)) * 0x1p-31f;
+    }
+    f->c.assign(std::size_t(m) * s.n, 0.0f);
+    current = std::move(f);
+    current_shape = &s;
+    current_m = m;
+    return *current;
+}
+
+void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa) {
+    if (!kernels::isa_supported(isa)) {
+        state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
+        return;
+    }
+    const bool gemv = m <= 32;
+    const double peak = gemv                      ? dram_read_gbps(kThreads)
+                        : isa == Isa::kAvx512Bf16 ? 2.0 * peak_gflops_bf16(kThreads)
+                                                  : 2.0 * peak_gflops_f32(kThreads);
+    Q8Fixture& f = fixture_for(*s, m);
+    static base::ThreadPool pool(kThreads);
+    std::size_t iter = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        const std::size_t i = iter++ % f.w.size();
+        if (s->gated) {
+            const kernels::GemmGatedArgs g{.m = m,
+                                           .n = s->n,
+                                           .k = s->k,
+                                           .a = f.a.data(),
+                                           .lda = s->k,
+                                           .w_gate = &f.w[i]->m,
+                                           .w_up = &f.w2[i]->m,
+                                           .w_type = kernels::WeightType::kQ8,
+                                           .c = f.c.data(),
+                                           .ldc = s->n};
+            const int nt = kernels::gemm_gated_num_tasks(g, kThreads);
+            pool.parallel_for(nt, [&](int t) { kernels::gemm_gated_run_task(g, t, nt, isa); });
+        } else {
+            const kernels::GemmArgs g{.m = m,
+                                      .n = s->n,
+                                      .k = s->k,
+                                      .a = f.a.data(),
+                                      .lda = s->k,
+                                      .w = &f.w[i]->m,
+                                      .w_type = kernels::WeightType::kQ8,
+                                      .residual = s->residual ? f.c.data() : nullptr,
+                                      .ldr = s->n,
+                                      .c = f.c.data(),
+                                      .ldc = s->n};
+            const int nt = kernels::gemm_num_tasks(g, kThreads);
+            pool.parallel_for(nt, [&](int t) { kernels::gemm_run_task(g, t, nt, isa); });
+        }
+        benchmark::ClobberMemory();
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double iters = double(state.iterations());
+    if (gemv) {
+        const double gbps = double(f.bytes) * iters / seconds / 1e9;
+        state.counters["GBps"] = gbps;
+        state.counters["pct_peak"] = peak > 0 ? 100.0 * gbps / peak : 0.0;
+    } else {
+        const double gops = 2.0 * m * s->n * s->k * (s->gated ? 2 : 1) * iters / seconds / 1e9;
+        state.counters["GOPS"] = gops;
+        state.counters["pct_peak"] = peak > 0 ? 100.0 * gops / peak : 0.0;
+    }
+}
+
+int register_q8() {
+    std::vector<Isa> isas = {Isa::kAvx2};
+    if (kernels::isa_supported(Isa::kAvx512Bf16)) isas.push_back(Isa::kAvx512Bf16);
+    for (const LinearShape& s : kLinearShapes) {
+        if (s.vision) continue;
+        for (int m : {1, 212}) {
+            for (Isa isa : isas) {
+                const std::string name = std::string(m <= 32 ? "gemv_q8/" : "gemm_q8/") + s.name +
+                                         "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa);
+                benchmark::RegisterBenchmark(name.c_str(), run_q8, &s, m, isa)
+                    ->UseRealTime()
+                    ->MinTime(0.1)
+                    ->Unit(benchmark::kMillisecond);
+            }
+        }
+    }
+    return 0;
+}
+
+const int kRegistered = register_q8();
+
+}  // namespace
+}  // namespace qvl::bench

@@ -1,0 +1,235 @@
+// Int8-weight GEMM: weight quantization and layout, the tile driver shared by every ISA tier, and
+// the scalar tier (kernels/gemm_q8.h has the contract; the SIMD panel kernels are in
+// kernels/x86/gemm_q8_*.cpp).
+#include "kernels/gemm_q8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/bf16.h"
+#include "base/check.h"
+#include "kernels/gemm_q8_internal.h"
+
+namespace qvl::kernels {
+namespace {
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+std::size_t round64(std::size_t x) { return (x + 63) / 64 * 64; }
+
+// The shared quantization of one block: d = amax/127, q = nearbyint(x·(127/amax)).
+void quantize_block(const float* x, int n, std::int8_t* q, float* d) {
+    float amax = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        const float a = std::fabs(x[i]);
+        amax = a > amax ? a : amax;
+    }
+    if (!(amax > 0.0f) || !std::isfinite(amax)) {  // all zero, or not a number: zeros
+        for (int i = 0; i < n; ++i) q[i] = 0;
+        *d = 0.0f;
+        return;
+    }
+    const float inv = 127.0f / amax;
+    for (int i = 0; i < n; ++i) {
+        // |x·inv| <= 127(1 + ulp): adding and removing 1.5·2^23 rounds to nearest even, exactly
+        // as nearbyint in the default rounding mode (and as the SIMD quantizers' cvtps2dq).
+        constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+        float r = (x[i] * inv + kRound) - kRound;
+        r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r == r ? r : 0.0f;  // NaN -> 0
+        q[i] = std::int8_t(r);
+    }
+    *d = amax / 127.0f;
+}
+
+}  // namespace
+
+bool q8_block_ok(int block) { return block == 32 || block == 64 || block == 128; }
+
+std::size_t q8_data_bytes(int rows, int cols, int block) {
+    QVL_CHECK(q8_block_ok(block) && rows >= 0 && cols >= 0, "q8: bad shape or block size");
+    return round64(std::size_t(ceil_div(rows, kQ8Panel)) * kQ8Panel *
+                   std::size_t(ceil_div(cols, block)) * block);
+}
+
+std::size_t q8_scale_bytes(int rows, int cols, int block) {
+    QVL_CHECK(q8_block_ok(block) && rows >= 0 && cols >= 0, "q8: bad shape or block size");
+    return round64(sizeof(float) * std::size_t(ceil_div(rows, kQ8Panel)) * kQ8Panel *
+                   std::size_t(ceil_div(cols, block)));
+}
+
+Q8Matrix q8_describe(int rows, int cols, int block, std::int8_t* q, float* scales) {
+    QVL_CHECK(q8_block_ok(block) && rows >= 0 && cols >= 0, "q8: bad shape or block size");
+    return {.rows = rows,
+            .cols = cols,
+            .block = block,
+            .k_blocks = ceil_div(cols, block),
+            .panels = ceil_div(rows, kQ8Panel),
+            .q = q,
+            .scales = scales};
+}
+
+void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
+                        int panel0, int panel1, Isa isa) {
+    QVL_CHECK(type == WeightType::kBF16 || type == WeightType::kF32, "q8: source must be bf16/f32");
+    auto* q = const_cast<std::int8_t*>(m.q);
+    auto* scales = const_cast<float*>(m.scales);
+    const std::size_t k_pad = std::size_t(m.k_blocks) * std::size_t(m.block);
+    std::vector<float> row(k_pad, 0.0f);
+    std::vector<std::int8_t> qrow(k_pad);
+    std::vector<float> d(std::size_t(m.k_blocks));
+    std::vector<std::int32_t> sums(std::size_t(m.k_blocks));
+    detail::Q8QuantizeRowFn quantize_row = q8_quantize_row;
+    if (isa == Isa::kAvx512Bf16) quantize_row = detail::q8_quantize_row_avx512;
+    if (isa == Isa::kAvx2 || isa == Isa::kAvx512) quantize_row = detail::q8_quantize_row_avx2;
+    const std::size_t panel_bytes = std::size_t(m.block) * kQ8Panel;
+    for (int p = panel0; p < panel1; ++p) {
+        for (int col = 0; col < kQ8Panel; ++col) {
+            const int r = p * kQ8Panel + col;
+            // One source row widened at once (a loop the compiler vectorises), zero past cols.
+            if (r < m.rows && type == WeightType::kBF16) {
+                const auto* src = static_cast<const std::uint16_t*>(w) + std::ptrdiff_t(r) * ldw;
+                for (int i = 0; i < m.cols; ++i) {
+                    const std::uint32_t bits = std::uint32_t(src[i]) << 16;
+                    std::memcpy(&row[std::size_t(i)], &bits, sizeof bits);
+                }
+            } else if (r < m.rows) {
+                const float* src = static_cast<const float*>(w) + std::ptrdiff_t(r) * ldw;
+                std::copy(src, src + m.cols, row.begin());
+            } else {
+                std::fill(row.begin(), row.end(), 0.0f);
+            }
+            // The activation quantizer has exactly the weights' formula (one row, per block).
+            quantize_row(row.data(), int(k_pad), m.block, qrow.data(), d.data(), sums.data());
+            for (int b = 0; b < m.k_blocks; ++b) {
+                const std::size_t base = std::size_t(p * m.k_blocks + b);
+                scales[base * kQ8Panel + std::size_t(col)] = d[std::size_t(b)];
+                std::int8_t* dst = q + base * panel_bytes + std::size_t(col) * 4;
+                const std::int8_t* src = qrow.data() + std::size_t(b) * std::size_t(m.block);
+                for (int g = 0; g < m.block / 4; ++g)
+                    std::memcpy(dst + std::size_t(g) * kQ8Panel * 4, src + g * 4, 4);
+            }
+        }
+    }
+}
+
+std::int8_t q8_weight(const Q8Matrix& m, int row, int col) {
+    const int p = row / kQ8Panel, c = row % kQ8Panel, b = col / m.block, i = col % m.block;
+    const std::size_t base = std::size_t(p * m.k_blocks + b) * kQ8Panel * std::size_t(m.block);
+    return m.q[base + std::size_t((i / 4 * kQ8Panel + c) * 4 + i % 4)];
+}
+
+float q8_scale(const Q8Matrix& m, int row, int block_index) {
+    const int p = row / kQ8Panel, c = row % kQ8Panel;
+    return m.scales[std::size_t(p * m.k_blocks + block_index) * kQ8Panel + std::size_t(c)];
+}
+
+void q8_quantize_row(const float* x, int k, int block, std::int8_t* q, float* d,
+                     std::int32_t* sums) {
+    const int kb = ceil_div(k, block);
+    float tail[128] = {};  // the last, partial block (no allocation: decode calls this)
+    for (int b = 0; b < kb; ++b) {
+        const int k0 = b * block;
+        const int n = std::min(block, k - k0);
+        const float* src = x + k0;
+        if (n < block) {
+            std::copy(src, src + n, tail);
+            src = tail;
+        }
+        quantize_block(src, block, q + k0, d + b);
+        std::int32_t s = 0;
+        for (int i = 0; i < block; ++i) s += q[k0 + i];
+        sums[b] = s;
+    }
+}
+
+namespace detail {
+
+void q8_panel_scalar(const Q8PanelArgs& a) {
+    const Q8Matrix& w = *a.w;
+    const std::size_t panel_bytes = std::size_t(w.block) * kQ8Panel;
+    for (int r = 0; r < a.rows; ++r) {
+        const std::int8_t* qa = a.qa + r * a.lda_q;
+        for (int col = 0; col < kQ8Panel; ++col) {
+            float acc = 0.0f;
+            for (int b = 0; b < w.k_blocks; ++b) {
+                const std::size_t base = std::size_t(a.panel * w.k_blocks + b);
+                const std::int8_t* wq = w.q + base * panel_bytes;
+                std::int32_t isum = 0;
+                for (int i = 0; i < w.block; ++i)
+                    isum += std::int32_t(qa[b * w.block + i]) *
+                            std::int32_t(wq[(i / 4 * kQ8Panel + col) * 4 + i % 4]);
+                const float t = float(isum) * w.scales[base * kQ8Panel + std::size_t(col)];
+                acc = std::fma(t, a.da[std::ptrdiff_t(r) * w.k_blocks + b], acc);
+            }
+            a.acc[r * kQ8Panel + col] = acc;
+        }
+    }
+}
+
+void gemm_q8_tile(const GemmProblem& p, int m0, int m1, int n0, int n1, Isa isa) {
+    const auto* w = static_cast<const Q8Matrix*>(p.w);
+    const auto* w2 = static_cast<const Q8Matrix*>(p.w2);
+    QVL_CHECK(w != nullptr && w->cols == p.k && w->rows >= n1, "gemm q8: weights do not match");
+    QVL_CHECK(w2 == nullptr || (w2->cols == p.k && w2->rows >= n1 && w2->block == w->block),
+              "gemm q8: up weights do not match gate");
+    QVL_CHECK(p.load_a == nullptr, "gemm q8: virtual A is not supported");
+    Q8PanelFn panel = q8_panel_scalar;
+    Q8QuantizeRowFn quantize = q8_quantize_row;
+    bool avx512_epilogue = false;
+    if (isa == Isa::kAvx512Bf16) {
+        panel = q8_panel_avx512vnni;
+        quantize = q8_quantize_row_avx512;
+        avx512_epilogue = true;
+    } else if (isa == Isa::kAvx512) {  // no VNNI guaranteed: the AVX2 kernel
+        panel = q8_panel_avx2;
+        quantize = q8_quantize_row_avx2;
+        avx512_epilogue = true;
+    } else if (isa == Isa::kAvx2) {
+        panel = q8_panel_avx2;
+        quantize = q8_quantize_row_avx2;
+    }
+    const int rows = m1 - m0;
+    const int kb = w->k_blocks;
+    const std::ptrdiff_t lda_q = std::ptrdiff_t(kb) * w->block;
+    auto* qa = static_cast<std::int8_t*>(
+        thread_scratch(kScratchA, std::size_t(rows) * std::size_t(lda_q)));
+    auto* da = static_cast<float*>(
+        thread_scratch(kScratchB, sizeof(float) * std::size_t(rows) * std::size_t(kb)));
+    auto* sa = static_cast<std::int32_t*>(
+        thread_scratch(kScratchB2, sizeof(std::int32_t) * std::size_t(rows) * std::size_t(kb)));
+    for (int r = 0; r < rows; ++r)
+        quantize(p.a + std::ptrdiff_t(m0 + r) * p.lda, p.k, w->block, qa + r * lda_q,
+                 da + std::ptrdiff_t(r) * kb, sa + std::ptrdiff_t(r) * kb);
+    auto* acc = static_cast<float*>(
+        thread_scratch(kScratchC, sizeof(float) * std::size_t(rows) * kQ8Panel));
+    float* acc2 = w2 == nullptr ? nullptr
+                                : static_cast<float*>(thread_scratch(
+                                      kScratchC2, sizeof(float) * std::size_t(rows) * kQ8Panel));
+    Q8PanelArgs args{.w = w, .rows = rows, .qa = qa, .lda_q = lda_q, .da = da, .sa = sa};
+    for (int j0 = n0; j0 < n1;) {
+        const int panel_index = j0 / kQ8Panel;
+        const int j1 = std::min(n1, (panel_index + 1) * kQ8Panel);
+        args.w = w;
+        args.panel = panel_index;
+        args.acc = acc;
+        panel(args);
+        if (w2 != nullptr) {
+            args.w = w2;
+            args.acc = acc2;
+            panel(args);
+        }
+        // acc is indexed from column panel_index·16; the epilogue wants it from j0.
+        const int off = j0 - panel_index * kQ8Panel;
+        if (avx512_epilogue)
+            gemm_epilogue_avx512(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel, m0,
+                                 m1, j0, j1);
+        else
+            gemm_epilogue(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel, m0, m1,
+                          j0, j1);
+        j0 = j1;
+    }
+}
+
+}  // namespace detail
+}  // namespace qvl::kernels

@@ -1,0 +1,72 @@
+// Int8 weights for GEMM/GEMV: symmetric int8 with one f32 scale per block of `block` values
+// along k, quantized at load from bf16/f32 checkpoint matrices; activations quantized on the fly
+// the same way (per row, per block). The product of one block is exact in int32.
+//
+// Formula (the spec, kernels/ref/gemm_q8_ref.cpp): for a row x of length k, block b covers
+// columns [b·block, (b+1)·block) (zero-padded past k); amax = max |x| over the block, d = amax/127
+// (0 for an all-zero block) and q = nearbyint(x · (127/amax)) in [-127, 127]. Then
+//   c[i][j] = act(Σ_b d_a[i][b] · d_w[j][b] · Σ_{kk in b} q_a[i][kk] · q_w[j][kk] + bias[j]) + res
+// and the gated form silu(gate)·up, as in kernels/gemm.h (the same GemmArgs / GemmGatedArgs with
+// w_type = WeightType::kQ8 and w = const Q8Matrix*; ldw is unused).
+//
+// Every tier (scalar, AVX2, AVX-512 VNNI) quantizes activations bit-identically to the reference
+// and sums the blocks of one output element in the same order with the same f32 operations
+// (t = float(isum)·d_w; acc = fma(t, d_a, acc)), so tiers agree bit for bit and a row's result
+// depends only on that row: never on m, on which rows share a call, or on the thread split.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/isa.h"
+#include "kernels/types.h"
+
+namespace qvl::kernels {
+
+// Output columns are stored in panels of 16; inside a panel, k runs in groups of 4 bytes per
+// column (the VNNI dot-product layout): byte (((panel·k_blocks + b)·block/4 + g)·16 + col)·4 + t
+// holds w[panel·16 + col][b·block + 4g + t]. Scales: scales[(panel·k_blocks + b)·16 + col].
+// Columns past rows and k past cols are zero (scale 0).
+inline constexpr int kQ8Panel = 16;
+
+struct Q8Matrix {
+    int rows = 0, cols = 0;  // n (outputs) and k (inputs), as the source matrix
+    int block = 0;           // values per scale along k: 32, 64 or 128
+    int k_blocks = 0;        // ceil(cols / block)
+    int panels = 0;          // ceil(rows / 16)
+    const std::int8_t* q = nullptr;
+    const float* scales = nullptr;
+};
+
+// True for the supported block sizes.
+bool q8_block_ok(int block);
+// Bytes of int8 data and of scales for a rows x cols matrix (each a multiple of 64).
+std::size_t q8_data_bytes(int rows, int cols, int block);
+std::size_t q8_scale_bytes(int rows, int cols, int block);
+// Describes a matrix over caller-provided storage (q: q8_data_bytes, scales: q8_scale_bytes;
+// any alignment, 64 bytes is best). Fills nothing.
+Q8Matrix q8_describe(int rows, int cols, int block, std::int8_t* q, float* scales);
+// Quantizes panels [panel0, panel1) of w ([rows, cols], row stride ldw, bf16 or f32) into m's
+// storage. Panels are independent, so callers may run disjoint ranges on different threads. The
+// result is the same on every ISA (isa only picks the row quantizer's speed).
+void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
+                        int panel0, int panel1, Isa isa = Isa::kScalar);
+// One weight of a quantized matrix and its block scale (for tests and the reference).
+std::int8_t q8_weight(const Q8Matrix& m, int row, int col);
+float q8_scale(const Q8Matrix& m, int row, int block_index);
+
+// Quantizes one activation row x[0, k) into q[0, k_blocks·block) (zero padded), d[k_blocks]
+// and sums[k_blocks] (Σ q over each block; the VNNI tier needs it for its +128 offset).
+void q8_quantize_row(const float* x, int k, int block, std::int8_t* q, float* d,
+                     std::int32_t* sums);
+
+struct GemmArgs;
+struct GemmGatedArgs;
+namespace ref {
+// The specification: activations quantized with q8_quantize_row, block products in int, the
+// scaled block sums and the epilogue in double.
+void gemm_q8(const GemmArgs&);
+void gemm_gated_q8(const GemmGatedArgs&);
+}  // namespace ref
+
+}  // namespace qvl::kernels

@@ -1,0 +1,42 @@
+// Internal plumbing of the int8-weight GEMM (kernels/gemm_q8.h): one driver (gemm_q8.cpp) that
+// quantizes a tile's activation rows and runs a per-ISA panel kernel, then the shared epilogue.
+// Not for use outside kernels/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gemm_internal.h"
+#include "kernels/gemm_q8.h"
+
+namespace qvl::kernels::detail {
+
+// One 16-column panel of w against `rows` quantized activation rows: acc[r·16 + col] =
+// Σ_b fma-chain of float(isum)·d_w then ·d_a (kernels/gemm_q8.h), in block order.
+struct Q8PanelArgs {
+    const Q8Matrix* w = nullptr;
+    int panel = 0;
+    int rows = 0;
+    const std::int8_t* qa = nullptr;  // rows x (k_blocks·block), row stride lda_q bytes
+    std::ptrdiff_t lda_q = 0;
+    const float* da = nullptr;         // rows x k_blocks
+    const std::int32_t* sa = nullptr;  // rows x k_blocks (Σ q per block)
+    float* acc = nullptr;              // rows x 16
+};
+using Q8PanelFn = void (*)(const Q8PanelArgs&);
+using Q8QuantizeRowFn = void (*)(const float* x, int k, int block, std::int8_t* q, float* d,
+                                 std::int32_t* sums);
+
+void q8_panel_scalar(const Q8PanelArgs& a);
+void q8_panel_avx2(const Q8PanelArgs& a);
+void q8_quantize_row_avx2(const float* x, int k, int block, std::int8_t* q, float* d,
+                          std::int32_t* sums);
+void q8_panel_avx512vnni(const Q8PanelArgs& a);
+void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, float* d,
+                            std::int32_t* sums);
+
+// Rows [m0, m1) x columns [n0, n1) of a kQ8 problem, epilogue included (the hook that
+// run_problem_task calls for w_type == kQ8).
+void gemm_q8_tile(const GemmProblem& p, int m0, int m1, int n0, int n1, Isa isa);
+
+}  // namespace qvl::kernels::detail

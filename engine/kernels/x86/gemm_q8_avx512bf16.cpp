@@ -1,0 +1,124 @@
+// Int8-weight GEMM panel kernel on AVX-512 VNNI (vpdpbusd), in the avx512bf16 tier (its flags
+// include VNNI). vpdpbusd multiplies unsigned by signed bytes: the weights are flipped to
+// w + 128 on load (one xor) and each block's int sum is corrected by 128 · Σ q_a, which the
+// activation quantizer provides. Integer sums are exact, so splitting them over two accumulators
+// changes nothing; the f32 block chain is the one in kernels/gemm_q8.h.
+// GCC 12 reports the undefined lanes inside _mm512_reduce_* and friends as (maybe-)
+// uninitialised; they are not read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/gemm_q8_internal.h"
+
+namespace qvl::kernels::detail {
+namespace {
+
+std::int32_t load_i32(const std::int8_t* p) {
+    std::int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+template <int R>
+void panel_rows(const Q8PanelArgs& a, int r0) {
+    const Q8Matrix& w = *a.w;
+    const std::ptrdiff_t block_bytes = std::ptrdiff_t(w.block) * kQ8Panel;
+    const std::int8_t* wq = w.q + std::ptrdiff_t(a.panel) * w.k_blocks * block_bytes;
+    const float* ws = w.scales + std::ptrdiff_t(a.panel) * w.k_blocks * kQ8Panel;
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const int groups = w.block / 4;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int b = 0; b < w.k_blocks; ++b) {
+        const std::int8_t* blk = wq + b * block_bytes;
+        __m512i s0[R], s1[R];
+        for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm512_setzero_si512();
+        for (int g = 0; g < groups; g += 2) {
+            const __m512i w0 = _mm512_xor_si512(_mm512_loadu_si512(blk + g * 64), flip);
+            const __m512i w1 = _mm512_xor_si512(_mm512_loadu_si512(blk + (g + 1) * 64), flip);
+            for (int r = 0; r < R; ++r) {
+                const std::int8_t* x = a.qa + (r0 + r) * a.lda_q + b * w.block + g * 4;
+                s0[r] = _mm512_dpbusd_epi32(s0[r], w0, _mm512_set1_epi32(load_i32(x)));
+                s1[r] = _mm512_dpbusd_epi32(s1[r], w1, _mm512_set1_epi32(load_i32(x + 4)));
+            }
+        }
+        const __m512 dw = _mm512_loadu_ps(ws + b * kQ8Panel);
+        for (int r = 0; r < R; ++r) {
+            const std::ptrdiff_t rb = std::ptrdiff_t(r0 + r) * w.k_blocks + b;
+            const __m512i isum =
+                _mm512_sub_epi32(_mm512_add_epi32(s0[r], s1[r]), _mm512_set1_epi32(128 * a.sa[rb]));
+            const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), dw);
+            acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(a.da[rb]), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(a.acc + (r0 + r) * kQ8Panel, acc[r]);
+}
+
+}  // namespace
+
+void q8_panel_avx512vnni(const Q8PanelArgs& a) {
+    int r = 0;
+    for (; r + 8 <= a.rows; r += 8) panel_rows<8>(a, r);
+    switch (a.rows - r) {
+        case 7:
+            return panel_rows<7>(a, r);
+        case 6:
+            return panel_rows<6>(a, r);
+        case 5:
+            return panel_rows<5>(a, r);
+        case 4:
+            return panel_rows<4>(a, r);
+        case 3:
+            return panel_rows<3>(a, r);
+        case 2:
+            return panel_rows<2>(a, r);
+        case 1:
+            return panel_rows<1>(a, r);
+        default:
+            return;
+    }
+}
+
+void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, float* d,
+                            std::int32_t* sums) {
+    const int kb = (k + block - 1) / block;
+    const int vecs = block / 16;
+    const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    for (int b = 0; b < kb; ++b) {
+        const int k0 = b * block;
+        __m512 v[8];
+        __m512 amax = _mm512_setzero_ps();
+        for (int i = 0; i < vecs; ++i) {
+            const int left = std::clamp(k - (k0 + i * 16), 0, 16);
+            const __mmask16 m = __mmask16((1u << left) - 1u);
+            v[i] = _mm512_maskz_loadu_ps(m, left > 0 ? x + k0 + i * 16 : x);
+            amax = _mm512_max_ps(amax, _mm512_and_ps(v[i], abs_mask));
+        }
+        const float am = _mm512_reduce_max_ps(amax);
+        if (!(am > 0.0f)) {
+            std::memset(q + k0, 0, std::size_t(block));
+            d[b] = 0.0f;
+            sums[b] = 0;
+            continue;
+        }
+        const __m512 inv = _mm512_set1_ps(127.0f / am);
+        const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+        __m512i total = _mm512_setzero_si512();
+        for (int i = 0; i < vecs; ++i) {
+            __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(v[i], inv));  // nearest even
+            qi = _mm512_min_epi32(_mm512_max_epi32(qi, lo), hi);
+            total = _mm512_add_epi32(total, qi);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0 + i * 16), _mm512_cvtepi32_epi8(qi));
+        }
+        d[b] = am / 127.0f;
+        sums[b] = _mm512_reduce_add_epi32(total);
+    }
+}
+
+}  // namespace qvl::kernels::detail
