@@ -18,8 +18,7 @@ void VisionInputTables::reserve(const VisionConfig& cfg, int max_patches) {
 }
 
 VisionGraphInputs VisionInputTables::prepare(const VisionConfig& cfg, const VisionWeights& w,
-                                             int grid_t, int grid_h, int grid_w,
-                                             kernels::Isa isa) {
+                                             int grid_t, int grid_h, int grid_w, kernels::Isa isa) {
     const int m = cfg.spatial_merge_size;
     const int n = grid_t * grid_h * grid_w;
     QVL_CHECK(n <= max_patches_ && grid_h % m == 0 && grid_w % m == 0,

@@ -29,7 +29,11 @@ base::Result<PreparedPrompt> prepare_chat_prompt(const model::Model& model,
         for (const text::ChatPart& part : m.parts) {
             if (part.kind != text::ChatPart::Kind::kImage) continue;
             base::Timer t;
-            QVL_ASSIGN_OR_RETURN(io::Image img, io::load_image(part.image_path, limits));
+            QVL_ASSIGN_OR_RETURN(io::Image img,
+                                 part.image_bytes.empty()
+                                     ? io::load_image(part.image_path, limits)
+                                     : io::decode_image(std::as_bytes(std::span(part.image_bytes)),
+                                                        limits, part.image_path));
             out.image_decode_ms += t.elapsed_ms();
             t.reset();
             base::Result<image::PreprocessedImage> pre = image::preprocess_image(img, preprocess);
