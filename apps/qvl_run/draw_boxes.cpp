@@ -17,7 +17,8 @@ constexpr std::array<std::array<std::uint8_t, 3>, 8> kPalette = {{{230, 25, 75},
                                                                   {240, 50, 230},
                                                                   {255, 225, 25}}};
 
-void fill_rect(io::Image* im, int x0, int y0, int x1, int y1, const std::array<std::uint8_t, 3>& c) {
+void fill_rect(io::Image* im, int x0, int y0, int x1, int y1,
+               const std::array<std::uint8_t, 3>& c) {
     x0 = std::max(x0, 0);
     y0 = std::max(y0, 0);
     x1 = std::min(x1, im->width);
@@ -48,7 +49,8 @@ void draw_grounding(const std::vector<GroundingItem>& items, int image_index, io
             const int r = 3 * width, cx = it.point_px[0], cy = it.point_px[1];
             for (int dy = -r; dy <= r; ++dy) {
                 for (int dx = -r; dx <= r; ++dx) {
-                    if (dx * dx + dy * dy <= r * r) fill_rect(image, cx + dx, cy + dy, cx + dx + 1, cy + dy + 1, c);
+                    if (dx * dx + dy * dy <= r * r)
+                        fill_rect(image, cx + dx, cy + dy, cx + dx + 1, cy + dy + 1, c);
                 }
             }
         }

@@ -22,6 +22,7 @@
 #include "base/version.h"
 #include "chat_mode.h"
 #include "draw_boxes.h"
+#include "dry_run.h"
 #include "exit_codes.h"
 #include "grounding.h"
 #include "io/json.h"
@@ -189,6 +190,7 @@ int run(const RunOptions& o) {
             {rows, std::int64_t(im.pixel_values.size()) / std::max<std::int64_t>(rows, 1)});
         if (!err.empty()) return fail(kExitOther, err);
     }
+    if (o.dry_run) return run_dry(o, m, prompt);
     if (std::int64_t(prompt.ids.size()) + o.n_predict > o.ctx_size) {
         return fail(kExitResource,
                     fmt::format("prompt of {} tokens plus -n {} does not fit the context of {} "

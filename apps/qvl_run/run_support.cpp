@@ -37,6 +37,16 @@ double peak_rss_mb() {
     return double(ru.ru_maxrss) / 1024.0;
 }
 
+double current_rss_mb() {
+    long pages_total = 0, pages_resident = 0;
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    if (f == nullptr) return 0.0;
+    const int n = std::fscanf(f, "%ld %ld", &pages_total, &pages_resident);
+    std::fclose(f);
+    if (n != 2) return 0.0;
+    return double(pages_resident) * double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
 base::Result<std::vector<std::uint8_t>> read_stdin_image() {
     const std::uint64_t limit = io::ImageLimits{}.max_file_bytes;
     std::vector<std::uint8_t> bytes;

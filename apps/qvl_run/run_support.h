@@ -21,6 +21,8 @@ int fail(int code, const base::Status& st, const char* hint = nullptr);
 int input_exit(const base::Status& st);
 
 double peak_rss_mb();
+// Resident memory now (/proc/self/statm), in MB; 0 when unreadable.
+double current_rss_mb();
 
 // Reads the image given as "-i -" from stdin (bounded like an image file).
 base::Result<std::vector<std::uint8_t>> read_stdin_image();

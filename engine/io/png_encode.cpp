@@ -25,8 +25,9 @@ struct FreeDeleter {
 base::Status write_png(const std::filesystem::path& path, const Image& image) {
     if (image.width < 1 || image.height < 1 ||
         image.rgb.size() != std::size_t(image.width) * image.height * 3) {
-        return base::error(ErrorCode::kInvalidArgument, "{}: cannot write a {}x{} image of {} bytes",
-                           path.string(), image.width, image.height, image.rgb.size());
+        return base::error(ErrorCode::kInvalidArgument,
+                           "{}: cannot write a {}x{} image of {} bytes", path.string(), image.width,
+                           image.height, image.rgb.size());
     }
     std::unique_ptr<spng_ctx, CtxDeleter> ctx(spng_ctx_new(SPNG_CTX_ENCODER));
     if (!ctx) return base::error(ErrorCode::kResourceExhausted, "png encoder: out of memory");

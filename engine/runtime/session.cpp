@@ -22,8 +22,6 @@ using base::ErrorCode;
 
 namespace {
 
-// Longest prefill chunk: bounds the activation arena independently of the context size.
-constexpr int kPrefillChunk = 512;
 // Headroom for the graph's node and tensor tables (the 2B model's largest graph has ~450 nodes).
 constexpr std::size_t kGraphReserve = 4096;
 
@@ -90,7 +88,7 @@ base::Status Session::reserve() {
     max_image_tokens_ = options_.max_image_tokens > 0 ? options_.max_image_tokens
                                                       : default_max_image_tokens(*model_);
     max_patches_ = max_image_tokens_ * merge_rows;
-    chunk_ = std::min(kPrefillChunk, options_.ctx_size);
+    chunk_ = std::min(kMaxPrefillChunk, options_.ctx_size);
 
     // What the session will hold besides the activation arena (planned below): KV arena,
     // visual features, vision scratch. Checked before anything is allocated, so a hostile

@@ -36,6 +36,9 @@ namespace qvl::runtime {
 // AVX512_BF16, else kF32.
 enum class Precision { kAuto, kF32, kBF16, kBF16All };
 
+// Longest prefill chunk: bounds the activation arena independently of the context size.
+inline constexpr int kMaxPrefillChunk = 512;
+
 struct SessionOptions {
     int threads = 0;      // 0: one per physical core
     int ctx_size = 4096;  // KV arena, in tokens

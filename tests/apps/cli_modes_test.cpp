@@ -1,13 +1,13 @@
 // qvl-run's stage-two modes as a user drives them: chat on stdin (--interactive), images from
 // stdin and file:// URLs, --draw-boxes. Each runs the real binary on the tiny checkpoint.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 #include "io/image.h"
@@ -75,8 +75,8 @@ void write(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios:
 
 TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
     testing::ScratchDir dir;
-    const std::vector<std::string> common = {"-m", kTiny.string(), "-n", "6", "--temp", "0",
-                                             "-s", "Be brief."};
+    const std::vector<std::string> common = {"-m", kTiny.string(), "-n",       "6", "--temp",
+                                             "0",  "-s",           "Be brief."};
     write(dir.path() / "turns.txt",
           "/image " + kPng.string() + "\nWhat is this?\n/bogus\n\nAnd the colour?\n");
     const QvlRun chat = run_qvl(common, (dir.path() / "turns.txt").string());
@@ -84,12 +84,13 @@ TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
 
     // Turn 1 alone, then turn 1 + answer + turn 2, through --messages.
     const std::string sys = "{\"role\": \"system\", \"content\": \"Be brief.\"}";
-    const std::string user1 = "{\"role\": \"user\", \"content\": [{\"type\": \"image\", "
-                              "\"image\": \"" + kPng.string() +
-                              "\"}, {\"type\": \"text\", \"text\": \"What is this?\"}]}";
+    const std::string user1 =
+        "{\"role\": \"user\", \"content\": [{\"type\": \"image\", "
+        "\"image\": \"" +
+        kPng.string() + "\"}, {\"type\": \"text\", \"text\": \"What is this?\"}]}";
     write(dir.path() / "one.json", "[" + sys + ", " + user1 + "]");
     const QvlRun one = run_qvl({"-m", kTiny.string(), "-n", "6", "--temp", "0", "--json",
-                             "--messages", (dir.path() / "one.json").string()});
+                                "--messages", (dir.path() / "one.json").string()});
     ASSERT_EQ(one.exit_code, 0);
     const std::string answer1 = json_text(one.out);
     write(dir.path() / "two.json", "[" + sys + ", " + user1 +
@@ -97,7 +98,7 @@ TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
                                        "\"}, {\"role\": \"user\", \"content\": \"And the "
                                        "colour?\"}]");
     const QvlRun two = run_qvl({"-m", kTiny.string(), "-n", "6", "--temp", "0", "--json",
-                             "--messages", (dir.path() / "two.json").string()});
+                                "--messages", (dir.path() / "two.json").string()});
     ASSERT_EQ(two.exit_code, 0);
     EXPECT_EQ(chat.out, answer1 + "\n\n" + json_text(two.out) + "\n\n");
 }
@@ -105,9 +106,8 @@ TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
 TEST(CliModes, ClearStartsOverAndExitStops) {
     testing::ScratchDir dir;
     write(dir.path() / "turns.txt", "Hello\n/clear\nHello\n/exit\nnever asked\n");
-    const QvlRun chat =
-        run_qvl({"-m", kTiny.string(), "-n", "4", "--temp", "0", "--interactive"},
-                (dir.path() / "turns.txt").string());
+    const QvlRun chat = run_qvl({"-m", kTiny.string(), "-n", "4", "--temp", "0", "--interactive"},
+                                (dir.path() / "turns.txt").string());
     ASSERT_EQ(chat.exit_code, 0);
     const std::size_t half = chat.out.size() / 2;
     ASSERT_GT(half, 2u);
@@ -115,8 +115,8 @@ TEST(CliModes, ClearStartsOverAndExitStops) {
 }
 
 TEST(CliModes, ImageFromStdinAndFileUrlMatchThePath) {
-    const std::vector<std::string> common = {"-m", kTiny.string(), "-p", "Describe.", "-n", "4",
-                                             "--temp", "0", "--json"};
+    const std::vector<std::string> common = {"-m", kTiny.string(), "-p", "Describe.", "-n",
+                                             "4",  "--temp",       "0",  "--json"};
     auto with = [&](const std::string& image, const std::string& in = "") {
         std::vector<std::string> args = common;
         args.insert(args.end(), {"-i", image});
@@ -139,7 +139,7 @@ TEST(CliModes, DrawBoxesWritesThePictureEvenWithoutBoxes) {
     testing::ScratchDir dir;
     const fs::path out = dir.path() / "boxes.png";
     const QvlRun r = run_qvl({"-m", kTiny.string(), "-i", kPng.string(), "-p", "Where is it?", "-n",
-                           "2", "--temp", "0", "--draw-boxes", out.string()});
+                              "2", "--temp", "0", "--draw-boxes", out.string()});
     ASSERT_EQ(r.exit_code, 0);
     base::Result<io::Image> drawn = io::load_image(out, io::ImageLimits{});
     base::Result<io::Image> input = io::load_image(kPng, io::ImageLimits{});
@@ -148,6 +148,39 @@ TEST(CliModes, DrawBoxesWritesThePictureEvenWithoutBoxes) {
     EXPECT_EQ(drawn.value().rgb, input.value().rgb);  // the random model draws no boxes
     EXPECT_EQ(run_qvl({"-m", kTiny.string(), "-p", "x", "--draw-boxes", out.string()}).exit_code,
               2);
+}
+
+double json_number(const std::string& report, const std::string& key) {
+    const std::size_t at = report.find("\"" + key + "\": ");
+    if (at == std::string::npos) return -1.0;
+    return std::stod(report.substr(at + key.size() + 4));
+}
+
+TEST(CliModes, DryRunPredictsMemoryWithoutRunning) {
+    const std::vector<std::string> args = {"-m",        kTiny.string(), "-i", kPng.string(), "-p",
+                                           "Describe.", "-n",           "8",  "--temp",      "0",
+                                           "--json"};
+    std::vector<std::string> dry = args;
+    dry.push_back("--dry-run");
+    const QvlRun estimate = run_qvl(dry);
+    ASSERT_EQ(estimate.exit_code, 0) << estimate.out;
+    for (const char* key : {"\"memory_mb\"", "\"weights\"", "\"kv\"", "\"activations\"",
+                            "\"estimate_ms\"", "\"vision\"", "\"prefill\"", "\"ttft\"",
+                            "\"decode_per_token\"", "\"fits\": true", "\"tokens\": 6"}) {
+        EXPECT_NE(estimate.out.find(key), std::string::npos) << key << " in " << estimate.out;
+    }
+    EXPECT_EQ(estimate.out.find("\"text\""), std::string::npos);  // nothing was generated
+    const QvlRun real = run_qvl(args);
+    ASSERT_EQ(real.exit_code, 0);
+    const double predicted = json_number(estimate.out, "total");
+    const double measured = json_number(real.out, "peak_rss_mb");
+    ASSERT_GT(measured, 0.0) << real.out;
+    EXPECT_NEAR(predicted, measured, 0.15 * measured) << estimate.out;
+    // A run that cannot fit says so, with the resource exit code.
+    const QvlRun too_big = run_qvl({"-m", kTiny.string(), "-i", kPng.string(), "-p", "Describe.",
+                                    "-n", "100", "-c", "64", "--json", "--dry-run"});
+    EXPECT_EQ(too_big.exit_code, 5);
+    EXPECT_NE(too_big.out.find("\"fits\": false"), std::string::npos) << too_big.out;
 }
 
 }  // namespace

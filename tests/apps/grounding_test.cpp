@@ -50,14 +50,13 @@ TEST(Grounding, TruncatedAndMalformedObjectsAreSkipped) {
     EXPECT_EQ(items[0].label, "ok");
     EXPECT_EQ(items[0].point_px, (std::vector<int>{10, 10}));
     EXPECT_TRUE(find_grounding("no boxes {here} or } there {", k1000x500).empty());
-    EXPECT_TRUE(find_grounding("{\"label\": \"a { brace\", \"bbox_2d\": [1,2,3,4]", k1000x500)
-                    .empty());
+    EXPECT_TRUE(
+        find_grounding("{\"label\": \"a { brace\", \"bbox_2d\": [1,2,3,4]", k1000x500).empty());
 }
 
 TEST(Grounding, BracesInsideStringsDoNotSplitObjects) {
-    const auto items =
-        find_grounding("{\"label\": \"sign {\\\"OPEN\\\"}\", \"bbox_2d\": [0, 0, 500, 500]}",
-                       k1000x500);
+    const auto items = find_grounding(
+        "{\"label\": \"sign {\\\"OPEN\\\"}\", \"bbox_2d\": [0, 0, 500, 500]}", k1000x500);
     ASSERT_EQ(items.size(), 1u);
     EXPECT_EQ(items[0].label, "sign {\"OPEN\"}");
 }
