@@ -16,6 +16,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_q8.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #include "shapes.h"
 
 namespace qvl::bench {
@@ -109,18 +110,19 @@ void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa) {
     for (auto _ : state) {
         const std::size_t i = iter++ % f.w.size();
         if (s->gated) {
-            const kernels::GemmGatedArgs g{.m = m,
-                                           .n = s->n,
-                                           .k = s->k,
-                                           .a = f.a.data(),
-                                           .lda = s->k,
-                                           .w_gate = &f.w[i]->m,
-                                           .w_up = &f.w2[i]->m,
-                                           .w_type = kernels::WeightType::kQ8,
-                                           .c = f.c.data(),
-                                           .ldc = s->n};
-            const int nt = kernels::gemm_gated_num_tasks(g, kThreads);
-            pool.parallel_for(nt, [&](int t) { kernels::gemm_gated_run_task(g, t, nt, isa); });
+            const kernels::GemmArgs g{.m = m,
+                                      .n = s->n,
+                                      .k = s->k,
+                                      .a = f.a.data(),
+                                      .lda = s->k,
+                                      .w = &f.w[i]->m,
+                                      .w_up = &f.w2[i]->m,
+                                      .w_type = kernels::WeightType::kQ8,
+                                      .c = f.c.data(),
+                                      .ldc = s->n};
+            const int nt = kernels::gemm_num_tasks(g, kThreads);
+            const kernels::KernelTable& table = kernels::kernels_for(isa);
+            pool.parallel_for(nt, [&](int t) { table.gemm_task(g, t, nt); });
         } else {
             const kernels::GemmArgs g{.m = m,
                                       .n = s->n,
@@ -134,7 +136,8 @@ void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa) {
                                       .c = f.c.data(),
                                       .ldc = s->n};
             const int nt = kernels::gemm_num_tasks(g, kThreads);
-            pool.parallel_for(nt, [&](int t) { kernels::gemm_run_task(g, t, nt, isa); });
+            const kernels::KernelTable& table = kernels::kernels_for(isa);
+            pool.parallel_for(nt, [&](int t) { table.gemm_task(g, t, nt); });
         }
         benchmark::ClobberMemory();
     }

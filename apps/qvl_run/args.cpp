@@ -26,7 +26,9 @@ struct UsageError {
 const char* const kUsage =
     "Usage: qvl-run -m MODEL_DIR [-i IMAGE]... [-p PROMPT | -f PROMPT_FILE] [options]\n"
     "       qvl-run -m MODEL_DIR --messages FILE [options]\n"
-    "       qvl-run -m MODEL_DIR --batch FILE.jsonl [--parallel N] [-o OUT.jsonl] [options]\n";
+    "       qvl-run -m MODEL_DIR --batch FILE.jsonl [--parallel N] [-o OUT.jsonl] [options]\n"
+
+    "       qvl-run -m MODEL_DIR --interactive [-i IMAGE]... [-s SYSTEM] [options]\n";
 
 const char* const kDescription =
     "Answers a prompt about images with a Qwen3-VL model (a Hugging Face folder).\n"
@@ -58,6 +60,7 @@ struct Flags {
     CLI::Option* batch = nullptr;
     CLI::Option* output = nullptr;
     CLI::Option* parallel = nullptr;
+    CLI::Option* interactive = nullptr;
 };
 
 const char* const kFooter =
@@ -77,7 +80,8 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
     f.model = app.add_option("-m,--model", o->model_dir, "Hugging Face model folder")
                   ->type_name("DIR")
                   ->group(in);
-    app.add_option("-i,--image", o->images, "JPEG or PNG image; repeatable, in order")
+    app.add_option("-i,--image", o->images,
+                   "JPEG or PNG image (- = stdin, file://PATH); repeatable, in order")
         ->type_name("FILE")
         ->allow_extra_args(false)
         ->group(in);
@@ -102,6 +106,9 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
                                 "--batch: conversations decoded at once (default 1)")
                      ->type_name("N")
                      ->group(in);
+    f.interactive = app.add_flag("--interactive", o->interactive,
+                                 "Chat on stdin: one turn per line; /image PATH, /clear, /exit")
+                        ->group(in);
 
     const std::string gen = "Generation";
     app.add_option("-n,--n-predict", t->n_predict, "Maximum new tokens (default 128)")
@@ -168,6 +175,13 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
                               "--batch: write result lines to FILE (default stdout)")
                    ->type_name("FILE")
                    ->group(out);
+    app.add_option("--draw-boxes", o->draw_boxes,
+                   "Draw the answer's grounding boxes on the first image (PNG)")
+        ->type_name("OUT.png")
+        ->group(out);
+    app.add_flag("--dry-run", o->dry_run,
+                 "Report images, tokens, memory and time estimates; run nothing")
+        ->group(out);
     f.verbose = app.add_flag("-v,--verbose", *verbose_count, "More progress on stderr")->group(out);
     f.quiet = app.add_flag("-q,--quiet", *quiet_count, "Errors only on stderr")->group(out);
     app.add_flag("--version", o->version, "Print the version and the ISA in use, then exit")
@@ -371,7 +385,8 @@ std::optional<UsageError> check_batch(const Flags& f, const RunOptions* o) {
 }
 
 // Conflicts and requirements between flags (after numbers are converted).
-std::optional<UsageError> check_combinations(const Flags& f, RunOptions* o) {
+std::optional<UsageError> check_combinations(const Flags& f, RunOptions* o,
+                                             bool stdin_is_terminal) {
     if (f.verbose->count() > 0 && f.quiet->count() > 0) {
         return UsageError{"-v/--verbose and -q/--quiet exclude each other", {}};
     }
@@ -391,8 +406,10 @@ std::optional<UsageError> check_combinations(const Flags& f, RunOptions* o) {
     if (o->prompt_given) sources.emplace_back("-p");
     if (f.prompt_file->count() > 0) sources.emplace_back("-f");
     if (f.messages->count() > 0) sources.emplace_back("--messages");
-    if (sources.empty()) {
-        return UsageError{"no prompt: give -p TEXT, -f FILE or --messages FILE", {}};
+    if (sources.empty() && !o->interactive && !stdin_is_terminal) o->interactive = true;
+    if (sources.empty() && !o->interactive) {
+        return UsageError{"no prompt: give -p TEXT, -f FILE or --messages FILE",
+                          "or chat with --interactive"};
     }
     if (sources.size() > 1) {
         return UsageError{fmt::format("{} exclude each other: give one prompt source",
@@ -415,8 +432,32 @@ std::optional<UsageError> check_combinations(const Flags& f, RunOptions* o) {
                               "write the chat template yourself or drop --raw"};
         }
     }
-    for (const std::string& image : o->images) {
+    int from_stdin = 0;
+    for (std::string& image : o->images) {
+        if (image.rfind("file://", 0) == 0) image.erase(0, 7);  // a local file URL is its path
         if (image.empty()) return UsageError{"-i/--image: empty path", {}};
+        from_stdin += image == "-";
+    }
+    if (from_stdin > 1) return UsageError{"-i -: stdin holds one image; give it once", {}};
+    if (o->interactive) {
+        if (f.messages->count() > 0 || f.prompt_file->count() > 0 || o->raw) {
+            return UsageError{
+                "--interactive reads the turns from stdin: no -f, --messages or --raw", {}};
+        }
+        if (from_stdin > 0) {
+            return UsageError{"-i - reads stdin, which --interactive needs for the turns",
+                              "save the image to a file and give its path"};
+        }
+        if (o->json || o->tokenize || o->dry_run || !o->draw_boxes.empty() ||
+            !o->dump_pixels.empty() || !o->dump_vision.empty() || !o->dump_logits.empty()) {
+            return UsageError{
+                "--interactive streams its answers: no --json, --tokenize, "
+                "--dry-run, --draw-boxes or --dump-*",
+                {}};
+        }
+    }
+    if (!o->draw_boxes.empty() && o->images.empty() && f.messages->count() == 0) {
+        return UsageError{"--draw-boxes needs an image (-i)", {}};
     }
     if (o->image_min_tokens && o->image_max_tokens && *o->image_min_tokens > *o->image_max_tokens) {
         return UsageError{fmt::format("--image-min-tokens {} is above --image-max-tokens {}",
@@ -471,7 +512,7 @@ std::string usage_text() {
 }
 
 ParseOutcome parse_args(int argc, const char* const* argv, RunOptions* options, std::FILE* out,
-                        std::FILE* err) {
+                        std::FILE* err, bool stdin_is_terminal) {
     try {
         CLI::App app;
         NumberTexts texts;
@@ -489,7 +530,9 @@ ParseOutcome parse_args(int argc, const char* const* argv, RunOptions* options, 
         }
         std::optional<UsageError> error = check_leftovers(app);
         if (!error) error = convert_numbers(app, texts, options);
-        if (!error && !options->version) error = check_combinations(flags, options);
+        if (!error && !options->version) {
+            error = check_combinations(flags, options, stdin_is_terminal);
+        }
         if (error) {
             print_error(err, *error);
             return ParseOutcome{2};

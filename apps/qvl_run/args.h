@@ -13,7 +13,8 @@ namespace qvl::app {
 
 struct RunOptions {
     std::string model_dir;            // -m, --model (required unless --help / --version)
-    std::vector<std::string> images;  // -i, --image, in the order given
+    std::vector<std::string> images;  // -i, --image, in the order given ("-" = stdin;
+                                      // "file://PATH" is already turned into PATH)
     std::string prompt;               // -p, --prompt
     bool prompt_given = false;        // -p was present (an empty prompt is still a prompt)
     std::string prompt_file;          // -f, --file
@@ -34,12 +35,15 @@ struct RunOptions {
     bool json = false;                                      // --json
     bool tokenize = false;                                  // --tokenize
     std::string dump_pixels, dump_vision, dump_logits;      // --dump-*: output .npy paths
-    int verbosity = 0;                                      // -1 quiet, 0 normal, 1 verbose
-    std::string batch_file;   // --batch: one request per JSON line (apps/qvl_run/batch.h)
-    int parallel = 1;         // --parallel, in [1, 32]: conversations at once in --batch
-    std::string output_file;  // -o, --output: --batch results (default stdout)
-    bool version = false;     // --version (the caller prints it)
-    bool help = false;        // --help (already printed)
+    std::string draw_boxes;    // --draw-boxes OUT.png: grounding boxes drawn on the first image
+    bool dry_run = false;      // --dry-run: report the cost, run nothing
+    bool interactive = false;  // --interactive, or no prompt source with stdin not a terminal
+    int verbosity = 0;         // -1 quiet, 0 normal, 1 verbose
+    std::string batch_file;    // --batch: one request per JSON line (apps/qvl_run/batch.h)
+    int parallel = 1;          // --parallel, in [1, 32]: conversations at once in --batch
+    std::string output_file;   // -o, --output: --batch results (default stdout)
+    bool version = false;      // --version (the caller prints it)
+    bool help = false;         // --help (already printed)
 
     // Penalties; unset = the repetition penalty of generation_config.json, no presence penalty.
     std::optional<float> repeat_penalty;    // --repeat-penalty, > 0 (1 = off)
@@ -53,12 +57,15 @@ struct ParseOutcome {
 };
 
 // Parses argv (argv[0] is the program name) into *options, which starts from the defaults above.
+// Without -p, -f or --messages, qvl-run chats on stdin (--interactive) when stdin is not a
+// terminal (stdin_is_terminal false), like llama.cpp's chat mode; on a terminal that is the
+// usage error "no prompt".
 // A usage error prints exactly one line "qvl-run: error: <what>" to err, optionally followed by
 // one "hint: ..." line, and returns exit_code 2. --help prints the usage to out and returns 0
 // with options->help set. --version only sets options->version and returns -1: the caller prints
 // the version and the ISA in use, then exits 0. Never throws.
 ParseOutcome parse_args(int argc, const char* const* argv, RunOptions* options, std::FILE* out,
-                        std::FILE* err);
+                        std::FILE* err, bool stdin_is_terminal = true);
 
 // The usage text --help prints.
 std::string usage_text();

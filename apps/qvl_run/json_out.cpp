@@ -60,6 +60,8 @@ std::string format_json_report(const RunReport& r) {
             im.resized_height, im.tokens);
     }
     images += "]";
+    std::string boxes;
+    if (!r.boxes_json.empty()) boxes = ", \"boxes\": " + r.boxes_json;
     return fmt::format(
         "{{\"prompt_tokens\": {}, \"tokens\": {}, \"text\": {}, \"finish_reason\": \"{}\", "
         "\"images\": {}, \"timings_ms\": {{\"load\": {:.3f}, \"image_decode\": {:.3f}, "
@@ -68,14 +70,14 @@ std::string format_json_report(const RunReport& r) {
         "\"decode_tokens_per_s\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"threads\": {}, "
         "\"weights\": \"{}\", \"sampling\": {{\"temperature\": {}, \"top_k\": {}, \"top_p\": {}, "
         "\"seed\": {}, \"repetition_penalty\": {}, \"presence_penalty\": {}, "
-        "\"frequency_penalty\": {}}}}}",
+        "\"frequency_penalty\": {}}}{}}}",
         json_int_array(p.ids), json_int_array(g.tokens), json_escape(g.text), g.finish_reason,
         images, r.load_ms, p.image_decode_ms, p.preprocess_ms, g.vision_ms, g.prefill_ms,
         g.decode_ms, p.image_decode_ms + p.preprocess_ms + g.ttft_ms, r.total_ms,
         per_s(double(p.ids.size()), g.prefill_ms), per_s(g.decoded_steps, g.decode_ms),
         r.peak_rss_mb, r.threads, r.weights, r.sampling.temperature, r.sampling.top_k,
         r.sampling.top_p, r.sampling.seed, r.sampling.repetition_penalty,
-        r.sampling.presence_penalty, r.sampling.frequency_penalty);
+        r.sampling.presence_penalty, r.sampling.frequency_penalty, boxes);
 }
 
 std::string format_timing_block(const RunReport& r) {

@@ -17,6 +17,7 @@ struct RunReport {
     int threads = 0;
     const char* weights = "bf16";  // the text decoder's weight format
     double load_ms = 0, total_ms = 0, peak_rss_mb = 0;
+    std::string boxes_json;  // grounding boxes of the answer as a JSON array; "" = none
 };
 
 std::string json_escape(std::string_view s);

@@ -2,8 +2,9 @@
 // contract (flags, output, exit codes) is stable: scripts depend on it (README, cli.md).
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -19,11 +20,17 @@
 #include "base/timer.h"
 #include "base/version.h"
 #include "batch.h"
+#include "chat_mode.h"
+#include "draw_boxes.h"
+#include "dry_run.h"
 #include "env.h"
 #include "exit_codes.h"
+#include "grounding.h"
 #include "io/json.h"
+#include "io/png_encode.h"
 #include "json_out.h"
 #include "model/model.h"
+#include "run_support.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "text/tokenizer.h"
@@ -39,64 +46,75 @@ std::atomic<bool> g_interrupted{false};
 void on_sigint(int) { g_interrupted.store(true); }
 constexpr int kExitInterrupted = 130;
 
-int fail(int code, const std::string& message, const char* hint = nullptr) {
-    std::fprintf(stderr, "qvl-run: error: %s\n", message.c_str());
-    if (hint != nullptr) std::fprintf(stderr, "hint: %s\n", hint);
-    return code;
+// The session's settings: the flags, then the QVL_* environment. One SessionOptions serves both
+// the images' preprocessing and the session, so the two agree.
+runtime::SessionOptions session_options(const RunOptions& o, const EnvOptions& env) {
+    runtime::SessionOptions so;
+    so.threads = o.threads;
+    so.ctx_size = o.ctx_size;
+    so.min_image_tokens = o.image_min_tokens.value_or(0);
+    so.max_image_tokens = o.image_max_tokens.value_or(0);
+    apply_env_options(env, &so);
+    return so;
 }
 
-int fail(int code, const base::Status& st, const char* hint = nullptr) {
-    return fail(code, st.message(), hint);
+runtime::GenerateParams generate_params(const RunOptions& o, const model::Model& m) {
+    runtime::GenerateParams gp;
+    gp.n_predict = o.n_predict;
+    gp.ignore_eos = o.ignore_eos;
+    gp.sampling = sampling_from(o, m.generation());
+    gp.stop_ids = runtime::default_stop_ids(m);
+    gp.cancel = &g_interrupted;
+    return gp;
 }
 
-// Preparing the prompt fails on its input (exit 4), an image over the decoder's pixel or file
-// size limit included, whatever its format; only running out of memory is a resource failure
-// (exit 5).
-int input_exit(const base::Status& st) {
-    return st.code() == ErrorCode::kResourceExhausted ? kExitResource : kExitInput;
+// SA_RESTART: a Ctrl-C while chat mode waits for a line must not end the read.
+void install_sigint() {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
 }
 
-double peak_rss_mb() {
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    return double(ru.ru_maxrss) / 1024.0;
+int session_error(const base::Status& st) {
+    return fail(st.code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther, st,
+                "lower -c/--ctx-size or --image-max-tokens");
 }
 
-// The conversation the flags describe: --messages, or a system turn plus one user turn with
-// the images first and then the text.
-base::Result<std::vector<text::ChatMessage>> build_messages(const RunOptions& o,
-                                                            const std::string& text) {
-    if (!o.messages_file.empty()) return text::load_messages_file(o.messages_file);
-    std::vector<text::ChatMessage> messages;
-    if (!o.system.empty()) {
-        messages.push_back(
-            {.role = "system", .parts = {{.kind = text::ChatPart::Kind::kText, .text = o.system}}});
+// Chat mode: one session for the whole chat; the turns come from stdin.
+int run_interactive(const RunOptions& o, const model::Model& m, const runtime::SessionOptions& so,
+                    const image::PreprocessConfig& pp) {
+    base::Result<std::unique_ptr<runtime::Session>> session = runtime::Session::create(m, so);
+    if (!session.ok()) return session_error(session.status());
+    install_sigint();
+    return run_chat(o, m, *session.value(), pp, generate_params(o, m), &g_interrupted);
+}
+
+// --draw-boxes: the first image, decoded again as the user gave it, with the boxes drawn.
+base::Status draw_boxes_file(const RunOptions& o, const runtime::PreparedPrompt& prompt,
+                             const std::vector<std::uint8_t>& stdin_image,
+                             const std::vector<GroundingItem>& boxes) {
+    if (prompt.infos.empty()) {
+        return base::error(ErrorCode::kInvalidArgument, "--draw-boxes: the prompt has no image");
     }
-    text::ChatMessage user{.role = "user"};
-    for (const std::string& path : o.images) {
-        user.parts.push_back({.kind = text::ChatPart::Kind::kImage, .image_path = path});
+    const std::string& path = prompt.infos[0].path;
+    base::Result<io::Image> image =
+        path == "stdin" && !stdin_image.empty()
+            ? io::decode_image(std::as_bytes(std::span(stdin_image)), io::ImageLimits{}, path)
+            : io::load_image(path, io::ImageLimits{});
+    QVL_TRY(image.status());
+    io::Image& im = image.value();
+    draw_grounding(boxes, 0, &im);
+    QVL_TRY(io::write_png(o.draw_boxes, im));
+    if (o.verbosity >= 0 && !o.json) {
+        std::fprintf(
+            stderr, "qvl-run: %zu grounding item(s) drawn into %s\n",
+            std::size_t(std::count_if(boxes.begin(), boxes.end(),
+                                      [](const GroundingItem& b) { return b.image == 0; })),
+            o.draw_boxes.c_str());
     }
-    user.parts.push_back({.kind = text::ChatPart::Kind::kText, .text = text});
-    messages.push_back(std::move(user));
-    return messages;
-}
-
-runtime::SamplingParams sampling_from(const RunOptions& o, const model::GenerationConfig& gen) {
-    runtime::SamplingParams s;
-    if (gen.do_sample) {
-        s.temperature = gen.temperature;
-        s.top_k = gen.top_k;
-        s.top_p = gen.top_p;
-    }
-    // A logits processor, not a sampling warper: Hugging Face applies it to greedy runs too.
-    s.repetition_penalty = gen.repetition_penalty;
-    if (o.temperature) s.temperature = *o.temperature;
-    if (o.top_k) s.top_k = *o.top_k;
-    if (o.top_p) s.top_p = *o.top_p;
-    if (o.repeat_penalty) s.repetition_penalty = *o.repeat_penalty;
-    if (o.presence_penalty) s.presence_penalty = *o.presence_penalty;
-    s.seed = o.seed ? *o.seed : std::random_device{}();
-    return s;
+    return base::Status();
 }
 
 int run(const RunOptions& o, const EnvOptions& env) {
@@ -118,6 +136,13 @@ int run(const RunOptions& o, const EnvOptions& env) {
                                             utf8.message()));
     }
 
+    std::vector<std::uint8_t> stdin_image;
+    if (std::find(o.images.begin(), o.images.end(), "-") != o.images.end()) {
+        base::Result<std::vector<std::uint8_t>> bytes = read_stdin_image();
+        if (!bytes.ok()) return fail(input_exit(bytes.status()), bytes.status());
+        stdin_image = std::move(bytes).value();
+    }
+
     base::Timer t;
     base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(
         o.model_dir,
@@ -130,22 +155,18 @@ int run(const RunOptions& o, const EnvOptions& env) {
     const model::Model& m = *loaded.value();
     const double load_ms = t.elapsed_ms();
 
-    // One SessionOptions for both the images' preprocessing and the session: they agree.
-    runtime::SessionOptions so;
-    so.threads = o.threads;
-    so.ctx_size = o.ctx_size;
-    so.min_image_tokens = o.image_min_tokens.value_or(0);
-    so.max_image_tokens = o.image_max_tokens.value_or(0);
-    apply_env_options(env, &so);
+    const runtime::SessionOptions so = session_options(o, env);
     image::PreprocessConfig pp = runtime::effective_preprocess(m, so);
     // Without --dump-pixels only a model whose channels need the unfused patch embedding gets
     // pixel_values (image::fused_patch_embed_possible decides); the fused one reads the pixels.
     pp.pixel_values = !o.dump_pixels.empty();
+    if (o.interactive) return run_interactive(o, m, so, pp);
     base::Result<runtime::PreparedPrompt> prepared = base::Status();
     if (o.raw) {
         prepared = runtime::prepare_raw_prompt(m, text);
     } else {
-        base::Result<std::vector<text::ChatMessage>> messages = build_messages(o, text);
+        base::Result<std::vector<text::ChatMessage>> messages =
+            build_messages(o, text, stdin_image);
         if (!messages.ok()) return fail(kExitInput, messages.status());
         prepared = runtime::prepare_chat_prompt(m, messages.value(), pp, io::ImageLimits{});
     }
@@ -172,6 +193,7 @@ int run(const RunOptions& o, const EnvOptions& env) {
             {rows, std::int64_t(im.pixel_values.size()) / std::max<std::int64_t>(rows, 1)});
         if (!err.empty()) return fail(kExitOther, err);
     }
+    if (o.dry_run) return run_dry(o, so, m, prompt);
     if (base::Status fits = runtime::check_context_fits(
             0, std::int64_t(prompt.ids.size()) + o.n_predict, o.ctx_size,
             fmt::format("the prompt of {} tokens plus -n {}", prompt.ids.size(), o.n_predict));
@@ -181,23 +203,11 @@ int run(const RunOptions& o, const EnvOptions& env) {
     }
 
     base::Result<std::unique_ptr<runtime::Session>> session = runtime::Session::create(m, so);
-    if (!session.ok()) {
-        return fail(
-            session.status().code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther,
-            session.status(), "lower -c/--ctx-size or --image-max-tokens");
-    }
+    if (!session.ok()) return session_error(session.status());
     runtime::Session& s = *session.value();
 
-    runtime::GenerateParams gp;
-    gp.n_predict = o.n_predict;
-    gp.ignore_eos = o.ignore_eos;
-    gp.sampling = sampling_from(o, m.generation());
-    gp.stop_ids = runtime::default_stop_ids(m);
-    gp.cancel = &g_interrupted;
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
+    const runtime::GenerateParams gp = generate_params(o, m);
+    install_sigint();
     runtime::GenerateHooks hooks;
     std::string dump_error;
     if (!o.json) {
@@ -234,6 +244,14 @@ int run(const RunOptions& o, const EnvOptions& env) {
         std::fprintf(stderr, "\nqvl-run: interrupted after %zu tokens\n", r.tokens.size());
         return kExitInterrupted;
     }
+    std::vector<ImageSize> sizes;
+    for (const runtime::ImageInfo& info : prompt.infos) sizes.push_back({info.width, info.height});
+    const std::vector<GroundingItem> boxes = find_grounding(r.text, sizes);
+    if (!o.draw_boxes.empty()) {
+        if (base::Status st = draw_boxes_file(o, prompt, stdin_image, boxes); !st.ok()) {
+            return fail(st.code() == ErrorCode::kIo ? kExitOther : input_exit(st), st);
+        }
+    }
 
     RunReport report{.prompt = &prompt,
                      .result = &r,
@@ -242,7 +260,8 @@ int run(const RunOptions& o, const EnvOptions& env) {
                      .weights = m.weight_format() == model::WeightFormat::kQ8 ? "q8" : "bf16",
                      .load_ms = load_ms,
                      .total_ms = total.elapsed_ms(),
-                     .peak_rss_mb = peak_rss_mb()};
+                     .peak_rss_mb = peak_rss_mb(),
+                     .boxes_json = boxes.empty() ? std::string() : grounding_json(boxes)};
     if (o.json) {
         std::printf("%s\n", format_json_report(report).c_str());
     } else {
@@ -261,7 +280,7 @@ int run(const RunOptions& o, const EnvOptions& env) {
 int main(int argc, char** argv) try {
     qvl::app::RunOptions options;
     const qvl::app::ParseOutcome outcome =
-        qvl::app::parse_args(argc, argv, &options, stdout, stderr);
+        qvl::app::parse_args(argc, argv, &options, stdout, stderr, isatty(STDIN_FILENO) != 0);
     if (outcome.exit_code >= 0) return outcome.exit_code;
     qvl::app::EnvOptions env;
     if (const int code = qvl::app::read_env_options(&env, stderr); code >= 0) return code;

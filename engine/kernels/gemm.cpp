@@ -94,7 +94,7 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
         detail::gemm_epilogue(p, zeros, zeros, 0, m0, m1, n0, n1);
         return;
     }
-    if (p.w_type == WeightType::kQ8) return detail::gemm_q8_tile(p, m0, m1, n0, n1, isa);
+    if (p.w_type == WeightType::kQ8) return detail::gemm_q8_tile(p, m0, m1, n0, n1, tiles.isa);
     const bool gemv = p.m <= detail::kGemvMaxM;
     if (gemv && p.load_a != nullptr) {
         // GEMV reads A rows many times: materialise the (at most kGemvMaxM) virtual

@@ -167,9 +167,9 @@ void q8_panel_scalar(const Q8PanelArgs& a) {
     }
 }
 
-void gemm_q8_tile(const GemmProblem& p, int m0, int m1, int n0, int n1, Isa isa) {
+void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
     const auto* w = static_cast<const Q8Matrix*>(p.w);
-    const auto* w2 = static_cast<const Q8Matrix*>(p.w2);
+    const auto* w2 = static_cast<const Q8Matrix*>(p.w_up);
     QVL_CHECK(w != nullptr && w->cols == p.k && w->rows >= n1, "gemm q8: weights do not match");
     QVL_CHECK(w2 == nullptr || (w2->cols == p.k && w2->rows >= n1 && w2->block == w->block),
               "gemm q8: up weights do not match gate");

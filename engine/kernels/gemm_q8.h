@@ -6,8 +6,8 @@
 // columns [b·block, (b+1)·block) (zero-padded past k); amax = max |x| over the block, d = amax/127
 // (0 for an all-zero block) and q = nearbyint(x · (127/amax)) in [-127, 127]. Then
 //   c[i][j] = act(Σ_b d_a[i][b] · d_w[j][b] · Σ_{kk in b} q_a[i][kk] · q_w[j][kk] + bias[j]) + res
-// and the gated form silu(gate)·up, as in kernels/gemm.h (the same GemmArgs / GemmGatedArgs with
-// w_type = WeightType::kQ8 and w = const Q8Matrix*; ldw is unused).
+// and the gated form silu(gate)·up, as in kernels/gemm.h (the same GemmArgs, gated when w_up is
+// set, with w_type = WeightType::kQ8 and w = const Q8Matrix*; ldw is unused).
 //
 // Every tier (scalar, AVX2, AVX-512 VNNI) quantizes activations bit-identically to the reference
 // and sums the blocks of one output element in the same order with the same f32 operations
@@ -61,12 +61,10 @@ void q8_quantize_row(const float* x, int k, int block, std::int8_t* q, float* d,
                      std::int32_t* sums);
 
 struct GemmArgs;
-struct GemmGatedArgs;
 namespace ref {
 // The specification: activations quantized with q8_quantize_row, block products in int, the
-// scaled block sums and the epilogue in double.
+// scaled block sums and the epilogue in double. Plain and gated (w_up set) like ref::gemm_f32.
 void gemm_q8(const GemmArgs&);
-void gemm_gated_q8(const GemmGatedArgs&);
 }  // namespace ref
 
 }  // namespace qvl::kernels

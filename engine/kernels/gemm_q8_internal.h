@@ -37,6 +37,6 @@ void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, fl
 
 // Rows [m0, m1) x columns [n0, n1) of a kQ8 problem, epilogue included (the hook that
 // run_problem_task calls for w_type == kQ8).
-void gemm_q8_tile(const GemmProblem& p, int m0, int m1, int n0, int n1, Isa isa);
+void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa);
 
 }  // namespace qvl::kernels::detail

@@ -52,6 +52,7 @@ KernelTable scalar_table() {
     t.gemm_bf16 = t.gemm_f32;
     t.bf16_products = false;
     t.attention_f32_task = &ref::attention_run_task;
+    t.gemm_f32.isa = t.gemm_bf16.isa = t.isa;
     return t;
 }
 
@@ -65,6 +66,7 @@ KernelTable avx2_table() {
     t.gemm_bf16 = t.gemm_f32;
     t.bf16_products = false;
     t.attention_f32_task = &avx2::attention_run_task;  // round_bf16 runs in f32 here
+    t.gemm_f32.isa = t.gemm_bf16.isa = t.isa;
     return t;
 }
 
@@ -79,6 +81,7 @@ KernelTable avx512_table() {
     t.gemm_bf16 = t.gemm_f32;
     t.bf16_products = false;
     t.attention_f32_task = &avx512::attention_run_task;  // round_bf16 runs in f32 here
+    t.gemm_f32.isa = t.gemm_bf16.isa = t.isa;
     return t;
 }
 
@@ -92,6 +95,7 @@ KernelTable avx512bf16_table() {
     t.bf16_products = true;
     t.attention_bf16_task = &avx512bf16::attention_run_task;
     t.attention_bf16_supports = &avx512bf16::attention_supported;
+    t.gemm_f32.isa = t.gemm_bf16.isa = t.isa;
     return t;
 }
 

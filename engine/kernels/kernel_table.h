@@ -49,6 +49,9 @@ struct GemmKernels {
     GemmTileFn gemm_tile = nullptr;
     GemmTileFn gemv_tile = nullptr;
     GemmBlocking blocking;  // of gemm_tile
+    // The tier these tiles belong to: int8 weights (WeightType::kQ8, kernels/gemm_q8.h) pick
+    // their panel kernel by it.
+    Isa isa = Isa::kScalar;
 };
 
 // Entries that are plain function pointers, called as table.layer_norm_f32(args). Contracts in

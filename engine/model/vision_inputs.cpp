@@ -29,14 +29,14 @@ VisionGraphInputs VisionInputTables::prepare(const VisionConfig& cfg, const Visi
     const int frame = grid_h * grid_w;
     for (int t = 0; t < grid_t; ++t) {
         kernels.pos_embed_interpolate({.table = w.pos_embed.data,
-                                        .table_type = w.pos_embed.type,
-                                        .grid_side = side,
-                                        .dim = hidden,
-                                        .gh = grid_h,
-                                        .gw = grid_w,
-                                        .merge = m,
-                                        .out = pos_embed_.data() + std::size_t(t) * frame * hidden,
-                                        .out_stride = hidden});
+                                       .table_type = w.pos_embed.type,
+                                       .grid_side = side,
+                                       .dim = hidden,
+                                       .gh = grid_h,
+                                       .gw = grid_w,
+                                       .merge = m,
+                                       .out = pos_embed_.data() + std::size_t(t) * frame * hidden,
+                                       .out_stride = hidden});
     }
     // mirrors Qwen3VLVisionModel.rot_pos_emb: (row, column) of each patch in merge-window order.
     int r = 0;

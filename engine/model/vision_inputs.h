@@ -25,8 +25,7 @@ class VisionInputTables {
     // returns the graph inputs that point at them; the caller adds the pixels (rgb or
     // pixel_values).
     VisionGraphInputs prepare(const VisionConfig& cfg, const VisionWeights& w, int grid_t,
-                              int grid_h, int grid_w,
-                              const kernels::KernelTable& kernels);
+                              int grid_h, int grid_w, const kernels::KernelTable& kernels);
 
     // Graph inputs for the largest image, for reserving the activation arena (tables unfilled).
     VisionGraphInputs worst_case();

@@ -22,8 +22,6 @@ using base::ErrorCode;
 
 namespace {
 
-// Longest prefill chunk: bounds the activation arena independently of the context size.
-constexpr int kPrefillChunk = 512;
 // Headroom for the graph's node and tensor tables (the 2B model's largest graph has ~450 nodes).
 constexpr std::size_t kGraphReserve = 4096;
 
@@ -76,8 +74,7 @@ const char* precision_name(Precision precision) {
 }
 
 const char* kernel_isa_name(std::optional<kernels::Isa> requested) {
-    return kernels::isa_name(requested ? kernels::resolve_isa(*requested)
-                                       : kernels::best_isa());
+    return kernels::isa_name(requested ? kernels::resolve_isa(*requested) : kernels::best_isa());
 }
 
 int default_max_image_tokens(const model::Model& model) {
@@ -142,7 +139,7 @@ base::Status Session::reserve() {
     const int merge_rows = vc.spatial_merge_size * vc.spatial_merge_size;
     max_image_tokens_ = image::max_visual_tokens(effective_preprocess(*model_, options_));
     max_patches_ = max_image_tokens_ * merge_rows;
-    chunk_ = std::min(kPrefillChunk, options_.ctx_size);
+    chunk_ = std::min(kMaxPrefillChunk, options_.ctx_size);
 
     // What the session will hold besides the activation arena (planned below): KV arena,
     // visual features, vision scratch. Checked before anything is allocated, so a hostile
@@ -472,8 +469,8 @@ base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> 
     const model::ModelConfig& cfg = model_->config();
     const model::TextConfig& tc = cfg.text;
     model::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), n,
-                               tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
-                               text_sin_.data());
+                             tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
+                             text_sin_.data());
     int n_visual = 0;
     for (int i = 0; i < n; ++i) {
         if (ids[offset + i] == cfg.image_token_id) visual_rows_[n_visual++] = i;
@@ -542,8 +539,8 @@ base::Status Session::decode_batch(std::span<const int> slots,
         chunk_pos_t_[i] = chunk_pos_h_[i] = chunk_pos_w_[i] = p;
     }
     model::text_mrope_tables(chunk_pos_t_.data(), chunk_pos_h_.data(), chunk_pos_w_.data(), m,
-                               tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
-                               text_sin_.data());
+                             tc.head_dim, tc.rope_theta, tc.mrope_section, text_cos_.data(),
+                             text_sin_.data());
     graph_.clear();
     graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
     const graph::Tensor logits =

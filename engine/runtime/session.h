@@ -41,6 +41,9 @@ namespace qvl::runtime {
 // AVX512_BF16, else kF32.
 enum class Precision { kAuto, kF32, kBF16, kBF16All };
 
+// Longest prefill chunk: bounds the activation arena independently of the context size.
+inline constexpr int kMaxPrefillChunk = 512;
+
 // The spellings "f32", "bf16", "bf16-all" (and "auto"); nullopt for anything else.
 std::optional<Precision> precision_from_name(std::string_view name);
 const char* precision_name(Precision precision);

@@ -48,7 +48,7 @@ TEST_F(BuilderTest, OpsGiveTheirOutputShapes) {
         b.attention("attn", q, k, v, {.n_heads = 4, .n_kv_heads = 2, .head_dim = 8, .scale = 0.5f});
     EXPECT_EQ(b.desc(att).rows, 5);
     EXPECT_EQ(b.desc(att).cols, 32);
-    EXPECT_EQ(g.nodes.back().p.n_kv, 7);
+    EXPECT_EQ(std::get<op::Attention>(g.nodes.back().p).n_kv, 7);
     const std::int32_t ids[3] = {0, 2, 1};
     const Tensor e = b.embed("embed", weight(3, 10), ids, 3);
     EXPECT_EQ(b.desc(e).rows, 3);

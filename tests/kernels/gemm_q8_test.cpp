@@ -17,6 +17,7 @@
 #include "kernel_test_util.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -84,19 +85,19 @@ void run_case(const Case& c, Isa isa, std::mt19937& rng) {
     std::vector<float> res = random_vec(std::size_t(c.m) * ldc + 1, rng);
     std::vector<float> got(std::size_t(c.m) * ldc + 1, -7.0f), want = got;
     if (c.gated) {
-        GemmGatedArgs g{.m = c.m,
-                        .n = c.n,
-                        .k = c.k,
-                        .a = ap,
-                        .lda = lda,
-                        .w_gate = &w.m,
-                        .w_up = &w2.m,
-                        .w_type = WeightType::kQ8,
-                        .c = got.data() + 1,
-                        .ldc = ldc};
-        gemm_gated(g, isa);
+        GemmArgs g{.m = c.m,
+                   .n = c.n,
+                   .k = c.k,
+                   .a = ap,
+                   .lda = lda,
+                   .w = &w.m,
+                   .w_up = &w2.m,
+                   .w_type = WeightType::kQ8,
+                   .c = got.data() + 1,
+                   .ldc = ldc};
+        kernels_for(isa).gemm(g);
         g.c = want.data() + 1;
-        ref::gemm_gated_q8(g);
+        ref::gemm_q8(g);
     } else {
         GemmArgs g{.m = c.m,
                    .n = c.n,
@@ -111,7 +112,7 @@ void run_case(const Case& c, Isa isa, std::mt19937& rng) {
                    .ldr = ldc,
                    .c = got.data() + 1,
                    .ldc = ldc};
-        gemm(g, isa);
+        kernels_for(isa).gemm(g);
         g.c = want.data() + 1;
         ref::gemm_q8(g);
     }
@@ -178,9 +179,9 @@ TEST_P(GemmQ8Test, BitIdenticalToScalarTier) {
                    .w_type = WeightType::kQ8,
                    .c = c1.data(),
                    .ldc = n};
-        gemm(g, GetParam());
+        kernels_for(GetParam()).gemm(g);
         g.c = c2.data();
-        gemm(g, Isa::kScalar);
+        kernels_for(Isa::kScalar).gemm(g);
         for (std::size_t i = 0; i < c1.size(); ++i) ASSERT_EQ(c1[i], c2[i]) << "element " << i;
     }
 }
@@ -219,12 +220,12 @@ TEST_P(GemmQ8Test, RowResultDoesNotDependOnBatch) {
                .w_type = WeightType::kQ8,
                .c = full.data(),
                .ldc = n};
-    gemm(g, GetParam());
+    kernels_for(GetParam()).gemm(g);
     for (int tasks : {2, 3, 7}) {
         std::vector<float> split(full.size());
         GemmArgs s = g;
         s.c = split.data();
-        for (int t = 0; t < tasks; ++t) gemm_run_task(s, t, tasks, GetParam());
+        for (int t = 0; t < tasks; ++t) kernels_for(GetParam()).gemm_task(s, t, tasks);
         ASSERT_EQ(split, full) << tasks << " tasks";
     }
     for (int r0 : {0, 5, 31})
@@ -234,7 +235,7 @@ TEST_P(GemmQ8Test, RowResultDoesNotDependOnBatch) {
             s.m = rows;
             s.a = a.data() + std::ptrdiff_t(r0) * k;
             s.c = part.data();
-            gemm(s, GetParam());
+            kernels_for(GetParam()).gemm(s);
             for (int i = 0; i < rows; ++i)
                 for (int j = 0; j < n; ++j)
                     ASSERT_EQ(part[std::size_t(i * n + j)], full[std::size_t((r0 + i) * n + j)])

@@ -13,6 +13,7 @@
 #include "base/bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 
 namespace qvl::kernels {
 namespace {
@@ -51,36 +52,36 @@ TEST_P(GemmRowInvariance, EachRowIndependentOfM) {
                 // Row i alone (M = 1, reading row i of A) is the reference for every M.
                 auto run = [&](int row0, int m, bool gated, float* c) {
                     if (gated) {
-                        gemm_gated({.m = m,
-                                    .n = n,
-                                    .k = k,
-                                    .a = a.data() + std::ptrdiff_t(row0) * k,
-                                    .lda = k,
-                                    .w_gate = w,
-                                    .w_up = w2,
-                                    .ldw = k,
-                                    .w_type = wt,
-                                    .c = c,
-                                    .ldc = n,
-                                    .precision = prec},
-                                   GetParam());
+                        kernels_for(GetParam())
+                            .gemm({.m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .a = a.data() + std::ptrdiff_t(row0) * k,
+                                   .lda = k,
+                                   .w = w,
+                                   .w_up = w2,
+                                   .ldw = k,
+                                   .w_type = wt,
+                                   .c = c,
+                                   .ldc = n,
+                                   .precision = prec});
                     } else {
-                        gemm({.m = m,
-                              .n = n,
-                              .k = k,
-                              .a = a.data() + std::ptrdiff_t(row0) * k,
-                              .lda = k,
-                              .w = w,
-                              .ldw = k,
-                              .w_type = wt,
-                              .bias = bias.data(),
-                              .act = GemmActivation::kSilu,
-                              .residual = res.data() + std::ptrdiff_t(row0) * n,
-                              .ldr = n,
-                              .c = c,
-                              .ldc = n,
-                              .precision = prec},
-                             GetParam());
+                        kernels_for(GetParam())
+                            .gemm({.m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .a = a.data() + std::ptrdiff_t(row0) * k,
+                                   .lda = k,
+                                   .w = w,
+                                   .ldw = k,
+                                   .w_type = wt,
+                                   .bias = bias.data(),
+                                   .act = GemmActivation::kSilu,
+                                   .residual = res.data() + std::ptrdiff_t(row0) * n,
+                                   .ldr = n,
+                                   .c = c,
+                                   .ldc = n,
+                                   .precision = prec});
                     }
                 };
                 for (bool gated : {false, true}) {

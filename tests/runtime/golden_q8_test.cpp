@@ -44,7 +44,8 @@ CaseOutput run(const model::Model& m, const std::string& name) {
     CaseOutput r;
     auto messages = text::load_messages_file(test::test_data_dir() / name / "case.json");
     EXPECT_TRUE(messages.ok()) << messages.status().message();
-    auto prompt = prepare_chat_prompt(m, messages.value(), effective_preprocess(m, 0, 0), {});
+    auto prompt =
+        prepare_chat_prompt(m, messages.value(), effective_preprocess(m, SessionOptions{}), {});
     EXPECT_TRUE(prompt.ok()) << prompt.status().message();
     SessionOptions so;
     so.threads = 2;

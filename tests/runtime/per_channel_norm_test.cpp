@@ -58,7 +58,7 @@ TEST(PerChannelNormalization, UnfusedPathMatchesTheOracle) {
     const auto golden =
         test::read_golden(test::test_data_dir() / "per_channel_norm/golden.safetensors");
 
-    image::PreprocessConfig pp = effective_preprocess(m, 0, 0);
+    image::PreprocessConfig pp = effective_preprocess(m, SessionOptions{});
     pp.pixel_values = false;  // what qvl-run asks for: the decision is not the caller's
     auto prompt = prepare_chat_prompt(m, describe_image(), pp, {});
     ASSERT_TRUE(prompt.ok()) << prompt.status().message();

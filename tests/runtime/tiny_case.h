@@ -27,7 +27,8 @@ inline PreparedPrompt case_prompt(const std::string& name) {
     auto messages = text::load_messages_file(test::test_data_dir() / name / "case.json");
     EXPECT_TRUE(messages.ok()) << messages.status().message();
     if (!messages.ok()) return {};
-    auto prompt = prepare_chat_prompt(m, messages.value(), effective_preprocess(m, SessionOptions{}), {});
+    auto prompt =
+        prepare_chat_prompt(m, messages.value(), effective_preprocess(m, SessionOptions{}), {});
     EXPECT_TRUE(prompt.ok()) << prompt.status().message();
     return prompt.ok() ? std::move(prompt).value() : PreparedPrompt{};
 }

@@ -41,6 +41,20 @@ double dot(const QuantizedRow& a, const Q8Matrix& w, int j) {
 }  // namespace
 
 void gemm_q8(const GemmArgs& g) {
+    if (g.w_up != nullptr) {  // the SwiGLU pair: silu(A·wᵀ) ⊙ (A·w_upᵀ)
+        const auto& wg = *static_cast<const Q8Matrix*>(g.w);
+        const auto& wu = *static_cast<const Q8Matrix*>(g.w_up);
+        for (int i = 0; i < g.m; ++i) {
+            const QuantizedRow a = quantize(g.a + std::ptrdiff_t(i) * g.lda, g.k, wg.block);
+            float* c = g.c + std::ptrdiff_t(i) * g.ldc;
+            for (int j = 0; j < g.n; ++j) {
+                const double gate = dot(a, wg, j);
+                const double up = dot(a, wu, j);
+                c[j] = float(gate / (1.0 + std::exp(-gate)) * up);
+            }
+        }
+        return;
+    }
     const auto& w = *static_cast<const Q8Matrix*>(g.w);
     for (int i = 0; i < g.m; ++i) {
         const QuantizedRow a = quantize(g.a + std::ptrdiff_t(i) * g.lda, g.k, w.block);
@@ -52,20 +66,6 @@ void gemm_q8(const GemmArgs& g) {
             float out = gemm_activation_ref(g.act, float(v));
             if (g.act == GemmActivation::kNone) out = float(v);
             c[j] = r != nullptr ? float(double(out) + r[j]) : out;
-        }
-    }
-}
-
-void gemm_gated_q8(const GemmGatedArgs& g) {
-    const auto& wg = *static_cast<const Q8Matrix*>(g.w_gate);
-    const auto& wu = *static_cast<const Q8Matrix*>(g.w_up);
-    for (int i = 0; i < g.m; ++i) {
-        const QuantizedRow a = quantize(g.a + std::ptrdiff_t(i) * g.lda, g.k, wg.block);
-        float* c = g.c + std::ptrdiff_t(i) * g.ldc;
-        for (int j = 0; j < g.n; ++j) {
-            const double gate = dot(a, wg, j);
-            const double up = dot(a, wu, j);
-            c[j] = float(gate / (1.0 + std::exp(-gate)) * up);
         }
     }
 }

@@ -1,0 +1,187 @@
+// qvl-run's stage-two modes as a user drives them: chat on stdin (--interactive), images from
+// stdin and file:// URLs, --draw-boxes. Each runs the real binary on the tiny checkpoint.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "io/image.h"
+#include "support/scratch_dir.h"
+
+namespace qvl {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kTiny = fs::path(QVL_TEST_DATA_DIR) / "tiny-qwen3vl";
+const fs::path kPng = fs::path(QVL_TEST_DATA_DIR) / "golden" / "images" / "img_96x64.png";
+
+std::string quote(const std::string& s) {
+    std::string q(1, '\'');
+    for (char c : s) {
+        if (c == '\'') {
+            q.append("'\\''");
+        } else {
+            q.push_back(c);
+        }
+    }
+    q.push_back('\'');
+    return q;
+}
+
+struct QvlRun {
+    int exit_code = -1;
+    std::string out;
+};
+
+// Runs qvl-run with args, stdin from `stdin_path` (empty: /dev/null), stderr discarded.
+QvlRun run_qvl(const std::vector<std::string>& args, const std::string& stdin_path = "") {
+    std::string cmd = quote(QVL_RUN_PATH);
+    for (const std::string& a : args) {
+        cmd.push_back(' ');
+        cmd.append(quote(a));
+    }
+    cmd.append(" < ");
+    cmd.append(quote(stdin_path.empty() ? std::string("/dev/null") : stdin_path));
+    cmd.append(" 2>/dev/null");
+    QvlRun r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    std::array<char, 4096> buf{};
+    std::size_t n = 0;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+// The "text" of a --json report (the tiny model's text has no quotes or backslashes to unescape
+// in these cases; the test fails loudly if it ever does).
+std::string json_text(const std::string& report) {
+    const std::string key = "\"text\": \"";
+    const std::size_t a = report.find(key);
+    const std::size_t b = report.find("\", \"finish_reason\"");
+    if (a == std::string::npos || b == std::string::npos) return "<no text in: " + report + ">";
+    const std::string text = report.substr(a + key.size(), b - a - key.size());
+    EXPECT_EQ(text.find('\\'), std::string::npos) << "escaped text; extend json_text";
+    return text;
+}
+
+void write(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+
+TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
+    testing::ScratchDir dir;
+    const std::vector<std::string> common = {"-m", kTiny.string(), "-n",       "6", "--temp",
+                                             "0",  "-s",           "Be brief."};
+    write(dir.path() / "turns.txt",
+          "/image " + kPng.string() + "\nWhat is this?\n/bogus\n\nAnd the colour?\n");
+    const QvlRun chat = run_qvl(common, (dir.path() / "turns.txt").string());
+    ASSERT_EQ(chat.exit_code, 0);
+
+    // Turn 1 alone, then turn 1 + answer + turn 2, through --messages.
+    const std::string sys = "{\"role\": \"system\", \"content\": \"Be brief.\"}";
+    const std::string user1 =
+        "{\"role\": \"user\", \"content\": [{\"type\": \"image\", "
+        "\"image\": \"" +
+        kPng.string() + "\"}, {\"type\": \"text\", \"text\": \"What is this?\"}]}";
+    write(dir.path() / "one.json", "[" + sys + ", " + user1 + "]");
+    const QvlRun one = run_qvl({"-m", kTiny.string(), "-n", "6", "--temp", "0", "--json",
+                                "--messages", (dir.path() / "one.json").string()});
+    ASSERT_EQ(one.exit_code, 0);
+    const std::string answer1 = json_text(one.out);
+    write(dir.path() / "two.json", "[" + sys + ", " + user1 +
+                                       ", {\"role\": \"assistant\", \"content\": \"" + answer1 +
+                                       "\"}, {\"role\": \"user\", \"content\": \"And the "
+                                       "colour?\"}]");
+    const QvlRun two = run_qvl({"-m", kTiny.string(), "-n", "6", "--temp", "0", "--json",
+                                "--messages", (dir.path() / "two.json").string()});
+    ASSERT_EQ(two.exit_code, 0);
+    EXPECT_EQ(chat.out, answer1 + "\n\n" + json_text(two.out) + "\n\n");
+}
+
+TEST(CliModes, ClearStartsOverAndExitStops) {
+    testing::ScratchDir dir;
+    write(dir.path() / "turns.txt", "Hello\n/clear\nHello\n/exit\nnever asked\n");
+    const QvlRun chat = run_qvl({"-m", kTiny.string(), "-n", "4", "--temp", "0", "--interactive"},
+                                (dir.path() / "turns.txt").string());
+    ASSERT_EQ(chat.exit_code, 0);
+    const std::size_t half = chat.out.size() / 2;
+    ASSERT_GT(half, 2u);
+    EXPECT_EQ(chat.out.substr(0, half), chat.out.substr(half));  // the same first turn twice
+}
+
+TEST(CliModes, ImageFromStdinAndFileUrlMatchThePath) {
+    const std::vector<std::string> common = {"-m", kTiny.string(), "-p", "Describe.", "-n",
+                                             "4",  "--temp",       "0",  "--json"};
+    auto with = [&](const std::string& image, const std::string& in = "") {
+        std::vector<std::string> args = common;
+        args.insert(args.end(), {"-i", image});
+        return run_qvl(args, in);
+    };
+    const QvlRun by_path = with(kPng.string());
+    ASSERT_EQ(by_path.exit_code, 0);
+    const QvlRun by_stdin = with("-", kPng.string());
+    ASSERT_EQ(by_stdin.exit_code, 0);
+    const QvlRun by_url = with("file://" + fs::absolute(kPng).string());
+    ASSERT_EQ(by_url.exit_code, 0);
+    EXPECT_EQ(json_text(by_stdin.out), json_text(by_path.out));
+    EXPECT_EQ(json_text(by_url.out), json_text(by_path.out));
+    EXPECT_NE(by_stdin.out.find("\"path\": \"stdin\""), std::string::npos) << by_stdin.out;
+    EXPECT_EQ(with("-").exit_code, 4);  // empty stdin: no image data
+    EXPECT_EQ(with("file:///no/such/image.png").exit_code, 4);
+}
+
+TEST(CliModes, DrawBoxesWritesThePictureEvenWithoutBoxes) {
+    testing::ScratchDir dir;
+    const fs::path out = dir.path() / "boxes.png";
+    const QvlRun r = run_qvl({"-m", kTiny.string(), "-i", kPng.string(), "-p", "Where is it?", "-n",
+                              "2", "--temp", "0", "--draw-boxes", out.string()});
+    ASSERT_EQ(r.exit_code, 0);
+    base::Result<io::Image> drawn = io::load_image(out, io::ImageLimits{});
+    base::Result<io::Image> input = io::load_image(kPng, io::ImageLimits{});
+    ASSERT_TRUE(drawn.ok()) << drawn.status().message();
+    ASSERT_TRUE(input.ok());
+    EXPECT_EQ(drawn.value().rgb, input.value().rgb);  // the random model draws no boxes
+    EXPECT_EQ(run_qvl({"-m", kTiny.string(), "-p", "x", "--draw-boxes", out.string()}).exit_code,
+              2);
+}
+
+double json_number(const std::string& report, const std::string& key) {
+    const std::size_t at = report.find("\"" + key + "\": ");
+    if (at == std::string::npos) return -1.0;
+    return std::stod(report.substr(at + key.size() + 4));
+}
+
+TEST(CliModes, DryRunPredictsMemoryWithoutRunning) {
+    const std::vector<std::string> args = {"-m",        kTiny.string(), "-i", kPng.string(), "-p",
+                                           "Describe.", "-n",           "8",  "--temp",      "0",
+                                           "--json"};
+    std::vector<std::string> dry = args;
+    dry.push_back("--dry-run");
+    const QvlRun estimate = run_qvl(dry);
+    ASSERT_EQ(estimate.exit_code, 0) << estimate.out;
+    for (const char* key : {"\"memory_mb\"", "\"weights\"", "\"kv\"", "\"activations\"",
+                            "\"estimate_ms\"", "\"vision\"", "\"prefill\"", "\"ttft\"",
+                            "\"decode_per_token\"", "\"fits\": true", "\"tokens\": 6"}) {
+        EXPECT_NE(estimate.out.find(key), std::string::npos) << key << " in " << estimate.out;
+    }
+    EXPECT_EQ(estimate.out.find("\"text\""), std::string::npos);  // nothing was generated
+    const QvlRun real = run_qvl(args);
+    ASSERT_EQ(real.exit_code, 0);
+    const double predicted = json_number(estimate.out, "total");
+    const double measured = json_number(real.out, "peak_rss_mb");
+    ASSERT_GT(measured, 0.0) << real.out;
+    EXPECT_NEAR(predicted, measured, 0.15 * measured) << estimate.out;
+    // A run that cannot fit says so, with the resource exit code.
+    const QvlRun too_big = run_qvl({"-m", kTiny.string(), "-i", kPng.string(), "-p", "Describe.",
+                                    "-n", "100", "-c", "64", "--json", "--dry-run"});
+    EXPECT_EQ(too_big.exit_code, 5);
+    EXPECT_NE(too_big.out.find("\"fits\": false"), std::string::npos) << too_big.out;
+}
+
+}  // namespace
+}  // namespace qvl
