@@ -12,10 +12,16 @@ base::Result<PreparedPrompt> prepare_chat_prompt(const model::Model& model,
                                                  std::span<const text::ChatMessage> messages,
                                                  const image::PreprocessConfig& preprocess,
                                                  const io::ImageLimits& limits) {
-    return prepare_chat_prompt_with(model, messages, preprocess,
-                                    [&limits](int, const text::ChatPart& part) {
-                                        return io::load_image(part.image_path, limits);
-                                    });
+    return prepare_chat_prompt_with(
+        model, messages, preprocess, [&limits](int, const text::ChatPart& part) {
+            // An image given as bytes (stdin, an upload) is decoded
+            // from memory; image_path then only names it.
+            if (!part.image_bytes.empty()) {
+                return io::decode_image(std::as_bytes(std::span(part.image_bytes)), limits,
+                                        part.image_path);
+            }
+            return io::load_image(part.image_path, limits);
+        });
 }
 
 base::Result<PreparedPrompt> prepare_chat_prompt_with(const model::Model& model,
