@@ -105,8 +105,11 @@ void run_problem_task(const GemmProblem& problem, int task, int num_tasks, Isa i
         p.lda = p.k;
         p.load_a = nullptr;
     }
-    // The bf16 tier only differs from avx512 where bf16 products are asked for.
-    if (isa == Isa::kAvx512Bf16 && !p.round_bf16) isa = Isa::kAvx512;
+    // The bf16 tier only differs from avx512 where bf16 products are asked for, and for packed
+    // GEMMs only on CPUs whose vdpbf16ps outruns their FMAs (isa.h).
+    if (isa == Isa::kAvx512Bf16 && (!p.round_bf16 || (!gemv && !bf16_dot_for_gemm()))) {
+        isa = Isa::kAvx512;
+    }
     switch (isa) {
         case Isa::kScalar:
             return gemv ? detail::gemv_tile_scalar(p, m0, m1, n0, n1)
