@@ -29,6 +29,11 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     }
     QVL_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(dir / "config.json"));
     QVL_ASSIGN_OR_RETURN(ModelWeights weights, ModelWeights::load(dir, config));
+    // Cold start: read the weights ahead in the order of use while the rest loads and the caller
+    // decodes the image and runs the vision tower (the text decoder's weights are needed only
+    // after it). Moving `weights` keeps the views it reads valid; declared after `weights`, it
+    // stops before they are unmapped on every path.
+    auto prefetch = std::make_unique<WeightPrefetch>(weights_in_use_order(weights));
     QVL_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(dir));
     const std::filesystem::path preprocess_path = dir / "preprocessor_config.json";
     QVL_ASSIGN_OR_RETURN(image::PreprocessConfig preprocess,
@@ -36,9 +41,11 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     QVL_TRY(check_preprocess_matches_vision(preprocess, config.vision, preprocess_path.string()));
     QVL_ASSIGN_OR_RETURN(GenerationConfig generation,
                          load_generation_config(dir / "generation_config.json"));
-    return std::unique_ptr<Model>(new Model(std::move(config), std::move(weights),
-                                            std::move(tokenizer), preprocess, std::move(generation),
-                                            dir));
+    std::unique_ptr<Model> model(new Model(std::move(config), std::move(weights),
+                                           std::move(tokenizer), preprocess, std::move(generation),
+                                           dir));
+    model->prefetch_ = std::move(prefetch);
+    return model;
 }
 
 }  // namespace qvl::model

@@ -8,6 +8,7 @@
 #include "base/status.h"
 #include "image/image_preprocess.h"
 #include "model/config.h"
+#include "model/weight_prefetch.h"
 #include "model/weights.h"
 #include "text/tokenizer.h"
 
@@ -31,6 +32,8 @@ class Model {
     const image::PreprocessConfig& preprocess() const { return preprocess_; }
     const GenerationConfig& generation() const { return generation_; }
     const std::filesystem::path& dir() const { return dir_; }
+    // The background read-ahead of the weights started by load() (weight_prefetch.h).
+    const WeightPrefetch& prefetch() const { return *prefetch_; }
 
   private:
     Model(ModelConfig config, ModelWeights weights, text::Tokenizer tokenizer,
@@ -49,6 +52,8 @@ class Model {
     image::PreprocessConfig preprocess_;
     GenerationConfig generation_;
     std::filesystem::path dir_;
+    // Last: stopped and joined before the weights it reads are unmapped.
+    std::unique_ptr<WeightPrefetch> prefetch_;
 };
 
 }  // namespace qvl::model

@@ -37,7 +37,8 @@ struct Problem {
     int m, n, k;
     std::vector<float> a;
     std::vector<std::uint16_t> w;
-    Problem(int m_, int n_, int k_) : m(m_), n(n_), k(k_), a(std::size_t(m_) * k_), w(std::size_t(n_) * k_) {
+    Problem(int m_, int n_, int k_)
+        : m(m_), n(n_), k(k_), a(std::size_t(m_) * k_), w(std::size_t(n_) * k_) {
         std::mt19937 rng(11);
         std::uniform_real_distribution<float> d(-1.0f, 1.0f);
         for (float& x : a) x = d(rng);
