@@ -4,10 +4,9 @@
 #include "model/weight_prefetch.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
@@ -57,8 +56,8 @@ bool all_resident(const io::MappedFile& f) {
     std::vector<unsigned char> vec((f.size() + 4095) / 4096 + 1);
     void* p = const_cast<std::byte*>(f.bytes().data());
     if (mincore(p, f.size(), vec.data()) != 0) return false;
-    const std::size_t pages = (f.size() + std::size_t(sysconf(_SC_PAGESIZE)) - 1) /
-                              std::size_t(sysconf(_SC_PAGESIZE));
+    const std::size_t pages =
+        (f.size() + std::size_t(sysconf(_SC_PAGESIZE)) - 1) / std::size_t(sysconf(_SC_PAGESIZE));
     for (std::size_t i = 0; i < pages; ++i) {
         if ((vec[i] & 1) == 0) return false;
     }
