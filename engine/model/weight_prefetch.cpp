@@ -96,8 +96,16 @@ std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights) {
     return out;
 }
 
-WeightPrefetch::WeightPrefetch(std::vector<ByteRange> ranges)
-    : ranges_(std::move(ranges)), thread_([this] { run(); }) {}
+WeightPrefetch::WeightPrefetch(std::vector<ByteRange> ranges) {
+    // The chunks in order, flattened so the read-ahead window crosses matrix boundaries. Built
+    // here so that the thread never allocates (tests count allocations during decode steps).
+    for (const ByteRange& r : ranges) {
+        for (std::size_t off = 0; off < r.size; off += kChunk) {
+            chunks_.push_back({r.data + off, std::min(kChunk, r.size - off)});
+        }
+    }
+    thread_ = std::thread([this] { run(); });
+}
 
 WeightPrefetch::~WeightPrefetch() {
     stop_.store(true, std::memory_order_relaxed);
@@ -109,13 +117,7 @@ void WeightPrefetch::wait() const {
 }
 
 void WeightPrefetch::run() {
-    // The chunks in order, flattened so the read-ahead window crosses matrix boundaries.
-    std::vector<ByteRange> chunks;
-    for (const ByteRange& r : ranges_) {
-        for (std::size_t off = 0; off < r.size; off += kChunk) {
-            chunks.push_back({r.data + off, std::min(kChunk, r.size - off)});
-        }
-    }
+    const std::vector<ByteRange>& chunks = chunks_;
     std::size_t asked = 0;  // chunks [0, asked) were given to MADV_WILLNEED (or were resident)
     for (std::size_t i = 0; i < chunks.size(); ++i) {
         if (stop_.load(std::memory_order_relaxed)) break;

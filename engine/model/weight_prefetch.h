@@ -47,7 +47,7 @@ class WeightPrefetch {
   private:
     void run();
 
-    std::vector<ByteRange> ranges_;
+    std::vector<ByteRange> chunks_;  // the ranges cut into read-ahead chunks, in order
     std::atomic<bool> stop_{false};
     std::atomic<bool> done_{false};
     std::atomic<std::size_t> cold_bytes_{0};
