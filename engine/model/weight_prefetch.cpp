@@ -96,7 +96,7 @@ std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights) {
     return out;
 }
 
-WeightPrefetch::WeightPrefetch(std::vector<ByteRange> ranges) {
+WeightPrefetch::WeightPrefetch(const std::vector<ByteRange>& ranges) {
     // The chunks in order, flattened so the read-ahead window crosses matrix boundaries. Built
     // here so that the thread never allocates (tests count allocations during decode steps).
     for (const ByteRange& r : ranges) {

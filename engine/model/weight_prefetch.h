@@ -31,8 +31,9 @@ std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights);
 
 class WeightPrefetch {
   public:
-    // Starts the thread over `ranges` (which must stay valid until the object is destroyed).
-    explicit WeightPrefetch(std::vector<ByteRange> ranges);
+    // Starts the thread over `ranges` (the bytes they point to must stay mapped until the object
+    // is destroyed).
+    explicit WeightPrefetch(const std::vector<ByteRange>& ranges);
     // Stops after the chunk in progress (at most a few MB) and joins.
     ~WeightPrefetch();
     WeightPrefetch(const WeightPrefetch&) = delete;
