@@ -56,6 +56,21 @@ void will_need(const std::byte* p, std::size_t n) {
     madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);  // best effort
 }
 
+// Maps every page of [p, p + n) into this process, reading it if needed: one system call
+// instead of one page fault per 16 pages on the compute threads (0.4 s of CPU for the 2B
+// model's 4.3 GB when the compute threads fault them in, 0.24 s this way). False where the
+// kernel lacks MADV_POPULATE_READ (before Linux 5.14) or the range is not one mapping.
+bool populate(const std::byte* p, std::size_t n) {
+#ifdef MADV_POPULATE_READ
+    const auto [begin, end] = page_span(p, n);
+    return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0;
+#else
+    static_cast<void>(p);
+    static_cast<void>(n);
+    return false;
+#endif
+}
+
 // Reads one byte per page (only inside [p, p + n): the neighbours may not be mapped).
 void touch(const std::byte* p, std::size_t n) {
     const std::size_t page = page_size();
@@ -104,6 +119,7 @@ WeightPrefetch::WeightPrefetch(const std::vector<ByteRange>& ranges) {
             chunks_.push_back({r.data + off, std::min(kChunk, r.size - off)});
         }
     }
+    cold_.assign(chunks_.size(), 0);
     thread_ = std::thread([this] { run(); });
 }
 
@@ -122,13 +138,14 @@ void WeightPrefetch::run() {
     for (std::size_t i = 0; i < chunks.size(); ++i) {
         if (stop_.load(std::memory_order_relaxed)) break;
         for (; asked < std::min(chunks.size(), i + 1 + kAhead); ++asked) {
-            if (!resident(chunks[asked].data, chunks[asked].size)) {
-                will_need(chunks[asked].data, chunks[asked].size);
-            }
+            // One mincore per chunk: on a warm 4.3 GB file a second one cost ~0.2 s of CPU.
+            cold_[asked] = !resident(chunks[asked].data, chunks[asked].size);
+            if (cold_[asked]) will_need(chunks[asked].data, chunks[asked].size);
         }
-        if (resident(chunks[i].data, chunks[i].size)) continue;
-        cold_bytes_.fetch_add(chunks[i].size, std::memory_order_relaxed);
-        touch(chunks[i].data, chunks[i].size);
+        const bool cold = cold_[i] != 0;
+        if (cold) cold_bytes_.fetch_add(chunks[i].size, std::memory_order_relaxed);
+        if (!populate(chunks[i].data, chunks[i].size) && cold)
+            touch(chunks[i].data, chunks[i].size);
     }
     done_.store(true, std::memory_order_release);
 }
