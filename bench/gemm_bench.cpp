@@ -102,6 +102,9 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
         return;
     }
     const bool gemv = m <= kGemvMaxM;
+    // avx512bf16 rows measure the vdpbf16ps kernels even where the engine prefers FMAs (isa.h):
+    // the avx512 rows of the same shape are the FMA kernel.
+    kernels::set_bf16_dot_for_gemm(true);
     const GemmPrecision prec = isa == Isa::kAvx512Bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32;
     const double peak = gemv                           ? dram_read_gbps(threads)
                         : prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads)
@@ -171,6 +174,9 @@ void run_patch_embed(benchmark::State& state, int height, int width, Isa isa, in
         state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
         return;
     }
+    // avx512bf16 rows measure the vdpbf16ps kernels even where the engine prefers FMAs (isa.h):
+    // the avx512 rows of the same shape are the FMA kernel.
+    kernels::set_bf16_dot_for_gemm(true);
     const GemmPrecision prec = isa == Isa::kAvx512Bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32;
     const double peak =
         prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads) : peak_gflops_f32(threads);

@@ -44,6 +44,10 @@ int count_physical_cores() {
 CpuFeatures detect() {
     CpuFeatures f;
     unsigned eax, ebx, ecx, edx;
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
+        // "GenuineIntel" in ebx, edx, ecx order.
+        f.intel = ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;
+    }
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
     const bool osxsave = ecx & (1u << 27);
     const bool fma = ecx & (1u << 12);

@@ -14,6 +14,7 @@ struct CpuFeatures {
     bool avx512dq = false;
     bool avx512_bf16 = false;
     bool avx512_vnni = false;
+    bool intel = false;  // CPUID vendor "GenuineIntel" (some instruction costs differ by vendor)
     int physical_cores = 1;  // best effort; at least 1
 };
 

@@ -106,6 +106,11 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
         p.lda = p.k;
         p.load_a = nullptr;
     }
+    // Packed bf16 GEMMs leave vdpbf16ps for the avx512 tier's f32 FMAs (same bf16-rounded
+    // operands) on CPUs where the dot product is the slower of the two (isa.h).
+    if (!gemv && p.round_bf16() && tiles.isa == Isa::kAvx512Bf16 && !bf16_dot_for_gemm()) {
+        return kernels_for(Isa::kAvx512).gemm_f32.gemm_tile(p, m0, m1, n0, n1);
+    }
     (gemv ? tiles.gemv_tile : tiles.gemm_tile)(p, m0, m1, n0, n1);
 }
 

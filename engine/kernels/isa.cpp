@@ -1,5 +1,8 @@
 #include "kernels/isa.h"
 
+#include <atomic>
+#include <cstdlib>
+
 #include "base/cpu_features.h"
 
 namespace qvl::kernels {
@@ -57,6 +60,28 @@ Isa detect_best() {
 }
 
 }  // namespace
+
+bool bf16_dot_beats_fma(bool cpu_has_avx512_bf16, bool cpu_is_intel) {
+    return cpu_has_avx512_bf16 && !cpu_is_intel;
+}
+
+namespace {
+// -1: not decided yet; 0/1: the policy.
+std::atomic<int> g_bf16_dot_for_gemm{-1};
+}  // namespace
+
+bool bf16_dot_for_gemm() {
+    int v = g_bf16_dot_for_gemm.load(std::memory_order_relaxed);
+    if (v < 0) {
+        const base::CpuFeatures& f = base::cpu_features();
+        v = bf16_dot_beats_fma(isa_supported(Isa::kAvx512Bf16), f.intel) ? 1 : 0;
+        int expected = -1;
+        if (!g_bf16_dot_for_gemm.compare_exchange_strong(expected, v)) v = expected;
+    }
+    return v != 0;
+}
+
+void set_bf16_dot_for_gemm(bool use_bf16_dot) { g_bf16_dot_for_gemm.store(use_bf16_dot ? 1 : 0); }
 
 Isa best_isa() {
     static const Isa isa = detect_best();

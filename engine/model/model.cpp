@@ -34,6 +34,12 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     if (options.weights == WeightFormat::kQ8) {
         QVL_ASSIGN_OR_RETURN(quantized, QuantizedText::quantize(weights, options.q8));
     }
+    // Cold start: read the weights ahead in the order of use while the rest loads and the caller
+    // decodes the image and runs the vision tower (the text decoder's weights are needed only
+    // after it). After quantization, so that released bf16 pages are not read back in (the int8
+    // copies are resident already). Moving `weights` keeps the views it reads valid; declared
+    // after `weights`, it stops before they are unmapped on every path.
+    auto prefetch = std::make_unique<WeightPrefetch>(weights_in_use_order(weights));
     QVL_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(dir));
     const std::filesystem::path preprocess_path = dir / "preprocessor_config.json";
     QVL_ASSIGN_OR_RETURN(image::PreprocessConfig preprocess,
@@ -45,6 +51,7 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
                                                   std::move(tokenizer), preprocess,
                                                   std::move(generation), dir));
     model->quantized_ = std::move(quantized);
+    model->prefetch_ = std::move(prefetch);
     return model;
 }
 

@@ -9,6 +9,7 @@
 #include "image/image_preprocess.h"
 #include "model/config.h"
 #include "model/quantize.h"
+#include "model/weight_prefetch.h"
 #include "model/weights.h"
 #include "text/tokenizer.h"
 
@@ -45,6 +46,8 @@ class Model {
     }
     // Bytes of the int8 copies (0 for kBF16).
     std::size_t quantized_bytes() const { return quantized_ ? quantized_->bytes() : 0; }
+    // The background read-ahead of the weights started by load() (weight_prefetch.h).
+    const WeightPrefetch& prefetch() const { return *prefetch_; }
 
   private:
     Model(ModelConfig config, ModelWeights weights, text::Tokenizer tokenizer,
@@ -64,6 +67,8 @@ class Model {
     GenerationConfig generation_;
     std::filesystem::path dir_;
     std::unique_ptr<QuantizedText> quantized_;  // the weights_ text matrices point into it
+    // Last: stopped and joined before the weights it reads are unmapped.
+    std::unique_ptr<WeightPrefetch> prefetch_;
 };
 
 }  // namespace qvl::model

@@ -113,7 +113,15 @@ class GemmTest : public ::testing::TestWithParam<Isa> {
         if (!isa_supported(GetParam())) {
             GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam());
         }
+        // The avx512bf16 rows test the vdpbf16ps kernels on every CPU, also where the engine
+        // prefers FMAs for packed GEMMs (isa.h; gemm_bf16_policy_test covers that choice).
+        saved_policy_ = bf16_dot_for_gemm();
+        set_bf16_dot_for_gemm(true);
     }
+    void TearDown() override { set_bf16_dot_for_gemm(saved_policy_); }
+
+  private:
+    bool saved_policy_ = true;
 };
 
 struct Case {
