@@ -437,6 +437,8 @@ def main():
         return 1
 
     check_model_size(args.model)
+    if args.peers_only and args.peers:
+        args.no_measure_peaks = True  # no floor tables: the peaks are not needed
     peaks = resolve_peaks(args, thread_counts)
     print("Peaks used for the floors (bf16 compute for FLOPs, DRAM read for decode bytes):")
     for t in thread_counts:
