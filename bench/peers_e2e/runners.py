@@ -99,7 +99,9 @@ _LLAMA_PATTERNS = {
     "prompt": re.compile(r"prompt eval time =\s+([\d.]+) ms /\s+(\d+) tokens"),
     "eval": re.compile(r"\s eval time =\s+([\d.]+) ms /\s+(\d+) runs"),
 }
-_SLICE = re.compile(r"slice encoded in (\d+) ms")
+# Older llama.cpp: one "image slice encoded in N ms" per slice; newer: "mtmd batch encoding done
+# in N ms" per batch of images.
+_SLICE = re.compile(r"(?:slice encoded|mtmd batch encoding done) in (\d+) ms")
 
 
 def parse_llamacpp_log(text):
@@ -123,7 +125,8 @@ def parse_llamacpp_log(text):
 def run_llamacpp(bindir, text_gguf, mmproj_gguf, image, question, n, threads, timeout):
     cmd = [os.path.join(bindir, "llama-mtmd-cli"), "-m", text_gguf, "--mmproj", mmproj_gguf,
            "--image", image, "-p", question, "-n", str(n), "--ignore-eos", "--temp", "0",
-           "-t", str(threads), "-tb", str(threads), "-c", "4096"]
+           "-t", str(threads), "-tb", str(threads), "-c", "4096",
+           "--perf"]  # recent llama.cpp prints its timings only when asked
     rc, out, err, rss, _ = run_measured(cmd, timeout)
     if rc != 0:
         return None, f"llama-mtmd-cli exit {rc}: {_tail(err)}"
