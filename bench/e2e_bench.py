@@ -79,7 +79,27 @@ def parse_args():
     p.add_argument("--no-measure-peaks", action="store_true",
                    help="do not run qvl-bench-kernels for the peaks")
     p.add_argument("--json", metavar="OUT", help="also write all figures to OUT as JSON")
-    return p.parse_args()
+    p.add_argument("--peers", default="",
+                   help="comma-separated peer engines for the peer table: hf, llamacpp "
+                        "(set up on first use in --peers-cache; see bench/README.md)")
+    p.add_argument("--peers-only", action="store_true",
+                   help="with --peers: skip the per-thread floor tables, run only the peer table")
+    p.add_argument("--peers-cache", default=None,
+                   help="venv, llama.cpp build and GGUF files (default ~/.cache/qvl-bench-peers)")
+    p.add_argument("--peer-threads", type=int, default=2, help="threads of the peer table")
+    p.add_argument("--peer-n", type=int, default=32, help="generated tokens in the peer table")
+    p.add_argument("--qvl-extra", default="bf16-all",
+                   help="comma-separated extra QVL_PRECISION rows of the peer table ('' for none)")
+    a = p.parse_args()
+    a.peers = [x.strip() for x in a.peers.split(",") if x.strip()]
+    bad = [x for x in a.peers if x not in ("hf", "llamacpp")]
+    if bad:
+        p.error(f"--peers: unknown engine(s) {bad}; known: hf, llamacpp")
+    a.qvl_extra = [x.strip() for x in a.qvl_extra.split(",") if x.strip()]
+    for x in a.qvl_extra:
+        if x not in ("f32", "bf16", "bf16-all"):
+            p.error(f"--qvl-extra: unknown precision {x!r}")
+    return a
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,6 +408,17 @@ def print_table(case, fig, flo):
           f"{verdict:>12}")
 
 
+def run_peers(args, images, paths, report):
+    """The peer table (bench/peers_e2e); returns the number of failed cells and setups."""
+    from peers_e2e import compare, setup_env
+    args.peers_cache = args.peers_cache or setup_env.default_cache_dir()
+    args.question_text = QUESTION
+    args.images_for_peers = images
+    table = compare.run_peer_table(args, paths)
+    report["peer_table"] = table
+    return sum(len(row["errors"]) for row in table["rows"])
+
+
 def main():
     args = parse_args()
     try:
@@ -406,6 +437,8 @@ def main():
         return 1
 
     check_model_size(args.model)
+    if args.peers_only and args.peers:
+        args.no_measure_peaks = True  # no floor tables: the peaks are not needed
     peaks = resolve_peaks(args, thread_counts)
     print("Peaks used for the floors (bf16 compute for FLOPs, DRAM read for decode bytes):")
     for t in thread_counts:
@@ -421,7 +454,7 @@ def main():
     failures = 0
     try:
         paths = make_images(tmp)
-        for threads in thread_counts:
+        for threads in ([] if args.peers_only and args.peers else thread_counts):
             for label, _, _ in images:
                 case = {"image": label, "threads": threads}
                 runs, error = [], None
@@ -447,6 +480,8 @@ def main():
                     print(f"\n== {label}, {threads} thread(s): qvl-run failed: {error}")
                     case["error"] = error
                 report["cases"].append(case)
+        if args.peers:
+            failures += run_peers(args, images, paths, report)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

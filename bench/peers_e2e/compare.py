@@ -1,0 +1,139 @@
+"""The peer table of bench/e2e_bench.py: qvl beside Hugging Face transformers and llama.cpp, measured
+in one run on the same checkpoint, images, question and thread count (issue 14's format).
+
+Engines alternate within each repeat (qvl, its extra precisions, then each peer, for each image),
+so a slow spell of the shared machine hits every engine alike; each cell is the median of the
+repeats.
+"""
+
+import statistics
+import sys
+
+from . import runners, setup_env
+
+COLUMNS = [("448 vision", "448x448", "vision_s", "s"),
+           ("448 prefill", "448x448", "prefill_s", "s"),
+           ("448 TTFT", "448x448", "ttft_s", "s"),
+           ("1280 vision", "1280x720", "vision_s", "s"),
+           ("1280 TTFT", "1280x720", "ttft_s", "s"),
+           ("decode ms/token", "448x448", "decode_ms_per_token", "ms"),
+           ("peak RSS", None, "peak_rss_mb", "MB")]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def build_engines(args):
+    """[(key, label, run(image_path) -> (figures, error))]; setup failures become error rows."""
+    engines, errors = [], {}
+    q = dict(qvl_run=args.qvl_run, model=args.model, question=args.question_text,
+             n=args.peer_n, threads=args.peer_threads, timeout=args.timeout)
+    for prec in [args.precision] + [p for p in args.qvl_extra if p != args.precision]:
+        label = "qvl " + (f"QVL_PRECISION={prec}" if prec else "(default precision)")
+        engines.append((f"qvl-{prec or 'default'}", label,
+                        lambda img, prec=prec: runners.run_qvl(image=img, precision=prec, **q)))
+    cache = args.peers_cache
+    common = dict(model=args.model, question=args.question_text, n=args.peer_n,
+                  threads=args.peer_threads, timeout=args.timeout)
+    py = None
+    if "hf" in args.peers or "llamacpp" in args.peers:
+        try:
+            py = setup_env.ensure_venv(cache)  # convert_hf_to_gguf.py runs in it too
+        except setup_env.SetupError as e:
+            errors["hf"] = errors["llamacpp"] = f"setup: {e}"
+    if "hf" in args.peers and py:
+        v = setup_env.venv_versions(py)
+        label = (f"Hugging Face transformers {v.get('transformers', '?')}, torch "
+                 f"{v.get('torch', '?').split('+')[0]}, bf16, sdpa")
+        engines.append(("hf", label, lambda img: runners.run_hf(python=py, image=img, **common)))
+    if "llamacpp" in args.peers and py:
+        try:
+            bindir = setup_env.ensure_llamacpp(cache)
+            ggufs = {k: setup_env.ensure_gguf(cache, args.model, k, py)
+                     for k in ("mmproj-bf16", "text-bf16", "text-q8_0")}
+            for key, label in (("text-bf16", "llama.cpp (llama-mtmd-cli, bf16 GGUF)"),
+                               ("text-q8_0", "llama.cpp q8_0 text model")):
+                engines.append((f"llamacpp-{key}", label, lambda img, key=key: runners.run_llamacpp(
+                    bindir=bindir, text_gguf=ggufs[key], mmproj_gguf=ggufs["mmproj-bf16"],
+                    image=img, question=args.question_text, n=args.peer_n,
+                    threads=args.peer_threads, timeout=args.timeout)))
+        except setup_env.SetupError as e:
+            errors["llamacpp"] = f"setup: {e}"
+    return engines, errors
+
+
+def median(vals):
+    vals = [v for v in vals if isinstance(v, (int, float))]
+    return statistics.median(vals) if vals else None
+
+
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit == "s":
+        return f"{v:.2f} s"
+    if unit == "ms":
+        return f"{v:.0f}"
+    return f"{v / 1000:.2f} GB"
+
+
+def run_peer_table(args, image_paths):
+    """Runs the table, prints it as markdown, returns its JSON form; failures are kept as errors."""
+    engines, setup_errors = build_engines(args)
+    labels = [lab for lab, _, _ in args.images_for_peers]
+    runs = {key: {lab: [] for lab in labels} for key, _, _ in engines}
+    errors = {key: {} for key, _, _ in engines}
+    for r in range(max(1, args.repeat)):
+        for lab in labels:
+            for key, name, run in engines:
+                log(f"peers: run {r + 1}/{args.repeat}, {lab}: {name}")
+                fig, err = run(image_paths[lab])
+                if err:
+                    log(f"peers: {name}, {lab}: {err}")
+                    errors[key][lab] = err
+                else:
+                    runs[key][lab].append(fig)
+    rows = []
+    for key, name, _ in engines:
+        med = {lab: {k: median([f.get(k) for f in runs[key][lab]])
+                     for k in ("load_s", "vision_s", "prefill_s", "ttft_s", "prompt_tokens",
+                               "decode_ms_per_token", "peak_rss_mb")}
+               for lab in labels if runs[key][lab]}
+        rows.append({"engine": key, "label": name, "medians": med,
+                     "runs": {lab: len(runs[key][lab]) for lab in labels},
+                     "errors": errors[key]})
+    for peer, err in setup_errors.items():
+        rows.append({"engine": peer, "label": peer, "medians": {}, "runs": {},
+                     "errors": {"setup": err}})
+    print_table(args, rows)
+    return {"threads": args.peer_threads, "n_predict": args.peer_n, "repeat": args.repeat,
+            "question": args.question_text, "rows": rows}
+
+
+def print_table(args, rows):
+    prompt = None
+    for row in rows:
+        prompt = prompt or row["medians"].get("448x448", {}).get("prompt_tokens")
+    heads = [h if h != "448 prefill" or not prompt else f"448 prefill ({prompt:.0f} tok, qvl)"
+             for h, _, _, _ in COLUMNS]
+    print(f"\n== Peers: {args.peer_threads} thread(s), {args.peer_n} tokens, medians of "
+          f"{args.repeat} run(s), engines alternating\n")
+    print("| engine | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(COLUMNS))
+    for row in rows:
+        med = row["medians"]
+        cells = []
+        for _, lab, key, unit in COLUMNS:
+            if lab is None:
+                v = max([m[key] for m in med.values() if m.get(key) is not None], default=None)
+            else:
+                v = med.get(lab, {}).get(key)
+            cells.append(fmt(v, unit))
+        print(f"| {row['label']} | " + " | ".join(cells) + " |")
+    for row in rows:
+        for lab, err in row["errors"].items():
+            print(f"- {row['label']}, {lab}: FAILED: {err}")
+    print("\nPrompt tokens per engine (448x448 / 1280x720): " + "; ".join(
+        f"{r['engine']} {r['medians'].get('448x448', {}).get('prompt_tokens')}"
+        f"/{r['medians'].get('1280x720', {}).get('prompt_tokens')}" for r in rows))
