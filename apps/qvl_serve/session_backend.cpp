@@ -47,7 +47,9 @@ base::Result<RequestId> SessionBackend::submit(BackendRequest request) {
                            session_->context_size());
     }
     std::lock_guard lock(mu_);
-    if (stopping_ || int(queue_.size()) >= max_queue_) {
+    // max_queue counts requests that wait: one more may come in while the slot is free.
+    const int occupied = int(queue_.size()) + (running_id_ != 0 ? 1 : 0);
+    if (stopping_ || occupied >= max_queue_ + 1) {
         return base::error(base::ErrorCode::kResourceExhausted,
                            "the server is busy: {} requests are waiting (--max-queue {})",
                            queue_.size(), max_queue_);
