@@ -15,3 +15,9 @@ add_test(NAME serve_browser
                  --out ${PROJECT_BINARY_DIR}/serve-artifacts)
 set_tests_properties(serve_browser PROPERTIES LABELS serve TIMEOUT 300 SKIP_RETURN_CODE 77
                      PASS_REGULAR_EXPRESSION "serve_browser: PASS")
+# Hostile input, slow clients and a one-minute soak with random disconnects (bench: longer).
+add_test(NAME serve_reliability
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/reliability_test.py ${serve_test_args}
+                 --soak-seconds 60)
+set_tests_properties(serve_reliability PROPERTIES LABELS "serve;slow" TIMEOUT 300
+                     PASS_REGULAR_EXPRESSION "serve_reliability: PASS")
