@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "base/version.h"
+#include "engine_backend.h"
 #include "http_server.h"
 #include "model/model.h"
 #include "qvl_run/exit_codes.h"
@@ -52,6 +53,37 @@ std::string folder_name(const std::string& dir) {
     return p.filename().empty() ? dir : p.filename().string();
 }
 
+// The multi-sequence Engine when the engine has it (slots, batched decode); else one Session
+// serving requests in turn.
+base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const ServeOptions& o) {
+#ifdef QVL_SERVE_HAS_ENGINE
+    runtime::EngineOptions eo;
+    eo.threads = o.threads;
+    eo.slots = o.parallel;
+    eo.ctx_size = o.ctx_size;
+    eo.max_image_tokens = o.image_max_tokens;
+    eo.precision = precision_from_env();
+    eo.max_queue = o.max_queue;
+    QVL_ASSIGN_OR_RETURN(std::unique_ptr<EngineBackend> engine, EngineBackend::create(m, eo));
+    return std::unique_ptr<Backend>(std::move(engine));
+#else
+    runtime::SessionOptions so;
+    so.threads = o.threads;
+    so.ctx_size = o.ctx_size;
+    so.max_image_tokens = o.image_max_tokens;
+    so.precision = precision_from_env();
+    if (o.parallel > 1) {
+        std::fprintf(stderr,
+                     "qvl-serve: note: --parallel %d: this build serves one request at a time "
+                     "(the others wait in the queue)\n",
+                     o.parallel);
+    }
+    QVL_ASSIGN_OR_RETURN(std::unique_ptr<SessionBackend> session,
+                         SessionBackend::create(m, so, o.max_queue));
+    return std::unique_ptr<Backend>(std::move(session));
+#endif
+}
+
 int serve(const ServeOptions& o) {
     if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
     if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
@@ -86,24 +118,12 @@ int serve(const ServeOptions& o) {
         if (ec) return fail(app::kExitUsage, "--allowed-media-dir: " + ec.message());
     }
 
-    runtime::SessionOptions so;
-    so.threads = o.threads;
-    so.ctx_size = o.ctx_size;
-    so.max_image_tokens = o.image_max_tokens;
-    so.precision = precision_from_env();
-    if (o.parallel > 1) {
-        std::fprintf(stderr,
-                     "qvl-serve: note: --parallel %d: this build serves one request at a time "
-                     "(the others wait in the queue)\n",
-                     o.parallel);
-    }
-    base::Result<std::unique_ptr<SessionBackend>> backend =
-        SessionBackend::create(m, so, o.max_queue);
+    base::Result<std::unique_ptr<Backend>> backend = make_backend(m, o);
     if (!backend.ok()) {
         const bool budget = backend.status().code() == base::ErrorCode::kResourceExhausted;
         return fail(budget ? kExitResource : kExitOther,
                     backend.status().message() +
-                        (budget ? " (lower -c/--ctx-size or --image-max-tokens)" : ""));
+                        (budget ? " (lower -c/--ctx-size, --parallel or --image-max-tokens)" : ""));
     }
 
     auto server = std::make_unique<HttpServer>(*backend.value(), std::move(config));

@@ -1,7 +1,7 @@
 """qvl-serve's HTTP contract (shared docs/serve.md) through the official openai Python client, on
 127.0.0.1 with the tiny test checkpoint: plain and streamed answers equal qvl-run's greedy ones,
 data-URI images, multi-turn, stop strings, seeds, usage, every error status with its body,
-8 concurrent clients, and a disconnect that frees the slot.
+8 concurrent clients on --parallel 4, and a disconnect that frees the slot.
 
 usage: api_test.py --serve QVL_SERVE --run QVL_RUN --model DIR --images DIR --venv DIR"""
 import argparse
@@ -224,8 +224,10 @@ def test_concurrent_clients_equal_qvl_run():
     convs += [[("user", [("image", JPG if i % 2 else PNG), f"Image question {i}"])] for i in range(4)]
     refs = [su.qvl_run_answer(args.run, args.model, c, 10)["text"] for c in convs]
 
+    par = su.Server(args.serve, args.model, "-c", "4096", "--parallel", "4")
+
     def client_job(k):
-        mine = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        mine = openai.OpenAI(base_url=par.url + "/v1", api_key="x", max_retries=0, timeout=300)
         bad = []
         for j in range(3):
             i = (k + j) % len(convs)
@@ -243,6 +245,7 @@ def test_concurrent_clients_equal_qvl_run():
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         results = list(pool.map(client_job, range(8)))
+    check(par.stop() == 0, "--parallel 4 server stopped cleanly")
     for bad in results:
         for i, got, want in bad:
             check(False, f"concurrent conversation {i}: {got!r} != qvl-run {want!r}")
