@@ -42,8 +42,8 @@ def ensure_venv(venv_dir, packages=("openai",)):
 class Server:
     """A qvl-serve process on 127.0.0.1 and a free port; stderr is kept in self.log."""
 
-    def __init__(self, binary, model, *args, env=None, timeout=60):
-        cmd = [binary, "-m", model, "--host", "127.0.0.1", "--port", "0", "-t", "1", *args]
+    def __init__(self, binary, model, *args, env=None, timeout=60, threads=1):
+        cmd = [binary, "-m", model, "--host", "127.0.0.1", "--port", "0", "-t", str(threads), *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
