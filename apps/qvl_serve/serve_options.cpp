@@ -14,9 +14,7 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
     app.footer(
         "Exit codes: 0 stopped by SIGINT/SIGTERM, 1 other error, 2 usage error, 3 model folder "
         "invalid, 5 memory budget.");
-    app.add_option("-m,--model", o->model_dir, "Hugging Face model folder")
-        ->type_name("DIR")
-        ->required();
+    app.add_option("-m,--model", o->model_dir, "Hugging Face model folder")->type_name("DIR");
     app.add_option("--host", o->host, "Address to listen on")->capture_default_str();
     app.add_option("--port", o->port, "Port (0: any free port, printed when ready)")
         ->check(CLI::Range(0, 65535))
@@ -64,18 +62,12 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
     } catch (const CLI::CallForHelp&) {
         std::fputs(app.help().c_str(), out);
         return 0;
-    } catch (const CLI::RequiredError& e) {
-        // --version needs no model folder.
-        for (int i = 1; i < argc; ++i) {
-            if (std::string_view(argv[i]) == "--version") {
-                o->version = true;
-                return -1;
-            }
-        }
-        std::fprintf(err, "qvl-serve: error: %s\n", e.what());
-        return 2;
     } catch (const CLI::ParseError& e) {
         std::fprintf(err, "qvl-serve: error: %s\n", e.what());
+        return 2;
+    }
+    if (o->model_dir.empty() && !o->version) {
+        std::fprintf(err, "qvl-serve: error: -m/--model DIR is required (a Hugging Face folder)\n");
         return 2;
     }
     o->verbosity = verbose > 0 ? 1 : (quiet > 0 ? -1 : 0);

@@ -259,7 +259,29 @@ def test_soak():
     check(final <= (warm or final) * 1.25 + 30 * 1024, "RSS flat after warm-up")
 
 
-for fn in (test_bad_inputs, test_slow_clients, test_soak):
+def test_graceful_shutdown():
+    """SIGTERM: the running answer completes, new requests are refused, exit 0."""
+    s = su.Server(args.serve, args.model, "-c", "4096")
+    body = json.dumps(chat_body("tell me everything", n=150, ignore_eos=True, stream=True,
+                                stream_options={"include_usage": True}))
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+    conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    first = r.read1(1024)
+    check(first.startswith(b"data: "), "streaming started before SIGTERM")
+    s.proc.send_signal(__import__("signal").SIGTERM)
+    time.sleep(0.2)
+    status, headers, out = su.http("POST", s.url + "/v1/chat/completions", chat_body("late", n=2))
+    check(status == 503 and headers.get("Retry-After") == "1", f"request while draining: {status}")
+    rest = r.read()
+    conn.close()
+    check((first + rest).endswith(b"data: [DONE]\n\n"), "the running answer finished")
+    check(b'"completion_tokens":150' in rest, "all 150 tokens arrived")
+    rc = s.proc.wait(15)
+    check(rc == 0, f"exit code after SIGTERM: {rc}")
+
+
+for fn in (test_bad_inputs, test_slow_clients, test_graceful_shutdown, test_soak):
     t = time.time()
     n = len(failures)
     try:
