@@ -113,7 +113,7 @@ void HttpServer::install_routes() {
         if (res.status != 404) metrics_.record({.outcome = "client_error"});
     });
     s.set_exception_handler(
-        [this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        [this](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
             std::string what = "unknown exception";
             try {
                 if (ep) std::rethrow_exception(ep);
