@@ -47,6 +47,18 @@ runtime::Precision precision_from_env() {
     return runtime::Precision::kAuto;
 }
 
+// The image preprocessing the backend's session is sized for. The engine's signature moved from
+// (model, min_tokens, max_tokens) to (model, SessionOptions); this compiles against either, so
+// the server builds before and after that change reaches it (drop the fallback once it has).
+template <class Options>
+image::PreprocessConfig preprocess_for(const model::Model& m, const Options& so) {
+    if constexpr (requires { runtime::effective_preprocess(m, so); }) {
+        return runtime::effective_preprocess(m, so);
+    } else {
+        return runtime::effective_preprocess(m, 0, so.max_image_tokens);
+    }
+}
+
 std::string folder_name(const std::string& dir) {
     std::filesystem::path p(dir);
     while (!p.empty() && p.filename().empty()) p = p.parent_path();
@@ -108,7 +120,9 @@ int serve(const ServeOptions& o) {
     config.log_requests = o.verbosity > 0;
     config.parse_limits.max_images = o.max_images;
     config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
-    config.prompt.preprocess = runtime::effective_preprocess(m, 0, o.image_max_tokens);
+    runtime::SessionOptions budget;
+    budget.max_image_tokens = o.image_max_tokens;
+    config.prompt.preprocess = preprocess_for(m, budget);
     config.prompt.preprocess.pixel_values = false;  // the vision tower reads the resized image
     config.prompt.image_limits.max_pixels = o.max_image_pixels;
     config.prompt.image_limits.max_file_bytes = config.max_body_bytes;
