@@ -243,9 +243,11 @@ def test_concurrent_clients_equal_qvl_run():
                 bad.append((i, text, refs[i]))
         return bad
 
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(client_job, range(8)))
-    check(par.stop() == 0, "--parallel 4 server stopped cleanly")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(client_job, range(8)))
+    finally:
+        check(par.stop() == 0, "--parallel 4 server stopped cleanly")
     for bad in results:
         for i, got, want in bad:
             check(False, f"concurrent conversation {i}: {got!r} != qvl-run {want!r}")

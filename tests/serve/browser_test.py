@@ -43,10 +43,10 @@ opts.binary_location = chromium
 for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
           "--window-size=1100,900"):
     opts.add_argument(a)
-browser = webdriver.Chrome(service=Service(executable_path=driver_path),
-                           options=opts)
 failures = []
+browser = None
 try:
+    browser = webdriver.Chrome(service=Service(executable_path=driver_path), options=opts)
     browser.get(server.url + "/")
     wait = WebDriverWait(browser, 60)
     wait.until(lambda b: b.find_element(By.ID, "model").text == os.path.basename(args.model.rstrip("/")))
@@ -90,7 +90,8 @@ try:
     print("screenshot:", shot)
     print("answer timings:", stats_text)
 finally:
-    browser.quit()
+    if browser is not None:
+        browser.quit()
     server.stop()
 if failures:
     for f in failures:

@@ -1,6 +1,7 @@
 """Shared helpers of the qvl-serve tests: start the server on a free port (reading its readiness
 line), stop it, run qvl-run for reference answers, and re-run a test inside the venv that holds
 the official openai client (created on first use; the test is skipped when PyPI is unreachable)."""
+import atexit
 import base64
 import json
 import os
@@ -63,6 +64,7 @@ class Server:
         if self.port is None:
             self.proc.kill()
             raise RuntimeError("qvl-serve did not become ready:\n" + "".join(self.log))
+        atexit.register(self._kill_if_running)  # a test that dies leaves no server behind
         self._drain = threading.Thread(target=self._read_rest, daemon=True)
         self._drain.start()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -70,6 +72,10 @@ class Server:
     def _read_rest(self):
         for line in self.proc.stderr:
             self.log.append(line)
+
+    def _kill_if_running(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
         if self.proc.poll() is None:
