@@ -4,15 +4,23 @@
 
 namespace qvl::serve {
 
-base::Result<std::unique_ptr<EngineBackend>> EngineBackend::create(
-    const model::Model& model, const runtime::EngineOptions& options) {
+base::Result<std::unique_ptr<EngineBackend>> EngineBackend::create(const model::Model& model,
+                                                                   runtime::EngineOptions options,
+                                                                   int max_queue) {
+    options.max_queue = max_queue + options.slots;
     QVL_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Engine> engine,
                          runtime::Engine::create(model, options));
     return std::unique_ptr<EngineBackend>(
-        new EngineBackend(std::move(engine), options.slots, options.ctx_size));
+        new EngineBackend(std::move(engine), options.slots, options.ctx_size, max_queue));
 }
 
 base::Result<RequestId> EngineBackend::submit(BackendRequest request) {
+    const runtime::Engine::Stats s = engine_->stats();
+    if (s.slots_busy + s.queue_length >= slots_ + max_queue_) {
+        return base::error(base::ErrorCode::kResourceExhausted,
+                           "the server is busy: {} requests are waiting (--max-queue {})",
+                           s.queue_length, max_queue_);
+    }
     runtime::Request r;
     r.prompt = std::move(request.prompt);
     r.params = std::move(request.params);

@@ -16,8 +16,12 @@ namespace qvl::serve {
 
 class EngineBackend final : public Backend {
   public:
-    static base::Result<std::unique_ptr<EngineBackend>> create(
-        const model::Model& model, const runtime::EngineOptions& options);
+    // max_queue: requests that may wait while every slot is busy (serve.md's --max-queue). The
+    // Engine counts a request as waiting until its scheduler admits it, even into a free slot,
+    // so its own bound is set `slots` higher and the contract's is checked here.
+    static base::Result<std::unique_ptr<EngineBackend>> create(const model::Model& model,
+                                                               runtime::EngineOptions options,
+                                                               int max_queue);
 
     base::Result<RequestId> submit(BackendRequest request) override;
     void cancel(RequestId id) override { engine_->cancel(id); }
@@ -26,11 +30,12 @@ class EngineBackend final : public Backend {
     const model::Model& model() const override { return engine_->model(); }
 
   private:
-    EngineBackend(std::unique_ptr<runtime::Engine> engine, int slots, int ctx_size)
-        : engine_(std::move(engine)), slots_(slots), ctx_size_(ctx_size) {}
+    EngineBackend(std::unique_ptr<runtime::Engine> engine, int slots, int ctx_size, int max_queue)
+        : engine_(std::move(engine)), slots_(slots), ctx_size_(ctx_size), max_queue_(max_queue) {}
     std::unique_ptr<runtime::Engine> engine_;
     int slots_ = 1;
     int ctx_size_ = 0;
+    int max_queue_ = 0;
 };
 
 }  // namespace qvl::serve

@@ -75,8 +75,8 @@ base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const
     eo.ctx_size = o.ctx_size;
     eo.max_image_tokens = o.image_max_tokens;
     eo.precision = precision_from_env();
-    eo.max_queue = o.max_queue;
-    QVL_ASSIGN_OR_RETURN(std::unique_ptr<EngineBackend> engine, EngineBackend::create(m, eo));
+    QVL_ASSIGN_OR_RETURN(std::unique_ptr<EngineBackend> engine,
+                         EngineBackend::create(m, eo, o.max_queue));
     return std::unique_ptr<Backend>(std::move(engine));
 #else
     runtime::SessionOptions so;

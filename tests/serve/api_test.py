@@ -208,6 +208,8 @@ def test_limits_key_and_queue():
         deadline = time.time() + 10
         while su.metrics(s.url).get("qvl_slots_busy", 0) < 1 and time.time() < deadline:
             time.sleep(0.01)
+        check(su.metrics(s.url).get("qvl_slots_busy", 0) == 1,
+              "--max-queue 0 still admits a request while the slot is free")
         try:
             keyed.chat.completions.create(model="m", messages=msgs, max_tokens=2)
             check(False, "no 503 with a full queue")
