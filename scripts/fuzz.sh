@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 all_targets=(safetensors json config generation_config preprocessor_config tokenizer_load
-             tokenizer_encode messages image)
+             tokenizer_encode messages image serve_request)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 jobs=${QVL_FUZZ_JOBS:-2}

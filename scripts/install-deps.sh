@@ -4,18 +4,24 @@
 #
 # Opt-in: `--peers` (or QVL_INSTALL_PEERS=1) also installs oneDNN and OpenBLAS for the benchmark's
 # peer rows (cmake -DQVL_BENCH_PEERS=ON, see bench/README.md); the product never needs them.
+# Opt-in: `--browser` (or QVL_INSTALL_BROWSER=1) installs chromium, chromium-driver and
+# python3-selenium (several hundred MB) for the chat page's browser test (ctest -R serve_browser,
+# skipped without them); python3-venv is always installed for the openai-client API tests.
 set -euo pipefail
 
 peers="${QVL_INSTALL_PEERS:-0}"
+browser="${QVL_INSTALL_BROWSER:-0}"
 for arg in "$@"; do
     case "$arg" in
         --peers) peers=1 ;;
+        --browser) browser=1 ;;
         -h | --help)
-            echo "usage: $0 [--peers]   (--peers: also libdnnl-dev libopenblas-dev for bench peers)"
+            echo "usage: $0 [--peers] [--browser]   (--peers: libdnnl-dev libopenblas-dev for bench"
+            echo "       peers; --browser: chromium chromium-driver python3-selenium for the chat page test)"
             exit 0
             ;;
         *)
-            echo "install-deps: unknown argument '$arg' (usage: $0 [--peers])" >&2
+            echo "install-deps: unknown argument '$arg' (usage: $0 [--peers] [--browser])" >&2
             exit 2
             ;;
     esac
@@ -26,11 +32,15 @@ packages=(
     libxsimd-dev libspng-dev libjpeg62-turbo-dev
     libgtest-dev libgmock-dev libbenchmark-dev
     libsimdjson-dev libfmt-dev libpcre2-dev libutf8proc-dev libcli11-dev
+    libcpp-httplib-dev  # qvl-serve's HTTP server (what llama.cpp's llama-server uses)
     clang clang-format-14 clang-tidy-14 libclang-rt-14-dev
-    python3 python3-numpy python3-pil
+    python3 python3-numpy python3-pil python3-venv
 )
 if [ "$peers" = 1 ]; then
     packages+=(libdnnl-dev libopenblas-dev)
+fi
+if [ "$browser" = 1 ]; then
+    packages+=(chromium chromium-driver python3-selenium)
 fi
 
 missing=()

@@ -1,0 +1,268 @@
+#include "chat_request.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "base64.h"
+#include "io/json.h"
+
+namespace qvl::serve {
+namespace {
+
+using base::ErrorCode;
+using io::JsonValue;
+
+base::Status bad(std::string_view where, std::string_view what) {
+    return base::Status(ErrorCode::kInvalidArgument, fmt::format("{}: {}", where, what));
+}
+
+std::string type_of(const JsonValue& v) { return JsonValue::type_name(v.type()); }
+
+// Numbers: the optional<T> is left empty for a JSON null (the model's default applies).
+base::Status read_float(const JsonValue& root, std::string_view key, double lo, double hi,
+                        bool lo_open, std::optional<float>* out) {
+    const JsonValue* v = root.find(key);
+    if (v == nullptr || v->is_null()) return {};
+    if (!v->is_number()) return bad(key, fmt::format("must be a number, not {}", type_of(*v)));
+    const double d = v->as_double();
+    if (!std::isfinite(d) || d > hi || d < lo || (lo_open && d == lo)) {
+        return bad(key, fmt::format("{} is outside {}{}, {}]", d, lo_open ? "(" : "[", lo, hi));
+    }
+    *out = static_cast<float>(d);
+    return {};
+}
+
+base::Status read_int(const JsonValue& root, std::string_view key, std::int64_t lo, std::int64_t hi,
+                      std::optional<int>* out) {
+    const JsonValue* v = root.find(key);
+    if (v == nullptr || v->is_null()) return {};
+    if (!v->is_integer()) return bad(key, fmt::format("must be an integer, not {}", type_of(*v)));
+    if (v->as_int() < lo || v->as_int() > hi) {
+        return bad(key, fmt::format("{} is outside [{}, {}]", v->as_int(), lo, hi));
+    }
+    *out = static_cast<int>(v->as_int());
+    return {};
+}
+
+base::Status read_bool(const JsonValue& root, std::string_view key, bool* out) {
+    const JsonValue* v = root.find(key);
+    if (v == nullptr || v->is_null()) return {};
+    if (!v->is_bool()) return bad(key, fmt::format("must be true or false, not {}", type_of(*v)));
+    *out = v->as_bool();
+    return {};
+}
+
+base::Status parse_image_url(const JsonValue& part, const std::string& where,
+                             const ParseLimits& limits, ImageRef* out) {
+    const JsonValue* iu = part.find("image_url");
+    if (iu == nullptr) return bad(where, "an image_url part needs \"image_url\": {\"url\": ...}");
+    const JsonValue* url = iu->is_string() ? iu : iu->find("url");
+    if (url == nullptr || !url->is_string()) {
+        return bad(where + ".image_url", "needs \"url\", a string");
+    }
+    const std::string_view u = url->as_string();
+    const std::string url_where = where + ".image_url.url";
+    out->where = where;
+    if (u.starts_with("data:")) {
+        const std::size_t comma = u.find(',');
+        if (comma == std::string_view::npos) return bad(url_where, "data: URI without a comma");
+        const std::string_view header = u.substr(5, comma - 5);
+        if (!header.ends_with(";base64")) {
+            return bad(url_where,
+                       "only base64 data: URIs are accepted (data:image/...;base64,...)");
+        }
+        if (!header.starts_with("image/") && header != ";base64" &&
+            !header.starts_with("application/octet-stream")) {
+            return bad(url_where, fmt::format("data: URI of type '{}' is not an image",
+                                              header.substr(0, header.size() - 7)));
+        }
+        base::Result<std::vector<std::byte>> bytes = decode_base64(u.substr(comma + 1));
+        if (!bytes.ok()) return bad(url_where, bytes.status().message());
+        if (bytes.value().empty()) return bad(url_where, "the image is empty");
+        out->bytes = std::move(bytes).value();
+        return {};
+    }
+    if (u.starts_with("file://")) {
+        if (!limits.allow_file_urls) {
+            return bad(url_where,
+                       "file:// URLs are refused (the server was not started with "
+                       "--allowed-media-dir); send the image as a data: URI");
+        }
+        std::string_view path = u.substr(7);
+        if (path.starts_with("localhost/")) path.remove_prefix(9);
+        if (!path.starts_with("/")) return bad(url_where, "a file:// URL needs an absolute path");
+        out->file_path = std::string(path);
+        return {};
+    }
+    if (u.starts_with("http://") || u.starts_with("https://")) {
+        return bad(url_where,
+                   "http(s) image URLs are refused: the server fetches nothing; send the image "
+                   "as a data:image/...;base64 URI");
+    }
+    return bad(url_where,
+               "expected a data:image/...;base64 URI (or file:// under "
+               "--allowed-media-dir)");
+}
+
+base::Status parse_content(const JsonValue& content, const std::string& where,
+                           const ParseLimits& limits, RequestMessage* msg, int* images) {
+    if (content.is_null()) return {};
+    if (content.is_string()) {
+        msg->parts.push_back({.kind = RequestPart::Kind::kText, .text = content.as_string()});
+        return {};
+    }
+    if (!content.is_array()) {
+        return bad(where,
+                   fmt::format("must be a string or an array of parts, not {}", type_of(content)));
+    }
+    for (std::size_t i = 0; i < content.items().size(); ++i) {
+        const JsonValue& part = content.items()[i];
+        const std::string pw = fmt::format("{}[{}]", where, i);
+        if (part.is_string()) {
+            msg->parts.push_back({.kind = RequestPart::Kind::kText, .text = part.as_string()});
+            continue;
+        }
+        const JsonValue* type = part.find("type");
+        if (type == nullptr || !type->is_string()) {
+            return bad(pw, "a content part needs \"type\": \"text\" or \"image_url\"");
+        }
+        const std::string& t = type->as_string();
+        if (t == "text" || t == "input_text") {
+            const JsonValue* text = part.find("text");
+            if (text == nullptr || !text->is_string()) {
+                return bad(pw, "a text part needs \"text\", a string");
+            }
+            msg->parts.push_back({.kind = RequestPart::Kind::kText, .text = text->as_string()});
+        } else if (t == "image_url") {
+            if (msg->role != "user") {
+                return bad(
+                    pw, fmt::format("images are only allowed in user messages, not {}", msg->role));
+            }
+            if (++*images > limits.max_images) {
+                return bad(pw,
+                           fmt::format("more than {} images in one request", limits.max_images));
+            }
+            RequestPart p{.kind = RequestPart::Kind::kImage};
+            QVL_TRY(parse_image_url(part, pw, limits, &p.image));
+            msg->parts.push_back(std::move(p));
+        } else {
+            return bad(pw, fmt::format("unsupported part type '{}' (text and image_url are)", t));
+        }
+    }
+    return {};
+}
+
+base::Status parse_messages(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+    const JsonValue* messages = root.find("messages");
+    if (messages == nullptr) return bad("body", "\"messages\" is missing");
+    if (!messages->is_array()) {
+        return bad("messages", fmt::format("must be an array, not {}", type_of(*messages)));
+    }
+    if (messages->items().empty()) return bad("messages", "is empty");
+    for (std::size_t i = 0; i < messages->items().size(); ++i) {
+        const JsonValue& m = messages->items()[i];
+        const std::string where = fmt::format("messages[{}]", i);
+        if (!m.is_object()) return bad(where, fmt::format("must be an object, not {}", type_of(m)));
+        const JsonValue* role = m.find("role");
+        if (role == nullptr || !role->is_string()) {
+            return bad(where, "needs \"role\": system, user or assistant");
+        }
+        RequestMessage msg{.role = role->as_string()};
+        if (msg.role == "developer") msg.role = "system";
+        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
+            return bad(where + ".role",
+                       fmt::format("'{}' is not supported (system, user, assistant are)",
+                                   role->as_string()));
+        }
+        if (msg.role == "system" && i != 0) {
+            return bad(where, "a system message must come first");
+        }
+        const JsonValue* content = m.find("content");
+        if (content == nullptr) return bad(where, "needs \"content\"");
+        QVL_TRY(parse_content(*content, where + ".content", limits, &msg, &out->image_count));
+        out->messages.push_back(std::move(msg));
+    }
+    return {};
+}
+
+base::Status parse_stop(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+    const JsonValue* stop = root.find("stop");
+    if (stop == nullptr || stop->is_null()) return {};
+    std::vector<const JsonValue*> items;
+    if (stop->is_string()) {
+        items.push_back(stop);
+    } else if (stop->is_array()) {
+        for (const JsonValue& s : stop->items()) items.push_back(&s);
+    } else {
+        return bad("stop",
+                   fmt::format("must be a string or an array of strings, not {}", type_of(*stop)));
+    }
+    if (int(items.size()) > limits.max_stop) {
+        return bad("stop", fmt::format("{} strings; at most {}", items.size(), limits.max_stop));
+    }
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const std::string where = stop->is_array() ? fmt::format("stop[{}]", i) : "stop";
+        if (!items[i]->is_string()) return bad(where, "must be a string");
+        const std::string& s = items[i]->as_string();
+        if (s.empty()) return bad(where, "is empty");
+        if (s.size() > limits.max_stop_bytes) {
+            return bad(where, fmt::format("{} bytes; at most {}", s.size(), limits.max_stop_bytes));
+        }
+        out->stop.push_back(s);
+    }
+    return {};
+}
+
+base::Status parse_sampling(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+    std::optional<int> max_tokens, max_completion_tokens;
+    QVL_TRY(read_int(root, "max_tokens", 1, limits.max_tokens_limit, &max_tokens));
+    QVL_TRY(read_int(root, "max_completion_tokens", 1, limits.max_tokens_limit,
+                     &max_completion_tokens));
+    out->max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
+    QVL_TRY(read_float(root, "temperature", 0.0, 100.0, false, &out->temperature));
+    QVL_TRY(read_float(root, "top_p", 0.0, 1.0, true, &out->top_p));
+    QVL_TRY(read_int(root, "top_k", 0, 1 << 30, &out->top_k));
+    QVL_TRY(read_float(root, "presence_penalty", -2.0, 2.0, false, &out->presence_penalty));
+    QVL_TRY(read_float(root, "frequency_penalty", -2.0, 2.0, false, &out->frequency_penalty));
+    QVL_TRY(read_float(root, "repetition_penalty", 0.0, 100.0, true, &out->repetition_penalty));
+    if (const JsonValue* seed = root.find("seed"); seed != nullptr && !seed->is_null()) {
+        if (!seed->is_integer()) {
+            return bad("seed", fmt::format("must be an integer, not {}", type_of(*seed)));
+        }
+        out->seed = static_cast<std::uint64_t>(seed->as_int());
+    }
+    std::optional<int> n;
+    QVL_TRY(read_int(root, "n", 1, 1, &n));
+    return parse_stop(root, limits, out);
+}
+
+}  // namespace
+
+base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits) {
+    base::Result<JsonValue> parsed = io::parse_json(body, "request body");
+    if (!parsed.ok()) {
+        return base::Status(ErrorCode::kInvalidArgument,
+                            fmt::format("malformed JSON: {}", parsed.status().message()));
+    }
+    const JsonValue& root = parsed.value();
+    if (!root.is_object()) {
+        return bad("body", fmt::format("must be a JSON object, not {}", type_of(root)));
+    }
+    ChatRequest out;
+    if (const JsonValue* model = root.find("model"); model != nullptr && !model->is_null()) {
+        if (!model->is_string()) return bad("model", "must be a string");
+        out.model = model->as_string();
+    }
+    QVL_TRY(parse_messages(root, limits, &out));
+    QVL_TRY(parse_sampling(root, limits, &out));
+    QVL_TRY(read_bool(root, "stream", &out.stream));
+    QVL_TRY(read_bool(root, "ignore_eos", &out.ignore_eos));
+    if (const JsonValue* so = root.find("stream_options"); so != nullptr && !so->is_null()) {
+        if (!so->is_object()) return bad("stream_options", "must be an object");
+        QVL_TRY(read_bool(*so, "include_usage", &out.include_usage));
+    }
+    return out;
+}
+
+}  // namespace qvl::serve

@@ -1,0 +1,192 @@
+// qvl-serve: an OpenAI-compatible HTTP server and chat page for a Qwen3-VL model folder. The
+// contract (flags, endpoints, errors, readiness line, exit codes) is the shared docs/serve.md.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "base/log.h"
+#include "base/version.h"
+#include "engine_backend.h"
+#include "http_server.h"
+#include "model/model.h"
+#include "qvl_run/exit_codes.h"
+#include "runtime/session.h"
+#include "serve_options.h"
+#include "session_backend.h"
+
+namespace qvl::serve {
+namespace {
+
+using app::kExitModel;
+using app::kExitOk;
+using app::kExitOther;
+using app::kExitResource;
+
+// After SIGINT/SIGTERM, running requests get this long to finish before they are cancelled.
+constexpr auto kGracePeriod = std::chrono::seconds(5);
+
+int fail(int code, const std::string& message) {
+    std::fprintf(stderr, "qvl-serve: error: %s\n", message.c_str());
+    return code;
+}
+
+runtime::Precision precision_from_env() {
+    const char* p = std::getenv("QVL_PRECISION");
+    if (p == nullptr) return runtime::Precision::kAuto;
+    const std::string v = p;
+    if (v == "bf16") return runtime::Precision::kBF16;
+    if (v == "bf16-all") return runtime::Precision::kBF16All;
+    if (v == "f32") return runtime::Precision::kF32;
+    return runtime::Precision::kAuto;
+}
+
+// The image preprocessing the backend's session is sized for. The engine's signature moved from
+// (model, min_tokens, max_tokens) to (model, SessionOptions); this compiles against either, so
+// the server builds before and after that change reaches it (drop the fallback once it has).
+template <class Options>
+image::PreprocessConfig preprocess_for(const model::Model& m, const Options& so) {
+    if constexpr (requires { runtime::effective_preprocess(m, so); }) {
+        return runtime::effective_preprocess(m, so);
+    } else {
+        return runtime::effective_preprocess(m, 0, so.max_image_tokens);
+    }
+}
+
+std::string folder_name(const std::string& dir) {
+    std::filesystem::path p(dir);
+    while (!p.empty() && p.filename().empty()) p = p.parent_path();
+    return p.filename().empty() ? dir : p.filename().string();
+}
+
+// The multi-sequence Engine when the engine has it (slots, batched decode); else one Session
+// serving requests in turn.
+base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const ServeOptions& o) {
+#ifdef QVL_SERVE_HAS_ENGINE
+    runtime::EngineOptions eo;
+    eo.threads = o.threads;
+    eo.slots = o.parallel;
+    eo.ctx_size = o.ctx_size;
+    eo.max_image_tokens = o.image_max_tokens;
+    eo.precision = precision_from_env();
+    QVL_ASSIGN_OR_RETURN(std::unique_ptr<EngineBackend> engine,
+                         EngineBackend::create(m, eo, o.max_queue));
+    return std::unique_ptr<Backend>(std::move(engine));
+#else
+    runtime::SessionOptions so;
+    so.threads = o.threads;
+    so.ctx_size = o.ctx_size;
+    so.max_image_tokens = o.image_max_tokens;
+    so.precision = precision_from_env();
+    if (o.parallel > 1) {
+        std::fprintf(stderr,
+                     "qvl-serve: note: --parallel %d: this build serves one request at a time "
+                     "(the others wait in the queue)\n",
+                     o.parallel);
+    }
+    QVL_ASSIGN_OR_RETURN(std::unique_ptr<SessionBackend> session,
+                         SessionBackend::create(m, so, o.max_queue));
+    return std::unique_ptr<Backend>(std::move(session));
+#endif
+}
+
+int serve(const ServeOptions& o) {
+    if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
+    if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
+    // Signals are taken by sigwait in this thread only: every thread started below inherits
+    // the mask, so a signal never interrupts a worker.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a client that goes away is an error return, not a signal
+
+    base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(o.model_dir);
+    if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
+    const model::Model& m = *loaded.value();
+
+    ServerConfig config;
+    config.model_id = folder_name(o.model_dir);
+    config.api_key = o.api_key;
+    config.max_body_bytes = std::size_t(o.max_body_mb) << 20;
+    config.http_threads = o.http_threads;
+    config.log_requests = o.verbosity > 0;
+    config.parse_limits.max_images = o.max_images;
+    config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
+    runtime::SessionOptions budget;
+    budget.max_image_tokens = o.image_max_tokens;
+    config.prompt.preprocess = preprocess_for(m, budget);
+    config.prompt.preprocess.pixel_values = false;  // the vision tower reads the resized image
+    config.prompt.image_limits.max_pixels = o.max_image_pixels;
+    config.prompt.image_limits.max_file_bytes = config.max_body_bytes;
+    if (!o.allowed_media_dir.empty()) {
+        std::error_code ec;
+        config.prompt.allowed_media_dir = std::filesystem::canonical(o.allowed_media_dir, ec);
+        if (ec) return fail(app::kExitUsage, "--allowed-media-dir: " + ec.message());
+    }
+
+    base::Result<std::unique_ptr<Backend>> backend = make_backend(m, o);
+    if (!backend.ok()) {
+        const bool budget = backend.status().code() == base::ErrorCode::kResourceExhausted;
+        return fail(budget ? kExitResource : kExitOther,
+                    backend.status().message() +
+                        (budget ? " (lower -c/--ctx-size, --parallel or --image-max-tokens)" : ""));
+    }
+
+    auto server = std::make_unique<HttpServer>(*backend.value(), std::move(config));
+    base::Result<int> port = server->bind(o.host, o.port);
+    if (!port.ok()) return fail(kExitOther, port.status().message());
+    std::thread listener([&] { server->run(); });
+    const bool ipv6 = o.host.find(':') != std::string::npos;
+    std::fprintf(stderr, "qvl-serve: listening on http://%s%s%s:%d\n", ipv6 ? "[" : "",
+                 o.host.c_str(), ipv6 ? "]" : "", port.value());
+    std::fflush(stderr);
+
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "qvl-serve: %s: finishing running requests\n",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    server->begin_drain();
+    const auto deadline = std::chrono::steady_clock::now() + kGracePeriod;
+    while (server->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (server->in_flight() > 0) {
+        server->cancel_all();
+        const auto cancel_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (server->in_flight() > 0 && std::chrono::steady_clock::now() < cancel_deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    server->stop();
+    listener.join();
+    backend.value().reset();  // ends anything left; its callbacks still reach the server
+    server.reset();
+    std::fprintf(stderr, "qvl-serve: stopped\n");
+    return kExitOk;
+}
+
+}  // namespace
+}  // namespace qvl::serve
+
+int main(int argc, char** argv) try {
+    qvl::serve::ServeOptions options;
+    const int parsed = qvl::serve::parse_serve_args(argc, argv, &options, stdout, stderr);
+    if (parsed >= 0) return parsed;
+    if (options.version) {
+        std::printf("qvl-serve %s (isa %s)\n", qvl::base::version(),
+                    qvl::runtime::kernel_isa_name());
+        return 0;
+    }
+    return qvl::serve::serve(options);
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "qvl-serve: error: %s\n", e.what());
+    return 1;
+}

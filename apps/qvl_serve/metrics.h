@@ -1,0 +1,51 @@
+// Counters and histograms for GET /metrics, in the Prometheus text exposition format (shared
+// docs/serve.md lists the required series). Thread-safe; updates take one short lock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace qvl::serve {
+
+class Histogram {
+  public:
+    void observe(double seconds);
+    // "name_bucket{le=...} n" lines, then _sum and _count.
+    std::string format(const std::string& name, const std::string& help) const;
+
+  private:
+    static constexpr std::array<double, 14> kBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                                       1,     2.5,  5,     10,   30,  60,   120};
+    std::array<std::uint64_t, kBounds.size()> counts_{};  // per bucket, not cumulative
+    std::uint64_t count_ = 0;
+    double sum_ = 0;
+};
+
+struct RequestOutcome {
+    std::string outcome;  // ok | cancelled | client_error | rejected | error
+    int prompt_tokens = 0;
+    int generated_tokens = 0;
+    int cached_prompt_tokens = 0;
+    int image_cache_hits = 0;
+    double ttft_s = -1;  // < 0: no token was produced
+    double duration_s = 0;
+};
+
+class Metrics {
+  public:
+    void record(const RequestOutcome& r);
+    // The exposition text; slots and queue are sampled by the caller.
+    std::string format(int slots_busy, int slots, int queue_length) const;
+
+  private:
+    mutable std::mutex mu_;
+    std::map<std::string, std::uint64_t> requests_;
+    std::uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, cached_prompt_tokens_ = 0;
+    std::uint64_t image_cache_hits_ = 0;
+    Histogram ttft_, duration_;
+};
+
+}  // namespace qvl::serve

@@ -1,0 +1,80 @@
+#include "serve_options.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+namespace qvl::serve {
+
+int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FILE* out,
+                     std::FILE* err) {
+    CLI::App app(
+        "qvl-serve: an OpenAI-compatible HTTP server and chat page for a Qwen3-VL "
+        "model folder",
+        "qvl-serve");
+    app.footer(
+        "Exit codes: 0 stopped by SIGINT/SIGTERM, 1 other error, 2 usage error, 3 model folder "
+        "invalid, 5 memory budget.");
+    app.add_option("-m,--model", o->model_dir, "Hugging Face model folder")->type_name("DIR");
+    app.add_option("--host", o->host, "Address to listen on")->capture_default_str();
+    app.add_option("--port", o->port, "Port (0: any free port, printed when ready)")
+        ->check(CLI::Range(0, 65535))
+        ->capture_default_str();
+    app.add_option("--parallel", o->parallel, "Conversations served at once (slots)")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    app.add_option("-c,--ctx-size", o->ctx_size, "KV tokens per slot")
+        ->check(CLI::Range(16, 1 << 20))
+        ->capture_default_str();
+    app.add_option("-t,--threads", o->threads, "Compute threads (0: physical cores)")
+        ->check(CLI::Range(0, 1024))
+        ->capture_default_str();
+    app.add_option("--image-max-tokens", o->image_max_tokens,
+                   "Per-image visual-token budget (0: the model's)")
+        ->check(CLI::Range(0, 1 << 20));
+    app.add_option("--max-queue", o->max_queue, "Requests waiting for a slot before 503")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--api-key", o->api_key,
+                   "Require 'Authorization: Bearer KEY' on /v1/* (default: $QVL_API_KEY)");
+    app.add_option("--allowed-media-dir", o->allowed_media_dir,
+                   "Allow file:// image URLs under DIR (default: refused)")
+        ->type_name("DIR")
+        ->check(CLI::ExistingDirectory);
+    app.add_option("--max-body-mb", o->max_body_mb, "Request body limit in MiB")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    app.add_option("--max-images", o->max_images, "Images per request")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    app.add_option("--max-image-pixels", o->max_image_pixels,
+                   "Largest decoded image, width*height (larger: 400)")
+        ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 32))
+        ->capture_default_str();
+    app.add_option("--http-threads", o->http_threads, "Connections served at once")
+        ->check(CLI::Range(4, 4096))
+        ->capture_default_str();
+    app.add_flag("--version", o->version, "Print the version and exit");
+    int verbose = 0, quiet = 0;
+    app.add_flag("-v,--verbose", verbose, "Log every request");
+    app.add_flag("-q,--quiet", quiet, "Errors only");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::fputs(app.help().c_str(), out);
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(err, "qvl-serve: error: %s\n", e.what());
+        return 2;
+    }
+    if (o->model_dir.empty() && !o->version) {
+        std::fprintf(err, "qvl-serve: error: -m/--model DIR is required (a Hugging Face folder)\n");
+        return 2;
+    }
+    o->verbosity = verbose > 0 ? 1 : (quiet > 0 ? -1 : 0);
+    if (o->api_key.empty()) {
+        if (const char* k = std::getenv("QVL_API_KEY"); k != nullptr) o->api_key = k;
+    }
+    return -1;
+}
+
+}  // namespace qvl::serve

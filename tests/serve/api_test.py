@@ -1,0 +1,305 @@
+"""qvl-serve's HTTP contract (shared docs/serve.md) through the official openai Python client, on
+127.0.0.1 with the tiny test checkpoint: plain and streamed answers equal qvl-run's greedy ones,
+data-URI images, multi-turn, stop strings, seeds, usage, every error status with its body,
+8 concurrent clients on --parallel 4, and a disconnect that frees the slot.
+
+usage: api_test.py --serve QVL_SERVE --run QVL_RUN --model DIR --images DIR --venv DIR"""
+import argparse
+import concurrent.futures
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import zlib
+import struct
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_util as su  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--serve", required=True)
+ap.add_argument("--run", required=True)
+ap.add_argument("--model", required=True)
+ap.add_argument("--images", required=True)
+ap.add_argument("--venv", required=True)
+args = ap.parse_args()
+su.ensure_venv(args.venv)
+
+import openai  # noqa: E402
+
+JPG = os.path.join(args.images, "baseline420.jpg")
+PNG = os.path.join(args.images, "gray8.png")
+if not os.path.exists(PNG):
+    PNG = JPG
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def case(fn):
+    t = time.time()
+    try:
+        fn()
+        print(f"ok   {fn.__name__} ({time.time() - t:.1f}s)", flush=True)
+    except Exception as e:  # a failing case must not hide the others
+        failures.append(f"{fn.__name__}: {e!r}")
+        print(f"FAIL {fn.__name__}: {e!r}", flush=True)
+
+
+def tiny_png_bomb(width=20000, height=20000):
+    """A PNG whose header promises width*height pixels (over the server's pixel limit)."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    raw = zlib.compress(b"\0" * (width * 3 + 1) * 4)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", raw) + chunk(b"IEND", b""))
+
+
+server = su.Server(args.serve, args.model, "-c", "4096")
+client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def ask(conv, n, **kw):
+    return client.chat.completions.create(model="tiny", messages=su.to_openai(conv),
+                                          max_tokens=n, temperature=0, **kw)
+
+
+def test_plain_equals_qvl_run():
+    conv = [("user", ["Hi, who are you?"])]
+    ref = su.qvl_run_answer(args.run, args.model, conv, 12)
+    r = ask(conv, 12)
+    check(r.object == "chat.completion" and r.model == "tiny", "object and echoed model")
+    check(r.choices[0].message.role == "assistant", "role assistant")
+    check(r.choices[0].message.content == ref["text"],
+          f"greedy text {r.choices[0].message.content!r} != qvl-run {ref['text']!r}")
+    check(r.choices[0].finish_reason == ("length" if len(ref["tokens"]) == 12 else "stop"),
+          "finish_reason")
+    check(r.usage.prompt_tokens == len(ref["prompt_tokens"]), "usage.prompt_tokens")
+    check(r.usage.completion_tokens == len(ref["tokens"]), "usage.completion_tokens")
+    check(r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens, "total_tokens")
+    timings = r.model_extra.get("timings") or {}
+    for k in ("queue_ms", "image_decode_ms", "vision_ms", "prefill_ms", "ttft_ms", "decode_ms",
+              "cached_prompt_tokens"):
+        check(k in timings, f"timings.{k}")
+
+
+def test_stream_equals_plain_and_has_usage():
+    conv = [("user", [("image", JPG), "What is in this picture?"])]
+    ref = su.qvl_run_answer(args.run, args.model, conv, 10)
+    chunks = list(ask(conv, 10, stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check(text == ref["text"], f"streamed {text!r} != qvl-run {ref['text']!r}")
+    check(chunks[0].choices[0].delta.role == "assistant", "first delta has the role")
+    last = chunks[-1]
+    check(last.choices[0].finish_reason in ("stop", "length"), "last chunk has finish_reason")
+    check(last.usage is not None and last.usage.prompt_tokens == len(ref["prompt_tokens"])
+          and last.usage.completion_tokens == len(ref["tokens"]), "usage in the last chunk")
+    check(all(c.object == "chat.completion.chunk" for c in chunks), "chunk objects")
+    no_usage = list(ask(conv, 3, stream=True))
+    check(all(c.usage is None for c in no_usage), "no usage unless asked")
+
+
+def test_png_and_multi_turn():
+    conv = [("system", ["You are terse."]),
+            ("user", [("image", PNG), "Describe it."]),
+            ("assistant", ["A small picture."]),
+            ("user", [("image", JPG), "And this one, compared?"])]
+    ref = su.qvl_run_answer(args.run, args.model, conv, 8)
+    r = ask(conv, 8)
+    check(r.choices[0].message.content == ref["text"], "multi-turn with two images = qvl-run")
+    check(r.usage.prompt_tokens == len(ref["prompt_tokens"]), "multi-turn prompt tokens")
+
+
+def test_stop_strings():
+    conv = [("user", ["Tell me a story."])]
+    full = ask(conv, 24).choices[0].message.content
+    stop = full[6:9]
+    cut = full.find(stop)
+    r = ask(conv, 24, stop=[stop, "\x01never"])
+    check(r.choices[0].message.content == full[:cut],
+          f"stop {stop!r}: {r.choices[0].message.content!r} != {full[:cut]!r}")
+    check(r.choices[0].finish_reason == "stop", "stop string -> finish_reason stop")
+    streamed = "".join(c.choices[0].delta.content or "" for c in ask(conv, 24, stop=stop, stream=True)
+                       if c.choices)
+    check(streamed == full[:cut], "stop string when streaming")
+
+
+def test_seed_reproducible():
+    conv = [("user", ["Say something random."])]
+    def sample(seed):
+        return client.chat.completions.create(model="m", messages=su.to_openai(conv), max_tokens=16,
+                                              temperature=1.0, top_p=1.0, seed=seed,
+                                              extra_body={"top_k": 0}).choices[0].message.content
+    a, b, c = sample(42), sample(42), sample(43)
+    check(a == b, "same seed, same text")
+    check(a != c, "another seed, another text (random weights: near-certain)")
+
+
+def expect_error(status, fn, needle, code=None):
+    try:
+        fn()
+    except openai.APIStatusError as e:
+        check(e.status_code == status, f"status {e.status_code} != {status} ({needle})")
+        body = e.body if isinstance(e.body, dict) else {}
+        err = body.get("error", body)
+        msg = err.get("message", "") if isinstance(err, dict) else ""
+        check(needle in msg, f"message {msg!r} lacks {needle!r}")
+        if code is not None:
+            check(err.get("code") == code, f"code {err.get('code')!r} != {code!r}")
+        check("type" in err, "error.type present")
+        return e
+    check(False, f"no error for {needle}")
+
+
+def test_client_errors():
+    bad_image = [{"role": "user", "content": [{"type": "image_url", "image_url": {
+        "url": "data:image/png;base64,aGVsbG8gd29ybGQ="}}]}]
+    expect_error(400, lambda: client.chat.completions.create(model="m", messages=bad_image),
+                 "messages[0].content[0]")
+    bomb = "data:image/png;base64," + __import__("base64").b64encode(tiny_png_bomb()).decode()
+    expect_error(400, lambda: client.chat.completions.create(model="m", messages=[
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": bomb}}]}]),
+        "pixel")
+    expect_error(400, lambda: client.chat.completions.create(model="m", messages=[
+        {"role": "user", "content": [{"type": "image_url", "image_url": {
+            "url": "https://example.com/cat.png"}}]}]), "fetches nothing")
+    expect_error(400, lambda: client.chat.completions.create(model="m", messages=[
+        {"role": "robot", "content": "x"}]), "messages[0].role")
+    expect_error(400, lambda: client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], max_tokens=100000),
+        "does not fit the context", code="context_length_exceeded")
+    expect_error(400, lambda: client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}], temperature=-1), "temperature")
+    status, _, body = su.http("POST", server.url + "/v1/chat/completions", b'{"messages": [')
+    check(status == 400 and b"malformed JSON" in body, f"malformed JSON -> 400 ({status})")
+    status, _, body = su.http("GET", server.url + "/v1/nothing")
+    check(status == 404 and json.loads(body)["error"]["code"] == "not_found", "404 body")
+
+
+def test_limits_key_and_queue():
+    with su.Server(args.serve, args.model, "--api-key", "sekret", "--max-body-mb", "1",
+                   "--max-queue", "0") as s:
+        keyed = openai.OpenAI(base_url=s.url + "/v1", api_key="sekret", max_retries=0)
+        wrong = openai.OpenAI(base_url=s.url + "/v1", api_key="nope", max_retries=0)
+        msgs = [{"role": "user", "content": "hi"}]
+        expect_error(401, lambda: wrong.chat.completions.create(model="m", messages=msgs),
+                     "invalid API key", code="invalid_api_key")
+        status, _, body = su.http("GET", s.url + "/v1/models")
+        check(status == 401 and b"missing API key" in body, "401 without a key")
+        check(keyed.models.list().data[0].id == os.path.basename(args.model.rstrip("/")),
+              "models with the key")
+        check(su.http("GET", s.url + "/health")[0] == 200, "/health needs no key")
+        big = {"messages": [{"role": "user", "content": "x" * (2 << 20)}]}
+        status, _, body = su.http("POST", s.url + "/v1/chat/completions", big,
+                                  headers={"Authorization": "Bearer sekret",
+                                           "Content-Type": "application/json"})
+        check(status == 413 and b"--max-body-mb" in body, f"413 over the body limit ({status})")
+        # One long request holds the only slot; with --max-queue 0 the next one gets 503.
+        long_req = threading.Thread(target=lambda: keyed.chat.completions.create(
+            model="m", messages=msgs, max_tokens=600, extra_body={"ignore_eos": True}))
+        long_req.start()
+        deadline = time.time() + 10
+        while su.metrics(s.url).get("qvl_slots_busy", 0) < 1 and time.time() < deadline:
+            time.sleep(0.01)
+        check(su.metrics(s.url).get("qvl_slots_busy", 0) == 1,
+              "--max-queue 0 still admits a request while the slot is free")
+        try:
+            keyed.chat.completions.create(model="m", messages=msgs, max_tokens=2)
+            check(False, "no 503 with a full queue")
+        except openai.APIStatusError as e:
+            check(e.status_code == 503, f"queue full -> 503 ({e.status_code})")
+            check(e.response.headers.get("retry-after") == "1", "Retry-After header")
+            err = e.body.get("error", e.body) if isinstance(e.body, dict) else {}
+            check(err.get("code") == "queue_full", "queue_full code")
+        long_req.join()
+
+
+def test_concurrent_clients_equal_qvl_run():
+    convs = [[("user", [f"Question number {i}: what do you see?"])] for i in range(4)]
+    convs += [[("user", [("image", JPG if i % 2 else PNG), f"Image question {i}"])] for i in range(4)]
+    refs = [su.qvl_run_answer(args.run, args.model, c, 10)["text"] for c in convs]
+
+    par = su.Server(args.serve, args.model, "-c", "4096", "--parallel", "4")
+
+    def client_job(k):
+        mine = openai.OpenAI(base_url=par.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        bad = []
+        for j in range(3):
+            i = (k + j) % len(convs)
+            stream = (k + j) % 2 == 0
+            if stream:
+                text = "".join(c.choices[0].delta.content or "" for c in mine.chat.completions.create(
+                    model="m", messages=su.to_openai(convs[i]), max_tokens=10, temperature=0,
+                    stream=True) if c.choices)
+            else:
+                text = mine.chat.completions.create(model="m", messages=su.to_openai(convs[i]),
+                                                    max_tokens=10, temperature=0).choices[0].message.content
+            if text != refs[i]:
+                bad.append((i, text, refs[i]))
+        return bad
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(client_job, range(8)))
+    finally:
+        check(par.stop() == 0, "--parallel 4 server stopped cleanly")
+    for bad in results:
+        for i, got, want in bad:
+            check(False, f"concurrent conversation {i}: {got!r} != qvl-run {want!r}")
+
+
+def test_disconnect_cancels():
+    before = su.metrics(server.url)
+    body = json.dumps({"messages": [{"role": "user", "content": "go"}], "max_tokens": 3000,
+                       "ignore_eos": True, "stream": True}).encode()
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    sock.recv(4096)  # headers and the first tokens: it is running
+    sock.close()
+    t = time.time()
+    m = su.metrics(server.url)
+    while (m["qvl_slots_busy"] > 0 or m['qvl_requests_total{outcome="cancelled"}']
+           <= before['qvl_requests_total{outcome="cancelled"}']) and time.time() - t < 5:
+        time.sleep(0.01)
+        m = su.metrics(server.url)
+    took = time.time() - t
+    check(m["qvl_slots_busy"] == 0, "slot freed after disconnect")
+    check(m['qvl_requests_total{outcome="cancelled"}'] > before['qvl_requests_total{outcome="cancelled"}'],
+          "counted as cancelled")
+    check(m["qvl_generated_tokens_total"] - before["qvl_generated_tokens_total"] < 3000,
+          "generation stopped early")
+    print(f"     disconnect noticed and slot freed in {took * 1000:.0f} ms")
+
+
+def test_metrics_and_page():
+    m = su.metrics(server.url)
+    for k in ('qvl_requests_total{outcome="ok"}', "qvl_time_to_first_token_seconds_count",
+              "qvl_request_duration_seconds_count", "qvl_prompt_tokens_total",
+              "qvl_generated_tokens_total", "qvl_cached_prompt_tokens_total",
+              "qvl_image_cache_hits_total", "qvl_slots_busy", "qvl_queue_length"):
+        check(k in m, f"/metrics has {k}")
+    check(m['qvl_requests_total{outcome="ok"}'] > 0, "ok requests counted")
+    status, headers, body = su.http("GET", server.url + "/")
+    check(status == 200 and body.startswith(b"<!doctype html>") and b"v1/chat/completions" in body,
+          "chat page at /")
+    check(b"http://" not in body and b"https://" not in body, "the page loads nothing remote")
+
+
+for fn in (test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
+           test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
+           test_concurrent_clients_equal_qvl_run, test_disconnect_cancels, test_metrics_and_page):
+    case(fn)
+rc = server.stop()
+check(rc == 0, f"SIGTERM exit code {rc}")
+if failures:
+    print(f"serve_api: FAIL ({len(failures)})")
+    sys.exit(1)
+print("serve_api: PASS")

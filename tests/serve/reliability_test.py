@@ -1,0 +1,298 @@
+"""qvl-serve under hostile and heavy load, on loopback and bounded in time: slow clients (one
+byte per second, sending and reading) do not slow the others; malformed HTTP and JSON, huge
+bodies, bad base64, decompression bombs and 1000 tiny images each get a 4xx with a clear
+message while the server stays up; a soak of 8 clients with random disconnects ends with no
+failed request, no busy slot, no queued request and a flat RSS.
+
+usage: reliability_test.py --serve QVL_SERVE --model DIR --images DIR [--soak-seconds 60]"""
+import argparse
+import base64
+import http.client
+import json
+import os
+import random
+import socket
+import statistics
+import struct
+import sys
+import threading
+import time
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_util as su  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--serve", required=True)
+ap.add_argument("--model", required=True)
+ap.add_argument("--images", required=True)
+ap.add_argument("--run", default=None)
+ap.add_argument("--soak-seconds", type=float, default=60)
+ap.add_argument("--clients", type=int, default=8)
+args = ap.parse_args()
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def raw_exchange(port, payload, read_timeout=10):
+    """Sends raw bytes, returns everything the server answers until it closes or goes quiet."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=read_timeout)
+    try:
+        s.sendall(payload)
+        out = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                break
+            if not b:
+                break
+            out += b
+            if b"\r\n\r\n" in out and (b"Content-Length: 0" in out or out.endswith(b"}")):
+                break
+        return out
+    finally:
+        s.close()
+
+
+def png_header_bomb(width, height):
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\0" * 1024)) + chunk(b"IEND", b""))
+
+
+def chat_body(content, n=8, **kw):
+    body = {"messages": [{"role": "user", "content": content}], "max_tokens": n, "temperature": 0}
+    body.update(kw)
+    return body
+
+
+def image_part(data, mime="image/png"):
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64," + base64.b64encode(data).decode()}}
+
+
+def timed_request(url, body):
+    t = time.time()
+    status, _, out = su.http("POST", url + "/v1/chat/completions", body, timeout=120)
+    return status, time.time() - t, out
+
+
+server = su.Server(args.serve, args.model, "-c", "4096", "--max-body-mb", "8")
+url, port = server.url, server.port
+jpg = open(os.path.join(args.images, "baseline420.jpg"), "rb").read()
+
+
+def test_bad_inputs():
+    cases = []
+    resp = raw_exchange(port, b"BLAH / HTTP/1.1\r\nHost: x\r\n\r\n")
+    cases.append(("malformed request line", resp.split(b"\r\n", 1)[0], b"400"))
+    resp = raw_exchange(port, b"GET / HTTP/1.1\r\n" + b"X-Junk: " + b"a" * 20000 + b"\r\n\r\n")
+    cases.append(("oversized header", resp.split(b"\r\n", 1)[0], b"400"))
+    for name, code, body, needle in [
+        ("malformed JSON", 400, b'{"messages": [{"role": "user", "content": "x"}', b"malformed JSON"),
+        ("invalid UTF-8 in JSON", 400, b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}', b"JSON"),
+        ("wrong type", 400, json.dumps({"messages": "hello"}).encode(), b"messages: must be an array"),
+        ("bad base64", 400, json.dumps(chat_body([{"type": "image_url", "image_url": {
+            "url": "data:image/png;base64,iVBO*w0KGgo"}}])).encode(), b"invalid base64 character '*'"),
+        ("not an image", 400, json.dumps(chat_body([image_part(b"hello world, not a picture")])).encode(),
+         b"messages[0].content[0]"),
+        ("PNG bomb header", 400, json.dumps(chat_body([image_part(png_header_bomb(30000, 30000))])).encode(),
+         b"pixel"),
+        ("JPEG over the pixel limit", 400, json.dumps(chat_body([image_part(
+            open(os.path.join(args.images, "huge_dims.jpg"), "rb").read(), "image/jpeg")])).encode(), b"messages[0].content[0]"),
+        ("1000 tiny images", 400, json.dumps(chat_body([image_part(
+            open(os.path.join(args.images, "tiny1x1.png"), "rb").read())] * 1000)).encode(),
+         b"more than 64 images"),
+    ]:
+        status, _, out = su.http("POST", url + "/v1/chat/completions", body)
+        check(status == code, f"{name}: status {status} != {code}")
+        check(needle in out, f"{name}: body {out[:200]!r} lacks {needle!r}")
+        check(b'"error"' in out and b'"type"' in out, f"{name}: OpenAI error body")
+    # A body over --max-body-mb: refused from the Content-Length alone.
+    resp = raw_exchange(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{")
+    cases.append(("huge Content-Length", resp.split(b"\r\n", 1)[0], b"413"))
+    big = json.dumps(chat_body("y" * (9 << 20))).encode()
+    status, _, out = su.http("POST", url + "/v1/chat/completions", big)
+    check(status == 413 and b"--max-body-mb" in out, f"9 MiB body: {status}")
+    for name, line, want in cases:
+        check(want in line, f"{name}: status line {line!r}, want {want!r}")
+    check(su.http("GET", url + "/health")[0] == 200, "alive after the bad inputs")
+
+
+def latencies(n=6):
+    out = []
+    for i in range(n):
+        status, dt, _ = timed_request(url, chat_body(f"ping {i}", n=8))
+        check(status == 200, f"normal request during slow clients: {status}")
+        out.append(dt)
+    return statistics.median(out)
+
+
+def test_slow_clients():
+    base = latencies()
+    stop = threading.Event()
+    body = json.dumps(chat_body("slow", n=64, ignore_eos=True, stream=True)).encode()
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode())
+
+    def slow_sender():  # one byte per second of the request
+        s = socket.create_connection(("127.0.0.1", port))
+        try:
+            for b in head + body:
+                if stop.is_set():
+                    break
+                s.send(bytes([b]))
+                time.sleep(1.0)
+        except OSError:
+            pass
+        s.close()
+
+    def slow_reader():  # sends at once, reads the streamed answer one byte per second
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        s.connect(("127.0.0.1", port))
+        s.sendall(head + body)
+        try:
+            while not stop.is_set() and s.recv(1):
+                time.sleep(1.0)
+        except OSError:
+            pass
+        s.close()
+
+    threads = [threading.Thread(target=f) for f in (slow_sender, slow_reader, slow_sender, slow_reader)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    during = latencies()
+    stop.set()
+    for t in threads:
+        t.join()
+    print(f"     median latency alone {base * 1000:.0f} ms, beside 4 slow clients {during * 1000:.0f} ms")
+    check(during <= 2 * base + 0.25, f"slow clients slowed others: {base:.3f}s -> {during:.3f}s")
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_soak():
+    end = time.time() + args.soak_seconds
+    lock = threading.Lock()
+    stats = {"ok": 0, "disconnected": 0, "failed": 0}
+    errors = []
+    small = jpg
+    big_path = os.path.join(args.images, "progressive.jpg")
+    big = open(big_path, "rb").read() if os.path.exists(big_path) else jpg
+
+    def one(rng):
+        content = rng.choice([
+            "short question",
+            [image_part(small, "image/jpeg"), {"type": "text", "text": "what is here?"}],
+            [image_part(big, "image/jpeg"), {"type": "text", "text": "read the text"}],
+        ])
+        body = chat_body(content, n=rng.choice([4, 16, 48]), stream=rng.random() < 0.5,
+                         temperature=rng.choice([0, 0.8]), seed=rng.randrange(1000))
+        if rng.random() < 0.25:  # go away after the first bytes of the answer (or before it)
+            data = json.dumps(body).encode()
+            s = socket.create_connection(("127.0.0.1", port), timeout=60)
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+            if rng.random() < 0.5:
+                s.recv(rng.randrange(1, 512))
+            s.close()
+            return "disconnected", None
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        conn.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        out = r.read()
+        conn.close()
+        if r.status != 200 or (body["stream"] and not out.endswith(b"data: [DONE]\n\n")) or \
+                (not body["stream"] and b'"chat.completion"' not in out):
+            return "failed", f"{r.status} {out[:200]!r}"
+        return "ok", None
+
+    def client(k):
+        rng = random.Random(k)
+        while time.time() < end:
+            try:
+                kind, err = one(rng)
+            except Exception as e:  # noqa: BLE001 -- any client-side failure is a failed request
+                kind, err = "failed", repr(e)
+            with lock:
+                stats[kind] += 1
+                if err:
+                    errors.append(err)
+
+    warm = None
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
+    for t in threads:
+        t.start()
+    samples = []
+    while any(t.is_alive() for t in threads):
+        time.sleep(1)
+        samples.append(rss_kb(server.proc.pid))
+        if warm is None and time.time() > end - args.soak_seconds * 0.7:
+            warm = max(samples)
+    for t in threads:
+        t.join()
+    time.sleep(0.5)
+    m = su.metrics(url)
+    final = rss_kb(server.proc.pid)
+    print(f"     soak {args.soak_seconds:.0f}s x {args.clients} clients: {stats}; RSS after warm-up "
+          f"{(warm or 0) / 1024:.0f} MB, peak {max(samples) / 1024:.0f} MB, end {final / 1024:.0f} MB")
+    check(stats["failed"] == 0, f"failed soak requests: {errors[:3]}")
+    check(stats["ok"] > 0 and stats["disconnected"] > 0, "soak exercised both paths")
+    check(m["qvl_slots_busy"] == 0 and m["qvl_queue_length"] == 0, "no leaked slot or queued request")
+    check(final <= (warm or final) * 1.25 + 30 * 1024, "RSS flat after warm-up")
+
+
+def test_graceful_shutdown():
+    """SIGTERM: the running answer completes, new requests are refused, exit 0."""
+    s = su.Server(args.serve, args.model, "-c", "4096")
+    body = json.dumps(chat_body("tell me everything", n=150, ignore_eos=True, stream=True,
+                                stream_options={"include_usage": True}))
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+    conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    first = r.read1(1024)
+    check(first.startswith(b"data: "), "streaming started before SIGTERM")
+    s.proc.send_signal(__import__("signal").SIGTERM)
+    time.sleep(0.2)
+    status, headers, out = su.http("POST", s.url + "/v1/chat/completions", chat_body("late", n=2))
+    check(status == 503 and headers.get("Retry-After") == "1", f"request while draining: {status}")
+    rest = r.read()
+    conn.close()
+    check((first + rest).endswith(b"data: [DONE]\n\n"), "the running answer finished")
+    check(b'"completion_tokens":150' in rest, "all 150 tokens arrived")
+    rc = s.proc.wait(15)
+    check(rc == 0, f"exit code after SIGTERM: {rc}")
+
+
+for fn in (test_bad_inputs, test_slow_clients, test_graceful_shutdown, test_soak):
+    t = time.time()
+    n = len(failures)
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        failures.append(f"{fn.__name__}: {e!r}")
+    print(f"{'ok  ' if len(failures) == n else 'FAIL'} {fn.__name__} ({time.time() - t:.1f}s)", flush=True)
+check(server.proc.poll() is None, "server still running")
+rc = server.stop()
+check(rc == 0, f"SIGTERM exit code {rc}")
+if failures:
+    print(f"serve_reliability: FAIL ({len(failures)})")
+    sys.exit(1)
+print("serve_reliability: PASS")

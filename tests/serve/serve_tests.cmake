@@ -1,0 +1,23 @@
+# qvl-serve through the real binary on 127.0.0.1 with the tiny checkpoint (label serve). The
+# openai-client tests run in a venv created on first use under the build tree; they and the
+# browser test print SKIP and count as skipped (exit 77) when PyPI or chromium is unavailable.
+set(serve_test_args --serve $<TARGET_FILE:qvl-serve> --run $<TARGET_FILE:qvl-run>
+                    --model ${CMAKE_CURRENT_SOURCE_DIR}/data/tiny-qwen3vl
+                    --images ${CMAKE_CURRENT_SOURCE_DIR}/data/images)
+set(serve_venv ${PROJECT_BINARY_DIR}/serve-venv)
+add_test(NAME serve_api
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/api_test.py ${serve_test_args}
+                 --venv ${serve_venv})
+set_tests_properties(serve_api PROPERTIES LABELS serve TIMEOUT 900 SKIP_RETURN_CODE 77
+                     PASS_REGULAR_EXPRESSION "serve_api: PASS" RESOURCE_LOCK serve_venv)
+add_test(NAME serve_browser
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/browser_test.py ${serve_test_args}
+                 --out ${PROJECT_BINARY_DIR}/serve-artifacts)
+set_tests_properties(serve_browser PROPERTIES LABELS serve TIMEOUT 300 SKIP_RETURN_CODE 77
+                     PASS_REGULAR_EXPRESSION "serve_browser: PASS")
+# Hostile input, slow clients and a one-minute soak with random disconnects (bench: longer).
+add_test(NAME serve_reliability
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/reliability_test.py ${serve_test_args}
+                 --soak-seconds 60)
+set_tests_properties(serve_reliability PROPERTIES LABELS "serve;slow" TIMEOUT 300
+                     PASS_REGULAR_EXPRESSION "serve_reliability: PASS")
