@@ -1,7 +1,5 @@
 #include "engine_backend.h"
 
-#ifdef QVL_SERVE_HAS_ENGINE
-
 namespace qvl::serve {
 
 base::Result<std::unique_ptr<EngineBackend>> EngineBackend::create(const model::Model& model,
@@ -55,5 +53,3 @@ Backend::Stats EngineBackend::stats() const {
 }
 
 }  // namespace qvl::serve
-
-#endif

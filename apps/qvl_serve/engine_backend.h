@@ -1,11 +1,7 @@
 // The Backend over the multi-sequence runtime::Engine (engine/runtime/engine.h): slots, batched
 // decode, chunked prefill, prefix reuse and the image-feature cache come from the Engine; this
 // adapter only converts the request and result types, which mirror each other member for member.
-// Compiled when the engine has runtime/engine.h; otherwise qvl-serve uses SessionBackend.
 #pragma once
-
-#if __has_include("runtime/engine.h")
-#define QVL_SERVE_HAS_ENGINE 1
 
 #include <memory>
 
@@ -39,5 +35,3 @@ class EngineBackend final : public Backend {
 };
 
 }  // namespace qvl::serve
-
-#endif

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -19,7 +20,6 @@
 #include "qvl_run/exit_codes.h"
 #include "runtime/session.h"
 #include "serve_options.h"
-#include "session_backend.h"
 
 namespace qvl::serve {
 namespace {
@@ -37,26 +37,16 @@ int fail(int code, const std::string& message) {
     return code;
 }
 
-runtime::Precision precision_from_env() {
+// QVL_PRECISION as qvl-run reads it; an unknown value is a usage error naming the variable.
+base::Result<runtime::Precision> precision_from_env() {
     const char* p = std::getenv("QVL_PRECISION");
-    if (p == nullptr) return runtime::Precision::kAuto;
-    const std::string v = p;
-    if (v == "bf16") return runtime::Precision::kBF16;
-    if (v == "bf16-all") return runtime::Precision::kBF16All;
-    if (v == "f32") return runtime::Precision::kF32;
-    return runtime::Precision::kAuto;
-}
-
-// The image preprocessing the backend's session is sized for. The engine's signature moved from
-// (model, min_tokens, max_tokens) to (model, SessionOptions); this compiles against either, so
-// the server builds before and after that change reaches it (drop the fallback once it has).
-template <class Options>
-image::PreprocessConfig preprocess_for(const model::Model& m, const Options& so) {
-    if constexpr (requires { runtime::effective_preprocess(m, so); }) {
-        return runtime::effective_preprocess(m, so);
-    } else {
-        return runtime::effective_preprocess(m, 0, so.max_image_tokens);
+    if (p == nullptr || *p == '\0') return runtime::Precision::kAuto;
+    const std::optional<runtime::Precision> precision = runtime::precision_from_name(p);
+    if (!precision) {
+        return base::error(base::ErrorCode::kInvalidArgument,
+                           "QVL_PRECISION: unknown value '{}' (expected f32, bf16, bf16-all)", p);
     }
+    return *precision;
 }
 
 std::string folder_name(const std::string& dir) {
@@ -65,35 +55,18 @@ std::string folder_name(const std::string& dir) {
     return p.filename().empty() ? dir : p.filename().string();
 }
 
-// The multi-sequence Engine when the engine has it (slots, batched decode); else one Session
-// serving requests in turn.
-base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const ServeOptions& o) {
-#ifdef QVL_SERVE_HAS_ENGINE
+// The multi-sequence Engine: slots, batched decode, chunked prefill, prefix and image caches.
+base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const ServeOptions& o,
+                                                    runtime::Precision precision) {
     runtime::EngineOptions eo;
     eo.threads = o.threads;
     eo.slots = o.parallel;
     eo.ctx_size = o.ctx_size;
     eo.max_image_tokens = o.image_max_tokens;
-    eo.precision = precision_from_env();
+    eo.precision = precision;
     QVL_ASSIGN_OR_RETURN(std::unique_ptr<EngineBackend> engine,
                          EngineBackend::create(m, eo, o.max_queue));
     return std::unique_ptr<Backend>(std::move(engine));
-#else
-    runtime::SessionOptions so;
-    so.threads = o.threads;
-    so.ctx_size = o.ctx_size;
-    so.max_image_tokens = o.image_max_tokens;
-    so.precision = precision_from_env();
-    if (o.parallel > 1) {
-        std::fprintf(stderr,
-                     "qvl-serve: note: --parallel %d: this build serves one request at a time "
-                     "(the others wait in the queue)\n",
-                     o.parallel);
-    }
-    QVL_ASSIGN_OR_RETURN(std::unique_ptr<SessionBackend> session,
-                         SessionBackend::create(m, so, o.max_queue));
-    return std::unique_ptr<Backend>(std::move(session));
-#endif
 }
 
 int serve(const ServeOptions& o) {
@@ -108,6 +81,8 @@ int serve(const ServeOptions& o) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a client that goes away is an error return, not a signal
 
+    const base::Result<runtime::Precision> precision = precision_from_env();
+    if (!precision.ok()) return fail(app::kExitUsage, precision.status().message());
     base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(o.model_dir);
     if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
     const model::Model& m = *loaded.value();
@@ -122,7 +97,7 @@ int serve(const ServeOptions& o) {
     config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
     runtime::SessionOptions budget;
     budget.max_image_tokens = o.image_max_tokens;
-    config.prompt.preprocess = preprocess_for(m, budget);
+    config.prompt.preprocess = runtime::effective_preprocess(m, budget);
     config.prompt.preprocess.pixel_values = false;  // the vision tower reads the resized image
     config.prompt.image_limits.max_pixels = o.max_image_pixels;
     config.prompt.image_limits.max_file_bytes = config.max_body_bytes;
@@ -132,7 +107,7 @@ int serve(const ServeOptions& o) {
         if (ec) return fail(app::kExitUsage, "--allowed-media-dir: " + ec.message());
     }
 
-    base::Result<std::unique_ptr<Backend>> backend = make_backend(m, o);
+    base::Result<std::unique_ptr<Backend>> backend = make_backend(m, o, precision.value());
     if (!backend.ok()) {
         const bool budget = backend.status().code() == base::ErrorCode::kResourceExhausted;
         return fail(budget ? kExitResource : kExitOther,
