@@ -40,6 +40,8 @@ runtime::SamplingParams to_engine(const Sampling& s) {
     p.top_k = s.top_k;
     p.top_p = s.top_p;
     p.seed = s.seed;
+    p.repetition_penalty = s.repetition_penalty;
+    p.presence_penalty = s.presence_penalty;
     return p;
 }
 
@@ -51,6 +53,8 @@ Sampling model_sampling(const model::Model& m) {
         s.top_k = gen.top_k;
         s.top_p = gen.top_p;
     }
+    // A logits processor, not a sampling warper: Hugging Face applies it to greedy runs too.
+    s.repetition_penalty = gen.repetition_penalty;
     return s;
 }
 
@@ -100,10 +104,10 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
     return guarded<Generation>("generating", [&]() -> Result<Generation> {
         const model::Model& m = *impl_->model->model;
         const Sampling sampling = options.sampling.value_or(model_sampling(m));
-        if (sampling.repetition_penalty != 1.0f || sampling.presence_penalty != 0.0f) {
-            // TODO(#13): map onto the sampler's penalties once it applies them.
-            return Status(ErrorCode::kUnsupported,
-                          "repetition_penalty and presence_penalty are not applied yet");
+        if (!(sampling.repetition_penalty > 0.0f) || !(sampling.presence_penalty >= -2.0f) ||
+            !(sampling.presence_penalty <= 2.0f)) {
+            return Status(ErrorCode::kInvalidArgument,
+                          "repetition_penalty must be > 0 and presence_penalty in [-2, 2]");
         }
         runtime::GenerateParams params;
         params.n_predict = options.n_predict;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <qvl/qvl.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -126,6 +127,29 @@ TEST(PublicApi, PromptsFollowTheSessionImageBudget) {
         EXPECT_TRUE(s->generate(p.value(), options).ok());
     }
     EXPECT_LT(tokens[0], tokens[1]);  // the budget, not something else, bounds the image
+}
+
+TEST(PublicApi, PenaltiesReachTheSampler) {
+    Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 128});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    Result<Prompt> p = s->prepare({{.role = "user", .content = {ContentPart::from_text("hello")}}});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    // Greedy, the tiny random model repeats itself; a huge repetition penalty forbids every id
+    // already seen, in the prompt or in the answer.
+    GenerateOptions options{.n_predict = 12, .ignore_eos = true, .sampling = Sampling{}};
+    options.sampling->repetition_penalty = 100.0f;
+    Result<Generation> g = s->generate(p.value(), options);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    std::vector<std::int32_t> seen = p->token_ids();
+    for (std::int32_t t : g->tokens) {
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), t), 0) << "token " << t << " repeated";
+        seen.push_back(t);
+    }
+    options.sampling->presence_penalty = 3.0f;  // outside OpenAI's [-2, 2]
+    s->reset();
+    const Result<Generation> bad = s->generate(p.value(), options);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(PublicApi, CancelStopsGeneration) {
