@@ -152,6 +152,19 @@ TEST(PublicApi, PenaltiesReachTheSampler) {
     EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
 }
 
+TEST(PublicApi, Int8WeightsLoadAndGenerate) {
+    Result<Model> q8 = Model::load(kTiny, {.weights = Weights::kQ8});
+    ASSERT_TRUE(q8.ok()) << q8.status().message();
+    Result<Session> s = Session::create(q8.value(), {.threads = 1, .ctx_size = 128});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    Result<Prompt> p = s->prepare({{.role = "user", .content = {ContentPart::from_text("hi")}}});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    GenerateOptions options{.n_predict = 4, .ignore_eos = true, .sampling = Sampling{}};
+    Result<Generation> g = s->generate(p.value(), options);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(g->tokens.size(), 4u);
+}
+
 TEST(PublicApi, CancelStopsGeneration) {
     Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 128});
     ASSERT_TRUE(s.ok()) << s.status().message();
