@@ -30,6 +30,7 @@
 #include "io/png_encode.h"
 #include "json_out.h"
 #include "model/model.h"
+#include "progress.h"
 #include "run_support.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
@@ -143,6 +144,8 @@ int run(const RunOptions& o, const EnvOptions& env) {
         stdin_image = std::move(bytes).value();
     }
 
+    Progress progress(Progress::wanted(o.json, o.verbosity));
+    progress.phase("loading the model");
     base::Timer t;
     base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(
         o.model_dir,
@@ -154,6 +157,7 @@ int run(const RunOptions& o, const EnvOptions& env) {
     }
     const model::Model& m = *loaded.value();
     const double load_ms = t.elapsed_ms();
+    progress.clear();
 
     const runtime::SessionOptions so = session_options(o, env);
     image::PreprocessConfig pp = runtime::effective_preprocess(m, so);
@@ -216,22 +220,39 @@ int run(const RunOptions& o, const EnvOptions& env) {
             std::fflush(stdout);
         };
     }
-    if (!o.dump_vision.empty()) {
-        hooks.after_vision = [&](const runtime::Session& sess) {
-            const std::span<const float> f = sess.image_features(0);
-            const std::int64_t hidden = m.config().text.hidden_size;
-            dump_error = f.empty() ? "--dump-vision needs an image"
-                                   : base::write_npy_f32(o.dump_vision, f,
-                                                         {std::int64_t(f.size()) / hidden, hidden});
-        };
+    // The vision tower's blocks, counted as they finish (only while it runs: no cost to decode).
+    const int vision_blocks = m.config().vision.depth * int(prompt.images.size());
+    const bool show_blocks =
+        Progress::wanted(o.json, o.verbosity) && vision_blocks > 0 && so.trace_dir.empty();
+    if (show_blocks) {
+        progress.phase("vision tower");
+        s.set_observer([&progress, vision_blocks, done = 0](const std::string& name, const float*,
+                                                            int, int, std::ptrdiff_t) mutable {
+            if (name.rfind("vision.blocks.", 0) == 0 && name.size() > 4 &&
+                name.compare(name.size() - 4, 4, ".out") == 0) {
+                progress.step("vision tower: block", ++done, vision_blocks);
+            }
+        });
     }
-    if (!o.dump_logits.empty()) {
-        hooks.after_prefill = [&](std::span<const float> logits) {
-            const std::string err =
-                base::write_npy_f32(o.dump_logits, logits, {std::int64_t(logits.size())});
-            if (dump_error.empty()) dump_error = err;
-        };
-    }
+    hooks.after_vision = [&](const runtime::Session& sess) {
+        if (show_blocks) {
+            s.set_observer({});
+            progress.phase("reading the prompt");
+        }
+        if (o.dump_vision.empty()) return;
+        const std::span<const float> f = sess.image_features(0);
+        const std::int64_t hidden = m.config().text.hidden_size;
+        dump_error = f.empty() ? "--dump-vision needs an image"
+                               : base::write_npy_f32(o.dump_vision, f,
+                                                     {std::int64_t(f.size()) / hidden, hidden});
+    };
+    hooks.after_prefill = [&](std::span<const float> logits) {
+        progress.clear();
+        if (o.dump_logits.empty()) return;
+        const std::string err =
+            base::write_npy_f32(o.dump_logits, logits, {std::int64_t(logits.size())});
+        if (dump_error.empty()) dump_error = err;
+    };
     base::Result<runtime::GenerateResult> result = runtime::generate(s, prompt, gp, hooks);
     if (!result.ok()) {
         return fail(result.status().code() == ErrorCode::kOutOfRange ? kExitResource : kExitOther,

@@ -5,8 +5,10 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -148,6 +150,30 @@ TEST(CliModes, DrawBoxesWritesThePictureEvenWithoutBoxes) {
     EXPECT_EQ(drawn.value().rgb, input.value().rgb);  // the random model draws no boxes
     EXPECT_EQ(run_qvl({"-m", kTiny.string(), "-p", "x", "--draw-boxes", out.string()}).exit_code,
               2);
+}
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(CliModes, ProgressOnlyOnATerminal) {
+    testing::ScratchDir dir;
+    const std::string args = quote(QVL_RUN_PATH) + " -m " + quote(kTiny.string()) + " -i " +
+                             quote(kPng.string()) + " -p hi -n 2 --temp 0";
+    const fs::path piped = dir.path() / "piped.txt";
+    ASSERT_EQ(std::system((args + " >/dev/null 2>" + quote(piped.string())).c_str()), 0);
+    EXPECT_EQ(read_file(piped).find("vision tower"), std::string::npos);
+    if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1)";
+    // script(1) gives the program a pseudo-terminal: stderr is then a terminal.
+    const fs::path tty = dir.path() / "tty.txt";
+    ASSERT_EQ(std::system(("script -qec " + quote(args + " 2>&1") + " /dev/null > " +
+                           quote(tty.string()) + " </dev/null")
+                              .c_str()),
+              0);
+    EXPECT_NE(read_file(tty).find("vision tower: block 4/4"), std::string::npos) << read_file(tty);
+    const QvlRun json = run_qvl({"-m", kTiny.string(), "-p", "hi", "-n", "1", "--json"});
+    EXPECT_EQ(json.out.find("vision tower"), std::string::npos);
 }
 
 double json_number(const std::string& report, const std::string& key) {
