@@ -1,6 +1,7 @@
 #include "batch.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -46,8 +47,10 @@ class Output {
             if (!quiet_) {
                 const double s = clock_.elapsed_ms() / 1000.0;
                 const double eta = done_ > 0 ? s / done_ * (total_ - done_) : 0.0;
-                std::fprintf(stderr, "qvl-run: batch %d/%d done, %.1f tokens/s, ETA %.0f s\n",
-                             done_, total_, s > 0 ? double(tokens_) / s : 0.0, eta);
+                // One line, rewritten in place: a terminal shows the state, not a scroll.
+                std::fprintf(
+                    stderr, "\r\033[Kqvl-run: batch %d/%d done, %.1f tokens/s, ETA %.0f s%s", done_,
+                    total_, s > 0 ? double(tokens_) / s : 0.0, eta, done_ == total_ ? "\n" : "");
             }
         }
         cv_.notify_all();
@@ -244,7 +247,8 @@ int run_batch(const RunOptions& o, const EnvOptions& env, SamplingDefaults sampl
         out = std::fopen(o.output_file.c_str(), "w");
         if (out == nullptr) return fail(kExitOther, fmt::format("cannot write {}", o.output_file));
     }
-    Output output(out, int(lines.size()), o.verbosity < 0);
+    // Progress only for a person at a terminal (the summary line at the end is always written).
+    Output output(out, int(lines.size()), o.verbosity < 0 || ::isatty(STDERR_FILENO) == 0);
     const std::filesystem::path image_dir = std::filesystem::path(o.batch_file).parent_path();
     for (const auto& [number, text] : lines) {
         const std::string label = fmt::format("{}:{}", o.batch_file, number);
