@@ -88,8 +88,9 @@ def parse_args():
                    help="venv, llama.cpp build and GGUF files (default ~/.cache/qvl-bench-peers)")
     p.add_argument("--peer-threads", type=int, default=2, help="threads of the peer table")
     p.add_argument("--peer-n", type=int, default=32, help="generated tokens in the peer table")
-    p.add_argument("--qvl-extra", default="bf16-all",
-                   help="comma-separated extra QVL_PRECISION rows of the peer table ('' for none)")
+    p.add_argument("--qvl-extra", default="bf16-all,q8",
+                   help="comma-separated extra qvl rows of the peer table: a QVL_PRECISION "
+                        "(f32, bf16, bf16-all) or q8 (--weights q8); '' for none")
     a = p.parse_args()
     a.peers = [x.strip() for x in a.peers.split(",") if x.strip()]
     bad = [x for x in a.peers if x not in ("hf", "llamacpp")]
@@ -97,8 +98,8 @@ def parse_args():
         p.error(f"--peers: unknown engine(s) {bad}; known: hf, llamacpp")
     a.qvl_extra = [x.strip() for x in a.qvl_extra.split(",") if x.strip()]
     for x in a.qvl_extra:
-        if x not in ("f32", "bf16", "bf16-all"):
-            p.error(f"--qvl-extra: unknown precision {x!r}")
+        if x not in ("f32", "bf16", "bf16-all", "q8"):
+            p.error(f"--qvl-extra: unknown row {x!r} (f32, bf16, bf16-all or q8)")
     return a
 
 

@@ -30,7 +30,8 @@ def build_engines(args):
     q = dict(qvl_run=args.qvl_run, model=args.model, question=args.question_text,
              n=args.peer_n, threads=args.peer_threads, timeout=args.timeout)
     for prec in [args.precision] + [p for p in args.qvl_extra if p != args.precision]:
-        label = "qvl " + (f"QVL_PRECISION={prec}" if prec else "(default precision)")
+        label = "qvl " + ("--weights q8" if prec == "q8" else
+                          f"QVL_PRECISION={prec}" if prec else "(default precision)")
         engines.append((f"qvl-{prec or 'default'}", label,
                         lambda img, prec=prec: runners.run_qvl(image=img, precision=prec, **q)))
     cache = args.peers_cache

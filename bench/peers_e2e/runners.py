@@ -56,7 +56,9 @@ def run_qvl(qvl_run, model, image, question, n, threads, precision, timeout):
     cmd = [qvl_run, "-m", model, "-i", image, "-p", question, "-n", str(n), "--ignore-eos",
            "--temp", "0", "--json", "-t", str(threads)]
     env = dict(os.environ)
-    if precision:
+    if precision == "q8":  # int8 text-decoder weights, default precision otherwise
+        cmd += ["--weights", "q8"]
+    elif precision:
         env["QVL_PRECISION"] = precision
     rc, out, err, rss, _ = run_measured(cmd, timeout, env)
     if rc != 0:
