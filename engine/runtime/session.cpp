@@ -104,8 +104,13 @@ Session::Session(const model::Model& model, const SessionOptions& options)
                               (options.precision == Precision::kAuto && kernels_->bf16_products)
                           ? kernels::GemmPrecision::kBF16
                           : kernels::GemmPrecision::kF32),
-      attention_precision_(options.precision == Precision::kBF16All ? kernels::GemmPrecision::kBF16
-                                                                    : kernels::GemmPrecision::kF32),
+      // kAuto: bf16 attention where bf16 dot products are the fast path (issue 14's evidence:
+      // its logits error stays below Hugging Face's own bf16 run on every golden case).
+      attention_precision_(options.precision == Precision::kBF16All ||
+                                   (options.precision == Precision::kAuto &&
+                                    kernels_->bf16_products && kernels::bf16_dot_for_gemm())
+                               ? kernels::GemmPrecision::kBF16
+                               : kernels::GemmPrecision::kF32),
       pool_(std::make_unique<base::ThreadPool>(
           options.threads > 0 ? options.threads : base::cpu_features().physical_cores,
           options.pin_threads)),

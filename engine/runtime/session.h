@@ -37,8 +37,11 @@ namespace qvl::runtime {
 // reference (the precision Hugging Face itself runs a bf16 checkpoint in); attention stays f32.
 // kBF16All also runs attention (vision tower, prefill) on bf16 operands: ~1.6x faster attention,
 // which dominates large images, for similar logits error; greedy continuations whose top logits
-// are nearly tied can then differ from kBF16's. kAuto picks kBF16 where the CPU has
-// AVX512_BF16, else kF32.
+// are nearly tied can then differ from kBF16's. Its logits error stays below Hugging Face's own
+// bf16 run on every golden case (bench/precision_evidence.py). kAuto picks kBF16All where the CPU
+// has AVX512_BF16 and its dot product outruns its FMAs (kernels/isa.h bf16_dot_for_gemm: AMD Zen
+// 4/5), kBF16 where it has the instructions but they are the slower path (the Intel Xeons seen
+// here), else kF32.
 enum class Precision { kAuto, kF32, kBF16, kBF16All };
 
 // Longest prefill chunk: bounds the activation arena independently of the context size.

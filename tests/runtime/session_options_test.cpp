@@ -33,6 +33,30 @@ TEST(SessionOptions, IsaRequestIsClampedToTheCpu) {
     EXPECT_STREQ(kernel_isa_name(), kernels::isa_name(kernels::best_isa()));
 }
 
+TEST(SessionOptions, AutoPrecisionFollowsTheFastBf16Path) {
+    if (!kernels::isa_supported(kernels::Isa::kAvx512Bf16)) {
+        GTEST_SKIP() << "this CPU has no AVX512_BF16: auto is f32";
+    }
+    const bool saved = kernels::bf16_dot_for_gemm();
+    SessionOptions so;
+    so.threads = 1;
+    so.ctx_size = 64;
+    kernels::set_bf16_dot_for_gemm(true);  // AMD Zen 4/5: bf16 attention too
+    auto fast = Session::create(tiny_model(), so);
+    kernels::set_bf16_dot_for_gemm(false);  // the Intel Xeons seen here: bf16 products only
+    auto slow = Session::create(tiny_model(), so);
+    kernels::set_bf16_dot_for_gemm(saved);
+    ASSERT_TRUE(fast.ok() && slow.ok());
+    EXPECT_EQ(fast.value()->precision(), Precision::kBF16All);
+    EXPECT_EQ(slow.value()->precision(), Precision::kBF16);
+    so.precision = Precision::kBF16;  // an explicit choice is kept
+    kernels::set_bf16_dot_for_gemm(true);
+    auto asked = Session::create(tiny_model(), so);
+    kernels::set_bf16_dot_for_gemm(saved);
+    ASSERT_TRUE(asked.ok());
+    EXPECT_EQ(asked.value()->precision(), Precision::kBF16);
+}
+
 TEST(SessionOptions, IsaAndTraceAreOptionsNotEnvironment) {
     // The environment says otherwise; the options win because the engine never looks at it.
     const qvl::testing::ScratchDir env_dir;
