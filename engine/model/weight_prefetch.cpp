@@ -26,8 +26,11 @@ std::size_t element_bytes(kernels::WeightType type) {
     return type == kernels::WeightType::kBF16 ? 2 : 4;
 }
 
-void add_matrix(const Matrix& m, std::vector<ByteRange>* out) {
+// Only the mapped checkpoint is read ahead: load-time copies and int8 matrices (model/quantize.h)
+// are in memory already, and touching whole pages around them would read past their allocation.
+void add_matrix(const ModelWeights& w, const Matrix& m, std::vector<ByteRange>* out) {
     if (m.data == nullptr || m.rows <= 0 || m.cols <= 0) return;
+    if (m.type == kernels::WeightType::kQ8 || w.is_copy(m.data)) return;
     const std::size_t elems = std::size_t(m.rows - 1) * std::size_t(m.ld) + std::size_t(m.cols);
     out->push_back({static_cast<const std::byte*>(m.data), elems * element_bytes(m.type)});
 }
@@ -87,27 +90,27 @@ void touch(const std::byte* p, std::size_t n) {
 std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights) {
     std::vector<ByteRange> out;
     const VisionWeights& v = weights.vision();
-    add_matrix(v.patch_embed, &out);
-    add_matrix(v.pos_embed, &out);
+    add_matrix(weights, v.patch_embed, &out);
+    add_matrix(weights, v.pos_embed, &out);
     for (const VisionBlockWeights& b : v.blocks) {
-        for (const Matrix* m : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) add_matrix(*m, &out);
+        for (const Matrix* m : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) add_matrix(weights, *m, &out);
     }
     for (const MergerWeights& m : v.deepstack) {
-        add_matrix(m.fc1, &out);
-        add_matrix(m.fc2, &out);
+        add_matrix(weights, m.fc1, &out);
+        add_matrix(weights, m.fc2, &out);
     }
-    add_matrix(v.merger.fc1, &out);
-    add_matrix(v.merger.fc2, &out);
+    add_matrix(weights, v.merger.fc1, &out);
+    add_matrix(weights, v.merger.fc2, &out);
     const TextWeights& t = weights.text();
     for (const TextLayerWeights& l : t.layers) {
         for (const Matrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
-            add_matrix(*m, &out);
+            add_matrix(weights, *m, &out);
         }
     }
     // The embedding is read a few rows at a time during prefill; as lm_head (tied or not) it is
     // read whole once, at the end of prefill.
-    add_matrix(t.lm_head, &out);
-    if (t.embed.data != t.lm_head.data) add_matrix(t.embed, &out);
+    add_matrix(weights, t.lm_head, &out);
+    if (t.embed.data != t.lm_head.data) add_matrix(weights, t.embed, &out);
     return out;
 }
 
