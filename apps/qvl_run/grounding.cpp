@@ -110,6 +110,7 @@ std::vector<GroundingItem> find_grounding(std::string_view answer,
     std::stable_sort(found.begin(), found.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<GroundingItem> items;
+    items.reserve(found.size());
     for (auto& [offset, item] : found) items.push_back(std::move(item));
     return items;
 }

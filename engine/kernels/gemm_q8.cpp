@@ -102,7 +102,7 @@ void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, cons
             // The activation quantizer has exactly the weights' formula (one row, per block).
             quantize_row(row.data(), int(k_pad), m.block, qrow.data(), d.data(), sums.data());
             for (int b = 0; b < m.k_blocks; ++b) {
-                const std::size_t base = std::size_t(p * m.k_blocks + b);
+                const std::size_t base = std::size_t(p) * std::size_t(m.k_blocks) + std::size_t(b);
                 scales[base * kQ8Panel + std::size_t(col)] = d[std::size_t(b)];
                 std::int8_t* dst = q + base * panel_bytes + std::size_t(col) * 4;
                 const std::int8_t* src = qrow.data() + std::size_t(b) * std::size_t(m.block);
@@ -153,7 +153,8 @@ void q8_panel_scalar(const Q8PanelArgs& a) {
         for (int col = 0; col < kQ8Panel; ++col) {
             float acc = 0.0f;
             for (int b = 0; b < w.k_blocks; ++b) {
-                const std::size_t base = std::size_t(a.panel * w.k_blocks + b);
+                const std::size_t base =
+                    std::size_t(a.panel) * std::size_t(w.k_blocks) + std::size_t(b);
                 const std::int8_t* wq = w.q + base * panel_bytes;
                 std::int32_t isum = 0;
                 for (int i = 0; i < w.block; ++i)

@@ -5,8 +5,10 @@
 // changes nothing; the f32 block chain is the one in kernels/gemm_q8.h.
 // GCC 12 reports the undefined lanes inside _mm512_reduce_* and friends as (maybe-)
 // uninitialised; they are not read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include <immintrin.h>
 
