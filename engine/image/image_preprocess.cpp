@@ -37,10 +37,12 @@ base::Status read_triple(const io::JsonValue& value, const std::string& what, bo
     }
     for (int c = 0; c < 3; ++c) {
         const io::JsonValue& v = one ? value : value.items()[c];
+        // A std below 1e-6 is a typo, not a scale: it would turn 1/std into inf or into a float
+        // that underflows to zero (1e-300 is non-zero as a double but 0 as a float).
         if (!v.is_number() || !std::isfinite(v.as_double()) || std::fabs(v.as_double()) > 1e6 ||
-            (nonzero && v.as_double() == 0.0)) {
+            (nonzero && std::fabs(v.as_double()) < 1e-6)) {
             return base::error(ErrorCode::kInvalidArgument, "{}: expected finite{} numbers", what,
-                               nonzero ? " non-zero" : "");
+                               nonzero ? " with magnitude in [1e-6, 1e6]" : "");
         }
         out[c] = static_cast<float>(v.as_double());
     }

@@ -458,6 +458,8 @@ TEST_F(ConfigFile, BadValuesNameFileAndKey) {
         {R"({"size": [1, 2]})", "'size'", ErrorCode::kInvalidArgument},
         {R"({"min_pixels": 100, "max_pixels": 50})", "max_pixels 50", ErrorCode::kInvalidArgument},
         {R"({"image_std": [0.5, 0, 0.5]})", "'image_std'", ErrorCode::kInvalidArgument},
+        // Non-zero as a double, zero as a float: found by the preprocessor_config fuzzer.
+        {R"({"image_std": [0.5, 1e-300, 0.5]})", "'image_std'", ErrorCode::kInvalidArgument},
         {R"({"image_mean": [0.5, 0.5]})", "'image_mean'", ErrorCode::kInvalidArgument},
         {R"({"do_normalize": false})", "'do_normalize'", ErrorCode::kUnsupported},
         {R"({"rescale_factor": 0.5})", "'rescale_factor'", ErrorCode::kUnsupported},
