@@ -4,7 +4,9 @@
 // rotate over copies larger than the L3, so they come from DRAM as in decode).
 // gemm_cold/... rotates the weights the same way for m > 8 (weights from DRAM, as in the model).
 // Every row applies its layer's epilogue as the model does (bias, activation, in-place residual).
-// avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32.
+// avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32. The text decoder's shapes
+// (text_*, lm_head) read their weights in the load-time panel layout the model gives them
+// (kernels/weight_panels.h); the vision shapes read [n, k] bf16 as stored.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/patch_embed.h"
+#include "kernels/weight_panels.h"
 #include "shapes.h"
 
 namespace qvl::bench {
@@ -56,10 +59,14 @@ struct Fixture {
     int m = 0;
     std::vector<float> a, c, bias;
     std::vector<base::AlignedBuffer> weights;  // copies of [n, k] bf16 (x2 when gated)
+    bool panels = false;                       // the copies hold panels (text shapes)
 
     bool cold = false;
 
     Fixture(const LinearShape& s, int m_rows, bool cold_w) : shape(&s), m(m_rows), cold(cold_w) {
+        const std::string name = s.name;
+        panels =
+            (name.rfind("text_", 0) == 0 || name == "lm_head") && s.n % 16 == 0 && s.k % 2 == 0;
         a.resize(std::size_t(m) * s.k);
         fill_random(a.data(), a.size(), 17, 1.0f);
         c.resize(std::size_t(m) * s.n);
@@ -78,6 +85,16 @@ struct Fixture {
             for (std::size_t r = 0; r < bytes / 2 / s.k; ++r) {
                 fill_random(row.data(), row.size(), 1000 + r + c_i * 7919, 0.05f);
                 for (int kk = 0; kk < s.k; ++kk) w[r * s.k + kk] = base::f32_to_bf16(row[kk]).bits;
+            }
+            if (panels) {
+                // Same byte count (n % 16 == 0, k even): rearranged through a temporary.
+                const std::size_t half = std::size_t(s.n) * s.k;
+                std::vector<std::uint32_t> tmp(bytes / 4);
+                for (int g = 0; g < (s.gated ? 2 : 1); ++g) {
+                    kernels::pack_panels(w + g * half, s.k, s.n, s.k, 0, kernels::panel_count(s.n),
+                                         tmp.data() + g * half / 2);
+                }
+                std::memcpy(w, tmp.data(), bytes);
             }
         }
     }
@@ -112,6 +129,8 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
     Fixture& f = fixture_for(*s, m, cold);
     base::ThreadPool& pool = pool_for(threads);
     const std::size_t half = std::size_t(s->n) * s->k * 2;
+    const kernels::WeightType w_type =
+        f.panels ? kernels::WeightType::kBF16Panels : kernels::WeightType::kBF16;
     std::size_t iter = 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : state) {
@@ -124,7 +143,8 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
                                       .lda = s->k,
                                       .w = w,
                                       .w_up = w + half,
-                                      .ldw = s->k,
+                                      .ldw = f.panels ? s->k / 2 : s->k,
+                                      .w_type = w_type,
                                       .c = f.c.data(),
                                       .ldc = s->n,
                                       .precision = prec};
@@ -138,7 +158,8 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
                                       .a = f.a.data(),
                                       .lda = s->k,
                                       .w = w,
-                                      .ldw = s->k,
+                                      .ldw = f.panels ? s->k / 2 : s->k,
+                                      .w_type = w_type,
                                       .bias = s->bias ? f.bias.data() : nullptr,
                                       .act = s->act == 1   ? kernels::GemmActivation::kGeluTanh
                                              : s->act == 2 ? kernels::GemmActivation::kGeluErf

@@ -34,7 +34,7 @@ Grid make_grid(int m, int n, int tasks) {
     tasks = std::max(tasks, 1);
     const int max_col_blocks = std::max(ceil_div(n, kColQuantum), 1);
     if (m <= detail::kGemvMaxM) {
-        // GEMV streams each weight row once; columns are the only split.
+        // The streaming path reads each weight once; columns are the only split.
         g.col_blocks = std::min(max_col_blocks, tasks);
     } else {
         // Each row block packs its own W columns and each column block its own A rows: among
@@ -76,7 +76,7 @@ int problem_num_tasks(int m, int n, int n_threads) {
 
 void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const GemmKernels& tiles) {
     if (problem.m <= 0 || problem.n <= 0) return;
-    GemmArgs p = problem;
+    const GemmArgs& p = problem;
     const Grid g = make_grid(p.m, p.n, num_tasks);
     if (task < 0 || task >= g.row_blocks * g.col_blocks) return;
     const int rb = task / g.col_blocks;
@@ -96,20 +96,12 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
     }
     if (p.w_type == WeightType::kQ8) return detail::gemm_q8_tile(p, m0, m1, n0, n1, tiles.isa);
     const bool gemv = p.m <= detail::kGemvMaxM;
-    if (gemv && p.load_a != nullptr) {
-        // GEMV reads A rows many times: materialise the (at most kGemvMaxM) virtual
-        // rows once.
-        auto* rows = static_cast<float*>(detail::thread_scratch(
-            detail::kScratchGather, sizeof(float) * std::size_t(p.m) * std::size_t(p.k)));
-        for (int i = 0; i < p.m; ++i) p.load_a(p.a_ctx, i, 0, p.k, rows + std::ptrdiff_t(i) * p.k);
-        p.a = rows;
-        p.lda = p.k;
-        p.load_a = nullptr;
-    }
-    // Packed bf16 GEMMs leave vdpbf16ps for the avx512 tier's f32 FMAs (same bf16-rounded
-    // operands) on CPUs where the dot product is the slower of the two (isa.h).
-    if (!gemv && p.round_bf16() && tiles.isa == Isa::kAvx512Bf16 && !bf16_dot_for_gemm()) {
-        return kernels_for(Isa::kAvx512).gemm_f32.gemm_tile(p, m0, m1, n0, n1);
+    // bf16 products leave vdpbf16ps for the avx512 tier's f32 FMAs (same bf16-rounded operands)
+    // on CPUs where the dot product is the slower of the two (isa.h); for every m alike, so the
+    // streaming and packed paths keep one arithmetic.
+    if (p.round_bf16() && tiles.isa == Isa::kAvx512Bf16 && !bf16_dot_for_gemm()) {
+        const GemmKernels& f32 = kernels_for(Isa::kAvx512).gemm_f32;
+        return (gemv ? f32.gemv_tile : f32.gemm_tile)(p, m0, m1, n0, n1);
     }
     (gemv ? tiles.gemv_tile : tiles.gemm_tile)(p, m0, m1, n0, n1);
 }

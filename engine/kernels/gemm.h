@@ -11,11 +11,12 @@
 // - Accumulation is f32. kF32 multiplies the values as given. kBF16 rounds a (and f32 weights)
 //   to bf16 (round to nearest even) first; on avx512bf16 the products run on vdpbf16ps, on other
 //   ISAs the rounded values go through the f32 path (same numbers up to summation order).
-// - m <= 32 (decode included) takes a GEMV-style path that streams the weights unpacked, once
-//   per 4 rows of a, straight from memory; larger m a BLIS-style packed, register-blocked path.
-//   Within one ISA and path every output element is computed in an order that depends only on
-//   (m, k, precision), never on how the work is split, so results are bit-identical for any
-//   thread count.
+// - One arithmetic for every m: each output element is a single chain of operations over k in
+//   increasing order (f32 FMAs, or vdpbf16ps on bf16 pairs), so a row's result depends only on
+//   that row of a (and the weights, precision and tier), never on m, on which rows share the
+//   call, or on how the work is split over threads. m <= 32 (decode, short prefill chunks) runs
+//   the tier's packed micro-kernel with streaming blocks and a column-only split; larger m the
+//   BLIS-style blocking with L2-resident panels.
 // - m, n, k >= 0; m == 0 or n == 0 does nothing; k == 0 gives act(bias) + residual.
 #pragma once
 

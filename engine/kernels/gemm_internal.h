@@ -15,9 +15,18 @@ namespace qvl::kernels::detail {
 int problem_num_tasks(int m, int n, int n_threads);
 void run_problem_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles);
 
-// Largest m that takes the GEMV path (weights streamed unpacked, 4x4 register blocks, A from
-// L1/L2). Up to a few dozen rows this beats packing W, whose cost is amortised over m.
+// Largest m that takes the streaming path (decode steps, short prefill chunks): the packed
+// micro-kernel of the tier with blocks sized for one pass over the weights (a packed block
+// serves only these few rows, so nothing is gained by keeping it in L2), and a column-only task
+// split. The arithmetic is the large-m path's: every output element is the same single chain of
+// operations over k, so a row's result never depends on m (the runtime's batch invariance and
+// exact prefix reuse rest on this).
 inline constexpr int kGemvMaxM = 32;
+// The streaming blocks: kc values of k (f32 panels, and bf16 pair panels) by kNc columns, so the
+// packed block (kc x kNc x 4 bytes = 32 KiB) stays in L1.
+inline constexpr int kStreamKcF32 = 128;
+inline constexpr int kStreamKcBf16 = 256;
+inline constexpr int kStreamNc = 64;
 
 // The blocking of each packed tier: the micro-kernel traits in x86/gemm_<isa>.cpp take their
 // tile and block sizes from here, and the KernelTable entry reports them.

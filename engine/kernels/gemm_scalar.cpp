@@ -5,6 +5,7 @@
 
 #include "base/bf16.h"
 #include "kernels/gemm_internal.h"
+#include "kernels/weight_panels.h"
 
 namespace qvl::kernels::detail {
 namespace {
@@ -13,6 +14,12 @@ constexpr int kBlockN = 64;
 
 // Widens (and, for kBF16 precision, rounds) k weights of row j into out.
 void load_weight_row(const GemmArgs& p, const void* w, int j, float* out) {
+    if (p.w_type == WeightType::kBF16Panels) {
+        const auto* panels = static_cast<const std::uint32_t*>(w);
+        for (int kk = 0; kk < p.k; ++kk)
+            out[kk] = base::bf16_to_f32(base::bf16{panel_weight_bits(panels, p.ldw, j, kk)});
+        return;
+    }
     const std::ptrdiff_t off = std::ptrdiff_t(j) * p.ldw;
     if (p.w_type == WeightType::kBF16) {
         const base::bf16* row = static_cast<const base::bf16*>(w) + off;

@@ -44,7 +44,7 @@ struct GemmBlocking {
 using GemmTileFn = void (*)(const GemmArgs& p, int m0, int m1, int n0, int n1);
 
 // One tier's GEMM for one precision: the packed, register-blocked path for m > kGemvMaxM and
-// the GEMV path (weights streamed unpacked) for m <= kGemvMaxM (kernels/gemm.h).
+// the streaming path (the same micro-kernel, L1-sized blocks) for m <= kGemvMaxM (kernels/gemm.h).
 struct GemmKernels {
     GemmTileFn gemm_tile = nullptr;
     GemmTileFn gemv_tile = nullptr;

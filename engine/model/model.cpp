@@ -1,5 +1,8 @@
 #include "model/model.h"
 
+#include <algorithm>
+#include <thread>
+
 namespace qvl::model {
 
 base::Status check_preprocess_matches_vision(const image::PreprocessConfig& config,
@@ -34,11 +37,18 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     if (options.weights == WeightFormat::kQ8) {
         QVL_ASSIGN_OR_RETURN(quantized, QuantizedText::quantize(weights, options.q8));
     }
+    std::unique_ptr<PanelText> panels;
+    if (options.panels) {
+        const int threads = options.threads > 0
+                                ? options.threads
+                                : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+        QVL_ASSIGN_OR_RETURN(panels, PanelText::rearrange(weights, threads));
+    }
     // Cold start: read the weights ahead in the order of use while the rest loads and the caller
     // decodes the image and runs the vision tower (the text decoder's weights are needed only
-    // after it). After quantization, so that released bf16 pages are not read back in (the int8
-    // copies are resident already). Moving `weights` keeps the views it reads valid; declared
-    // after `weights`, it stops before they are unmapped on every path.
+    // after it). After quantization and the panel rearrangement, so that released bf16 pages are
+    // not read back in (the copies are resident already). Moving `weights` keeps the views it reads
+    // valid; declared after `weights`, it stops before they are unmapped on every path.
     auto prefetch = std::make_unique<WeightPrefetch>(weights_in_use_order(weights));
     QVL_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(dir));
     const std::filesystem::path preprocess_path = dir / "preprocessor_config.json";
@@ -51,6 +61,7 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
                                                   std::move(tokenizer), preprocess,
                                                   std::move(generation), dir));
     model->quantized_ = std::move(quantized);
+    model->panels_ = std::move(panels);
     model->prefetch_ = std::move(prefetch);
     return model;
 }

@@ -30,7 +30,10 @@ std::size_t element_bytes(kernels::WeightType type) {
 // are in memory already, and touching whole pages around them would read past their allocation.
 void add_matrix(const ModelWeights& w, const Matrix& m, std::vector<ByteRange>* out) {
     if (m.data == nullptr || m.rows <= 0 || m.cols <= 0) return;
-    if (m.type == kernels::WeightType::kQ8 || w.is_copy(m.data)) return;
+    if (m.type == kernels::WeightType::kQ8 || m.type == kernels::WeightType::kBF16Panels ||
+        w.is_copy(m.data)) {
+        return;
+    }
     const std::size_t elems = std::size_t(m.rows - 1) * std::size_t(m.ld) + std::size_t(m.cols);
     out->push_back({static_cast<const std::byte*>(m.data), elems * element_bytes(m.type)});
 }

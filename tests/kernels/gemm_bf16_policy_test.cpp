@@ -1,5 +1,6 @@
-// The choice between vdpbf16ps and f32 FMAs for packed GEMMs with bf16 products (isa.h): the
-// rule per CPU, and that the avx512bf16 tier follows it for packed GEMMs but not for GEMV.
+// The choice between vdpbf16ps and f32 FMAs for products with bf16 operands (isa.h): the rule
+// per CPU, and that the avx512bf16 tier follows it for every m (the streaming path of small m
+// too: one arithmetic per row, whatever m).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -67,23 +68,19 @@ bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
     return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
 
-TEST(Bf16DotPolicy, PackedGemmFollowsThePolicyGemvKeepsTheDotProduct) {
+TEST(Bf16DotPolicy, EveryMFollowsThePolicy) {
     if (!isa_supported(Isa::kAvx512Bf16)) GTEST_SKIP() << "this CPU lacks avx512bf16";
     const PolicyGuard guard;
-    const Problem packed(77, 70, 333);  // m > 32: the packed path
-    const Problem gemv(3, 70, 333);     // m <= 32: the GEMV path
-
-    set_bf16_dot_for_gemm(false);
-    const std::vector<float> fma_packed = packed.run(Isa::kAvx512);
-    EXPECT_TRUE(same_bits(packed.run(Isa::kAvx512Bf16), fma_packed))
-        << "with the dot product off, the bf16 tier must run the FMA kernel";
-    const std::vector<float> fma_gemv = gemv.run(Isa::kAvx512);
-    EXPECT_FALSE(same_bits(gemv.run(Isa::kAvx512Bf16), fma_gemv))
-        << "GEMV must keep vdpbf16ps (its sums pair products, so some bits differ)";
-
-    set_bf16_dot_for_gemm(true);
-    EXPECT_FALSE(same_bits(packed.run(Isa::kAvx512Bf16), fma_packed))
-        << "with the dot product on, the bf16 tier must run vdpbf16ps";
+    for (const Problem& p : {Problem(77, 70, 333), Problem(3, 70, 333)}) {  // packed, streaming
+        set_bf16_dot_for_gemm(false);
+        const std::vector<float> fma = p.run(Isa::kAvx512);
+        EXPECT_TRUE(same_bits(p.run(Isa::kAvx512Bf16), fma))
+            << "m=" << p.m << ": with the dot product off, the bf16 tier must run the FMA kernel";
+        set_bf16_dot_for_gemm(true);
+        EXPECT_FALSE(same_bits(p.run(Isa::kAvx512Bf16), fma))
+            << "m=" << p.m << ": with the dot product on, the bf16 tier must run vdpbf16ps "
+            << "(its sums pair products, so some bits differ)";
+    }
 }
 
 }  // namespace

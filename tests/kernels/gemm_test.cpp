@@ -16,6 +16,7 @@
 #include "base/thread_pool.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
+#include "kernels/weight_panels.h"
 
 namespace qvl::kernels {
 namespace {
@@ -48,6 +49,8 @@ void fill(std::vector<float>& v, std::mt19937& rng, float lo = -1.0f, float hi =
 struct Weights {
     Mat<float> f32;
     Mat<std::uint16_t> bf16;
+    std::vector<std::uint32_t> panels;  // the bf16 values in load-time panels, one word past
+                                        // the buffer start (no alignment)
     Weights(int n, int k, std::mt19937& rng) : f32(n, k, 5), bf16(n, k, 5) {
         // xorshift: the real shapes need tens of millions of values quickly.
         std::uint64_t state = rng() | 1u;
@@ -65,14 +68,20 @@ struct Weights {
                 f32.at(j, kk) = base::bf16_to_f32(b) * (1.0f + 1e-3f * uniform());
             }
         }
+        panels.resize(1 + panel_bytes(n, k) / sizeof(std::uint32_t));
+        pack_panels(bf16.data(), bf16.ld, n, k, 0, panel_count(n), panels.data() + 1);
     }
     const void* ptr(WeightType t) const {
+        if (t == WeightType::kBF16Panels) return panels.data() + 1;
         return t == WeightType::kBF16 ? static_cast<const void*>(bf16.data()) : f32.data();
     }
-    std::ptrdiff_t ld(WeightType t) const { return t == WeightType::kBF16 ? bf16.ld : f32.ld; }
+    std::ptrdiff_t ld(WeightType t) const {
+        if (t == WeightType::kBF16Panels) return panel_pairs(bf16.cols);
+        return t == WeightType::kBF16 ? bf16.ld : f32.ld;
+    }
     double value(WeightType t, int j, int kk) const {
-        return t == WeightType::kBF16 ? base::bf16_to_f32(base::bf16{bf16.at(j, kk)})
-                                      : f32.at(j, kk);
+        return t != WeightType::kF32 ? base::bf16_to_f32(base::bf16{bf16.at(j, kk)})
+                                     : f32.at(j, kk);
     }
 };
 
@@ -134,7 +143,10 @@ struct Case {
 
 std::string describe(const Case& c) {
     return "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
-           " w=" + (c.w_type == WeightType::kBF16 ? "bf16" : "f32") +
+           " w=" +
+           (c.w_type == WeightType::kBF16         ? "bf16"
+            : c.w_type == WeightType::kBF16Panels ? "panels"
+                                                  : "f32") +
            " prec=" + (c.precision == GemmPrecision::kBF16 ? "bf16" : "f32") +
            " act=" + std::to_string(int(c.act)) + " bias=" + std::to_string(c.bias) +
            " res=" + std::to_string(c.residual);
@@ -172,10 +184,22 @@ void run_case(const Case& c, Isa isa, std::mt19937& rng, int n_full = 0, int j0 
                .ldc = want.ld,
                .precision = c.precision};
     GemmArgs full = g;  // the same with the full weight matrix, for the window
+    if (c.w_type == WeightType::kBF16Panels) {
+        // The reference reads the same values from the plain bf16 copy (a window need not
+        // start at a panel boundary).
+        g.w = w.ptr(WeightType::kBF16);
+        g.ldw = w.ld(WeightType::kBF16);
+        g.w_type = WeightType::kBF16;
+    }
     g.w = static_cast<const char*>(g.w) +
-          std::ptrdiff_t(j0) * g.ldw * (c.w_type == WeightType::kBF16 ? 2 : 4);
+          std::ptrdiff_t(j0) * g.ldw * (g.w_type == WeightType::kBF16 ? 2 : 4);
     if (g.bias != nullptr) g.bias += j0;
     ref::gemm_f32(g);
+    if (c.w_type == WeightType::kBF16Panels) {
+        g.w = w.ptr(c.w_type);
+        g.ldw = w.ld(c.w_type);
+        g.w_type = c.w_type;
+    }
     if (n_full == c.n) {
         g.c = got.data();
         g.ldc = got.ld;
@@ -207,7 +231,7 @@ TEST_P(GemmTest, OddSizesAllEpilogues) {
     const GemmActivation acts[] = {GemmActivation::kNone, GemmActivation::kGeluTanh,
                                    GemmActivation::kGeluErf, GemmActivation::kSilu};
     int index = 0;
-    for (WeightType wt : {WeightType::kBF16, WeightType::kF32}) {
+    for (WeightType wt : {WeightType::kBF16, WeightType::kF32, WeightType::kBF16Panels}) {
         for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
             for (int m : {1, 3, 7, 8, 9, 16, 17, 31, 32, 33, 47, 100}) {
                 for (int n : {1, 3, 17, 31, 100}) {
@@ -248,6 +272,12 @@ TEST_P(GemmTest, BlockingBoundaries) {
         // k block); several k blocks on a plain block; several column blocks with a tail.
         run_case({1030, 3, 2101, WeightType::kBF16, prec, GemmActivation::kNone, true, true},
                  GetParam(), rng);
+        run_case({1030, 3, 2101, WeightType::kBF16Panels, prec, GemmActivation::kNone, true, true},
+                 GetParam(), rng);
+        run_case({40, 300, 4101, WeightType::kBF16Panels, prec, GemmActivation::kSilu, true, true},
+                 GetParam(), rng);
+        run_case({5, 300, 4101, WeightType::kBF16Panels, prec, GemmActivation::kNone, true, false},
+                 GetParam(), rng);
         run_case({40, 20, 2101, WeightType::kF32, prec, GemmActivation::kSilu, false, true},
                  GetParam(), rng);
         run_case({60, 300, 130, WeightType::kF32, prec, GemmActivation::kGeluTanh, true, false},
@@ -277,8 +307,10 @@ TEST_P(GemmTest, RealShapesSampled) {
         const int n = std::min(64, s.n - s.j0);
         const Weights w(s.n, s.k, rng);
         for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
-            run_case({s.m, n, s.k, WeightType::kBF16, prec, s.act, true, true}, GetParam(), rng,
-                     s.n, s.j0, &w);
+            for (WeightType wt : {WeightType::kBF16, WeightType::kBF16Panels}) {
+                run_case({s.m, n, s.k, wt, prec, s.act, true, true}, GetParam(), rng, s.n, s.j0,
+                         &w);
+            }
         }
     }
 }
@@ -346,7 +378,7 @@ TEST_P(GemmTest, ZeroKGivesEpilogueOnly) {
 
 TEST_P(GemmTest, GatedMatchesReference) {
     std::mt19937 rng(11);
-    for (WeightType wt : {WeightType::kBF16, WeightType::kF32}) {
+    for (WeightType wt : {WeightType::kBF16, WeightType::kF32, WeightType::kBF16Panels}) {
         for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
             for (auto [m, n, k] :
                  {std::tuple{1, 31, 100}, std::tuple{3, 100, 17}, std::tuple{8, 17, 1000},

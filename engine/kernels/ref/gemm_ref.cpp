@@ -5,11 +5,16 @@
 
 #include "base/bf16.h"
 #include "kernels/gemm.h"
+#include "kernels/weight_panels.h"
 
 namespace qvl::kernels::ref {
 namespace {
 
 double weight_at(const void* w, WeightType t, std::ptrdiff_t ldw, int j, int kk, bool round) {
+    if (t == WeightType::kBF16Panels) {
+        const base::bf16 b{panel_weight_bits(static_cast<const std::uint32_t*>(w), ldw, j, kk)};
+        return base::bf16_to_f32(b);
+    }
     const std::ptrdiff_t idx = std::ptrdiff_t(j) * ldw + kk;
     if (t == WeightType::kBF16) {
         return base::bf16_to_f32(static_cast<const base::bf16*>(w)[idx]);

@@ -1,6 +1,7 @@
-// AVX2+FMA GEMM and GEMV: a 6x16 register tile (12 ymm accumulators) over panels packed with
-// plain loops (bf16 widened, kBF16 precision rounded), and a GEMV streaming weight rows four at
-// a time. The fallback tier for machines without AVX-512.
+// AVX2+FMA GEMM: a 6x16 register tile (12 ymm accumulators) over panels packed with plain loops
+// (bf16 widened, kBF16 precision rounded); small m (decode) runs the same packing and micro-kernel
+// with streaming blocks, so rows are bit-identical to the large-m path's. The fallback tier for
+// machines without AVX-512.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -17,6 +18,7 @@
 #include "kernels/activation.h"
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/gemm_driver.h"
+#include "kernels/x86/gemm_panel_stream.h"
 #include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx2 {
@@ -113,17 +115,17 @@ void epilogue_rows(const GemmArgs& p, const float* acc, const float* acc2, std::
     }
 }
 
-struct KernelF32 {
+template <GemmBlocking B>
+struct KernelF32T {
     using Packed = float;
-    static constexpr int kMR = detail::kBlockingAvx2.mr, kNR = detail::kBlockingAvx2.nr,
-                         kKC = detail::kBlockingAvx2.kc, kMC = detail::kBlockingAvx2.mc,
-                         kNC = detail::kBlockingAvx2.nc;
+    static constexpr int kMR = B.mr, kNR = B.nr, kKC = B.kc, kMC = B.mc, kNC = B.nc;
 
     static int packed_k(int kc) { return kc; }
 
     // Full 8-wide k chunks go through 8x8 transposes; the k tail (< 8) is copied element-wise.
     static void pack_a(const GemmArgs& p, int i0, int rows, int p0, int kc, float* out) {
-        const __m256i store6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+        const __m256i store_mr =
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(kMR), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         for (int q = 0; q * kMR < rows; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
@@ -138,7 +140,7 @@ struct KernelF32 {
                 }
                 transpose8(r);
                 for (int t = 0; t < 8; ++t)
-                    _mm256_maskstore_ps(panel + (kb + t) * kMR, store6, r[t]);
+                    _mm256_maskstore_ps(panel + (kb + t) * kMR, store_mr, r[t]);
             }
             for (; kb < kc; ++kb) {
                 for (int i = 0; i < kMR; ++i) {
@@ -193,9 +195,40 @@ struct KernelF32 {
         }
     }
 
+    // From load-time panels (kernels/weight_panels.h): kNR is one 16-output panel, its pairs
+    // already in k order; one shift (even k) and one mask (odd k) widen them, no transposes.
+    // j0 and p0 are multiples of 16 and 2 (task columns are multiples of 64, k blocks even).
+    static void pack_b_panels(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
+                              float* out) {
+        static_assert(kNR == 16);
+        const auto* panels = static_cast<const std::uint32_t*>(w);
+        const __m256i odd_mask = _mm256_set1_epi32(int(0xffff0000u));
+        for (int q = 0; q * kNR < cols; ++q) {
+            float* dst = out + std::ptrdiff_t(q) * kc * kNR;
+            const std::uint32_t* src =
+                panels + (std::ptrdiff_t((j0 + q * kNR) / 16) * p.ldw + p0 / 2) * 16;
+            for (int kk = 0; kk < kc; kk += 2) {
+                const auto* pair =
+                    reinterpret_cast<const __m256i*>(src + std::ptrdiff_t(kk / 2) * 16);
+                const __m256i lo = _mm256_loadu_si256(pair);
+                const __m256i hi = _mm256_loadu_si256(pair + 1);
+                _mm256_store_ps(dst + kk * kNR, _mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)));
+                _mm256_store_ps(dst + kk * kNR + 8, _mm256_castsi256_ps(_mm256_slli_epi32(hi, 16)));
+                if (kk + 1 < kc) {
+                    _mm256_store_ps(dst + (kk + 1) * kNR,
+                                    _mm256_castsi256_ps(_mm256_and_si256(lo, odd_mask)));
+                    _mm256_store_ps(dst + (kk + 1) * kNR + 8,
+                                    _mm256_castsi256_ps(_mm256_and_si256(hi, odd_mask)));
+                }
+            }
+        }
+    }
+
     static void pack_b(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                        float* out) {
-        if (p.w_type == WeightType::kBF16) {
+        if (p.w_type == WeightType::kBF16Panels) {
+            pack_b_panels(p, w, j0, cols, p0, kc, out);
+        } else if (p.w_type == WeightType::kBF16) {
             pack_b_impl<true>(p, w, j0, cols, p0, kc, out);
         } else {
             pack_b_impl<false>(p, w, j0, cols, p0, kc, out);
@@ -242,108 +275,87 @@ __m256 round_bf16(__m256 x) {
     return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32(int(0xffff0000u))));
 }
 
-// 8 weights from k offset kk of a row (n valid; a short tail goes through a zeroed copy so
-// nothing past the row is read).
-template <bool kBf16W, bool kRound>
-__m256 load_w(const void* row, int kk, int n) {
-    if constexpr (kBf16W) {
-        const auto* r = static_cast<const std::uint16_t*>(row) + kk;
-        __m128i h;
-        if (n >= 8) {
-            h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r));
-        } else {
-            std::uint16_t tmp[8] = {};
-            std::memcpy(tmp, r, sizeof(std::uint16_t) * n);
-            h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp));
-        }
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    } else {
-        const float* r = static_cast<const float*>(row) + kk;
-        __m256 v;
-        if (n >= 8) {
-            v = _mm256_loadu_ps(r);
-        } else {
-            float tmp[8] = {};
-            std::memcpy(tmp, r, sizeof(float) * n);
-            v = _mm256_loadu_ps(tmp);
-        }
-        return kRound ? round_bf16(v) : v;
-    }
-}
+using KernelF32 = KernelF32T<detail::kBlockingAvx2>;
 
-__m256 load_a(const float* r, int n) {
-    if (n >= 8) return _mm256_loadu_ps(r);
-    float tmp[8] = {};
-    std::memcpy(tmp, r, sizeof(float) * n);
-    return _mm256_loadu_ps(tmp);
-}
+// Small m: the same kernel with a register tile of MR rows (no zero rows packed or multiplied
+// for a decode step of one sequence) and blocks sized so one pass over the weights stays in L1
+// (a packed block serves only these few rows, so L2 blocking would buy nothing). Every output
+// element is the same chain of operations as in KernelF32, so rows are bit-identical to its.
+template <int MR>
+using KernelF32Stream = KernelF32T<GemmBlocking{.mr = MR,
+                                                .nr = 16,
+                                                .kc = detail::kStreamKcF32,
+                                                .mc = (32 + MR - 1) / MR* MR,
+                                                .nc = detail::kStreamNc}>;
 
-float hsum(__m256 v) {
-    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
-template <int M, int R, bool kBf16W, bool kRound>
-void gemv_block(const float* a, std::ptrdiff_t lda, const unsigned char* w,
-                std::ptrdiff_t ldw_bytes, int k, float* out, std::ptrdiff_t ldo) {
-    __m256 acc[M][R];
-    for (int i = 0; i < M; ++i) {
-        for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
-    }
-    for (int kk = 0; kk < k; kk += 8) {
-        const int n = std::min(8, k - kk);
-        __m256 wv[R];
-        for (int r = 0; r < R; ++r) wv[r] = load_w<kBf16W, kRound>(w + r * ldw_bytes, kk, n);
-        for (int i = 0; i < M; ++i) {
-            const __m256 av = load_a(a + i * lda + kk, n);
-            for (int r = 0; r < R; ++r) acc[i][r] = _mm256_fmadd_ps(av, wv[r], acc[i][r]);
+// Small m on load-time panels (x86/gemm_panel_stream.h): KernelF32T's chain (one FMA per k in
+// increasing order) read straight from the panels, widened with a shift (even k) and a mask
+// (odd k). Two rows x two panels (8 ymm sums) leave registers for the weights.
+struct PanelStreamF32 {
+    using AElem = float;
+    static constexpr int kRows = 2, kPanels = 2;
+    static std::ptrdiff_t a_len(int k) { return k; }
+    static void prepare_a(const GemmArgs& p, int row, float* out) {
+        const float* src = p.a + std::ptrdiff_t(row) * p.lda;
+        for (int kk = 0; kk < p.k; ++kk) {
+            out[kk] = p.round_bf16() ? avx2::round_to_bf16(src[kk]) : src[kk];
         }
     }
-    for (int i = 0; i < M; ++i) {
-        for (int r = 0; r < R; ++r) out[i * ldo + r] = hsum(acc[i][r]);
-    }
-}
-
-template <int R, bool kBf16W, bool kRound>
-void gemv_rows(int m, const float* a, std::ptrdiff_t lda, const unsigned char* w,
-               std::ptrdiff_t ldw_bytes, int k, float* out, std::ptrdiff_t ldo) {
-    for (int i0 = 0; i0 < m; i0 += 2) {
-        if (m - i0 >= 2) {
-            gemv_block<2, R, kBf16W, kRound>(a + i0 * lda, lda, w, ldw_bytes, k, out + i0 * ldo,
-                                             ldo);
-        } else {
-            gemv_block<1, R, kBf16W, kRound>(a + i0 * lda, lda, w, ldw_bytes, k, out + i0 * ldo,
-                                             ldo);
+    template <int R, int G>
+    static void chunk(const float* a, std::ptrdiff_t lda, const std::uint32_t* w,
+                      std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
+                      bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
+        __m256 c[R][2 * G];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+            for (int h = 0; h < 2 * G; ++h) {
+                c[r][h] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + r * ld_acc + h * 8);
+            }
+        }
+        const __m256i odd_mask = _mm256_set1_epi32(int(0xffff0000u));
+        const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
+        for (std::ptrdiff_t t = t0; t <= t_full; ++t) {
+            const bool even_only = t == t_full;
+            if (even_only && !odd_tail) break;
+            __m256 even[2 * G], odd[2 * G];
+#pragma GCC unroll 8
+            for (int h = 0; h < 2 * G; ++h) {
+                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                    w + (h / 2) * panel_stride + t * 16 + (h % 2) * 8));
+                even[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                odd[h] = _mm256_castsi256_ps(_mm256_and_si256(v, odd_mask));
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const __m256 a0 = _mm256_broadcast_ss(a + r * lda + 2 * t);
+#pragma GCC unroll 8
+                for (int h = 0; h < 2 * G; ++h) c[r][h] = _mm256_fmadd_ps(a0, even[h], c[r][h]);
+                if (even_only) continue;
+                const __m256 a1 = _mm256_broadcast_ss(a + r * lda + 2 * t + 1);
+#pragma GCC unroll 8
+                for (int h = 0; h < 2 * G; ++h) c[r][h] = _mm256_fmadd_ps(a1, odd[h], c[r][h]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+            for (int h = 0; h < 2 * G; ++h) _mm256_storeu_ps(acc + r * ld_acc + h * 8, c[r][h]);
         }
     }
-}
+    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+                         int m0, int m1, int n0, int n1) {
+        epilogue_rows(p, acc, acc2, ld, m0, m1, n0, n1);
+    }
+};
 
-template <bool kBf16W, bool kRound>
-void gemv_matrix(const GemmArgs& p, int m, const float* a, std::ptrdiff_t lda, const void* w,
-                 int n0, int n1, float* out, std::ptrdiff_t ldo) {
-    const std::ptrdiff_t ldw_bytes = p.ldw * (kBf16W ? 2 : 4);
-    const auto* base = static_cast<const unsigned char*>(w);
-    int j = n0;
-    for (; j + 4 <= n1; j += 4) {
-        gemv_rows<4, kBf16W, kRound>(m, a, lda, base + j * ldw_bytes, ldw_bytes, p.k,
-                                     out + (j - n0), ldo);
-    }
-    for (; j < n1; ++j) {
-        gemv_rows<1, kBf16W, kRound>(m, a, lda, base + j * ldw_bytes, ldw_bytes, p.k,
-                                     out + (j - n0), ldo);
-    }
-}
-
-void gemv_any(const GemmArgs& p, int m, const float* a, std::ptrdiff_t lda, const void* w, int n0,
-              int n1, float* out, std::ptrdiff_t ldo) {
-    if (p.w_type == WeightType::kBF16) {
-        gemv_matrix<true, false>(p, m, a, lda, w, n0, n1, out, ldo);
-    } else if (p.round_bf16()) {
-        gemv_matrix<false, true>(p, m, a, lda, w, n0, n1, out, ldo);
-    } else {
-        gemv_matrix<false, false>(p, m, a, lda, w, n0, n1, out, ldo);
-    }
+// The stream kernel for m rows.
+template <class Run>
+void with_stream_kernel(int m, Run&& run) {
+    if (m <= 1) return run.template operator()<KernelF32Stream<1>>();
+    if (m <= 2) return run.template operator()<KernelF32Stream<2>>();
+    if (m <= 4) return run.template operator()<KernelF32Stream<4>>();
+    run.template operator()<KernelF32Stream<6>>();
 }
 
 }  // namespace
@@ -356,32 +368,10 @@ void gemm_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1) {
 }
 
 void gemv_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1) {
-    const int m = m1 - m0;
-    const float* a = p.a + std::ptrdiff_t(m0) * p.lda;
-    std::ptrdiff_t lda = p.lda;
-    if (p.round_bf16()) {
-        auto* rounded = static_cast<float*>(
-            thread_scratch(kScratchA, sizeof(float) * std::size_t(m) * std::size_t(p.k)));
-        for (int i = 0; i < m; ++i) {
-            for (int kk = 0; kk < p.k; ++kk) {
-                rounded[std::ptrdiff_t(i) * p.k + kk] =
-                    avx2::round_to_bf16(a[std::ptrdiff_t(i) * p.lda + kk]);
-            }
-        }
-        a = rounded;
-        lda = p.k;
+    if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
+        return gemm_tile_panel_stream<avx2::PanelStreamF32>(p, m0, m1, n0, n1);
     }
-    const std::ptrdiff_t ldo = n1 - n0;
-    auto* out =
-        static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
-    avx2::gemv_any(p, m, a, lda, p.w, n0, n1, out, ldo);
-    float* out2 = nullptr;
-    if (p.w_up != nullptr) {
-        out2 =
-            static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo));
-        avx2::gemv_any(p, m, a, lda, p.w_up, n0, n1, out2, ldo);
-    }
-    avx2::epilogue_rows(p, out, out2, ldo, m0, m1, n0, n1);
+    avx2::with_stream_kernel(m1 - m0, [&]<class K>() { gemm_tile_blocked<K>(p, m0, m1, n0, n1); });
 }
 
 }  // namespace qvl::kernels::detail

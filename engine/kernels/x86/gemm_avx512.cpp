@@ -1,5 +1,7 @@
 // AVX-512 f32 GEMM: a 14x32 register tile (28 zmm accumulators), weights widened from bf16
-// (or rounded to bf16 for kBF16 precision) while packing. The GEMV is in gemv_avx512.cpp.
+// (or rounded to bf16 for kBF16 precision) while packing. Small m (decode) runs the same packing
+// and micro-kernel with streaming blocks (gemm_internal.h kGemvMaxM), so every row is
+// bit-identical to what the large-m path gives it.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -16,16 +18,16 @@
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/avx512_util.h"
 #include "kernels/x86/gemm_driver.h"
+#include "kernels/x86/gemm_panel_stream.h"
 
 namespace qvl::kernels::avx512 {
 namespace {
 using x86::lanes16;
 
-struct KernelF32 {
+template <GemmBlocking B>
+struct KernelF32T {
     using Packed = float;
-    static constexpr int kMR = detail::kBlockingAvx512.mr, kNR = detail::kBlockingAvx512.nr,
-                         kKC = detail::kBlockingAvx512.kc, kMC = detail::kBlockingAvx512.mc,
-                         kNC = detail::kBlockingAvx512.nc;
+    static constexpr int kMR = B.mr, kNR = B.nr, kKC = B.kc, kMC = B.mc, kNC = B.nc;
 
     static int packed_k(int kc) { return kc; }
 
@@ -93,9 +95,42 @@ struct KernelF32 {
         }
     }
 
+    // From load-time panels (kernels/weight_panels.h): the pairs of each 16-output panel are
+    // already in k order, so one shift (even k) and one mask (odd k) widen them; no transposes.
+    // j0 and p0 are multiples of 16 and 2 (task columns are multiples of 64, k blocks even).
+    static void pack_b_panels(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
+                              float* out) {
+        const auto* panels = static_cast<const std::uint32_t*>(w);
+        const __m512i odd_mask = _mm512_set1_epi32(int(0xffff0000u));
+        for (int q = 0; q * kNR < cols; ++q) {
+            float* panel = out + std::ptrdiff_t(q) * kc * kNR;
+            for (int h = 0; h < kNR / 16; ++h) {
+                const int c0 = q * kNR + h * 16;
+                float* dst = panel + h * 16;
+                if (c0 >= cols) {
+                    for (int kk = 0; kk < kc; ++kk)
+                        _mm512_store_ps(dst + kk * kNR, _mm512_setzero_ps());
+                    continue;
+                }
+                const std::uint32_t* src =
+                    panels + (std::ptrdiff_t((j0 + c0) / 16) * p.ldw + p0 / 2) * 16;
+                for (int kk = 0; kk < kc; kk += 2) {
+                    const __m512i v = _mm512_loadu_si512(src + std::ptrdiff_t(kk / 2) * 16);
+                    _mm512_store_ps(dst + kk * kNR, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+                    if (kk + 1 < kc) {
+                        _mm512_store_ps(dst + (kk + 1) * kNR,
+                                        _mm512_castsi512_ps(_mm512_and_si512(v, odd_mask)));
+                    }
+                }
+            }
+        }
+    }
+
     static void pack_b(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                        float* out) {
-        if (p.w_type == WeightType::kBF16) {
+        if (p.w_type == WeightType::kBF16Panels) {
+            pack_b_panels(p, w, j0, cols, p0, kc, out);
+        } else if (p.w_type == WeightType::kBF16) {
             pack_b_impl<0>(w, p.ldw, j0, cols, p0, kc, out);
         } else if (p.round_bf16()) {
             pack_b_impl<2>(w, p.ldw, j0, cols, p0, kc, out);
@@ -137,6 +172,99 @@ struct KernelF32 {
     }
 };
 
+using KernelF32 = KernelF32T<detail::kBlockingAvx512>;
+
+// Small m: the same kernel with a register tile of MR rows (no zero rows packed or multiplied
+// for a decode step of one sequence) and blocks sized so one pass over the weights stays in L1
+// (a packed block serves only these few rows, so L2 blocking would buy nothing). Every output
+// element is the same chain of operations as in KernelF32, so rows are bit-identical to its.
+template <int MR>
+using KernelF32Stream = KernelF32T<GemmBlocking{.mr = MR,
+                                                .nr = 32,
+                                                .kc = detail::kStreamKcF32,
+                                                .mc = (32 + MR - 1) / MR* MR,
+                                                .nc = detail::kStreamNc}>;
+
+// Small m on load-time panels (x86/gemm_panel_stream.h): KernelF32T's chain (one FMA per k in
+// increasing order) read straight from the panels, widened with a shift (even k) and a mask
+// (odd k).
+struct PanelStreamF32 {
+    using AElem = float;
+    static constexpr int kRows = 4, kPanels = 4;
+    static std::ptrdiff_t a_len(int k) { return k; }
+    static void prepare_a(const GemmArgs& p, int row, float* out) {
+        const float* src = p.a + std::ptrdiff_t(row) * p.lda;
+        for (int kk = 0; kk < p.k; kk += 16) {
+            const __mmask16 mask = lanes16(p.k - kk);
+            const __m512 v = _mm512_maskz_loadu_ps(mask, src + kk);
+            _mm512_mask_storeu_ps(out + kk, mask, p.round_bf16() ? x86::round_bf16(v) : v);
+        }
+    }
+    template <int R, int G>
+    static void chunk(const float* a, std::ptrdiff_t lda, const std::uint32_t* w,
+                      std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
+                      bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
+        __m512 c[R][G];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                c[r][g] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * ld_acc + g * 16);
+            }
+        }
+        const __m512i odd_mask = _mm512_set1_epi32(int(0xffff0000u));
+        const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
+        for (std::ptrdiff_t t = t0; t < t_full; ++t) {
+            __m512 even[G], odd[G];
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                const __m512i v = _mm512_loadu_si512(w + g * panel_stride + t * 16);
+                even[g] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+                odd[g] = _mm512_castsi512_ps(_mm512_and_si512(v, odd_mask));
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const __m512 a0 = _mm512_set1_ps(a[r * lda + 2 * t]);
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g) c[r][g] = _mm512_fmadd_ps(a0, even[g], c[r][g]);
+                const __m512 a1 = _mm512_set1_ps(a[r * lda + 2 * t + 1]);
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g) c[r][g] = _mm512_fmadd_ps(a1, odd[g], c[r][g]);
+            }
+        }
+        if (odd_tail) {
+            const std::ptrdiff_t t = t1 - 1;
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                const __m512i v = _mm512_loadu_si512(w + g * panel_stride + t * 16);
+                const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) {
+                    c[r][g] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + 2 * t]), even, c[r][g]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
+        }
+    }
+    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+                         int m0, int m1, int n0, int n1) {
+        detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
+    }
+};
+
+// The stream kernel for m rows.
+template <class Run>
+void with_stream_kernel(int m, Run&& run) {
+    if (m <= 1) return run.template operator()<KernelF32Stream<1>>();
+    if (m <= 2) return run.template operator()<KernelF32Stream<2>>();
+    if (m <= 4) return run.template operator()<KernelF32Stream<4>>();
+    run.template operator()<KernelF32Stream<8>>();
+}
+
 }  // namespace
 }  // namespace qvl::kernels::avx512
 
@@ -144,6 +272,14 @@ namespace qvl::kernels::detail {
 
 void gemm_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     gemm_tile_blocked<avx512::KernelF32>(p, m0, m1, n0, n1);
+}
+
+void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
+    if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
+        return gemm_tile_panel_stream<avx512::PanelStreamF32>(p, m0, m1, n0, n1);
+    }
+    avx512::with_stream_kernel(m1 - m0,
+                               [&]<class K>() { gemm_tile_blocked<K>(p, m0, m1, n0, n1); });
 }
 
 }  // namespace qvl::kernels::detail

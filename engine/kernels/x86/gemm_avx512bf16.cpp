@@ -1,6 +1,7 @@
 // AVX512_BF16 GEMM for kBF16 precision: activations and weights packed as bf16 pairs along k,
-// products on vdpbf16ps into f32 accumulators, 14x32 register tile (28 zmm); and the matching
-// GEMV (m <= kGemvMaxM), weight rows read as bf16 pairs straight from memory.
+// products on vdpbf16ps into f32 accumulators, 14x32 register tile (28 zmm). Small m (decode)
+// runs the same packing and micro-kernel with streaming blocks, so rows are bit-identical to the
+// large-m path's.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -17,6 +18,7 @@
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/avx512_util.h"
 #include "kernels/x86/gemm_driver.h"
+#include "kernels/x86/gemm_panel_stream.h"
 
 namespace qvl::kernels::avx512bf16 {
 namespace {
@@ -30,11 +32,10 @@ inline __m512 load_f32_as_pairs(const float* src, int n) {
     return _mm512_castsi512_ps(__m512i(_mm512_cvtne2ps_pbh(hi, lo)));
 }
 
-struct KernelBf16 {
+template <GemmBlocking B>
+struct KernelBf16T {
     using Packed = std::uint32_t;
-    static constexpr int kMR = detail::kBlockingAvx512Bf16.mr, kNR = detail::kBlockingAvx512Bf16.nr,
-                         kKC = detail::kBlockingAvx512Bf16.kc, kMC = detail::kBlockingAvx512Bf16.mc,
-                         kNC = detail::kBlockingAvx512Bf16.nc;
+    static constexpr int kMR = B.mr, kNR = B.nr, kKC = B.kc, kMC = B.mc, kNC = B.nc;
 
     static int packed_k(int kc) { return (kc + 1) / 2; }
 
@@ -103,9 +104,38 @@ struct KernelBf16 {
         }
     }
 
+    // From load-time panels (kernels/weight_panels.h): already bf16 pairs in k order, 16
+    // outputs per panel; a copy interleaves two panels into one kNR = 32 panel. j0 and p0 are
+    // multiples of 16 and 2 (task columns are multiples of 64, k blocks even).
+    static void pack_b_panels(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
+                              Packed* out) {
+        const auto* panels = static_cast<const std::uint32_t*>(w);
+        const int ks = packed_k(kc);
+        for (int q = 0; q * kNR < cols; ++q) {
+            Packed* panel = out + std::ptrdiff_t(q) * ks * kNR;
+            for (int h = 0; h < kNR / 16; ++h) {
+                const int c0 = q * kNR + h * 16;
+                Packed* dst = panel + h * 16;
+                if (c0 >= cols) {
+                    for (int t = 0; t < ks; ++t)
+                        _mm512_store_si512(dst + t * kNR, _mm512_setzero_si512());
+                    continue;
+                }
+                const std::uint32_t* src =
+                    panels + (std::ptrdiff_t((j0 + c0) / 16) * p.ldw + p0 / 2) * 16;
+                for (int t = 0; t < ks; ++t) {
+                    _mm512_store_si512(dst + t * kNR,
+                                       _mm512_loadu_si512(src + std::ptrdiff_t(t) * 16));
+                }
+            }
+        }
+    }
+
     static void pack_b(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                        Packed* out) {
-        if (p.w_type == WeightType::kBF16) {
+        if (p.w_type == WeightType::kBF16Panels) {
+            pack_b_panels(p, w, j0, cols, p0, kc, out);
+        } else if (p.w_type == WeightType::kBF16) {
             pack_b_impl<true>(w, p.ldw, j0, cols, p0, kc, out);
         } else {
             pack_b_impl<false>(w, p.ldw, j0, cols, p0, kc, out);
@@ -145,94 +175,78 @@ struct KernelBf16 {
     }
 };
 
-// GEMV for kBF16 precision: activations pre-converted to bf16 pairs, weight rows loaded as
-// pairs straight from memory (no widening), one vdpbf16ps per 32 k per (row, activation row).
-template <bool kBf16W>
-__m512bh load_w_pairs(const void* row, int kk, int n) {
-    if constexpr (kBf16W) {
-        const auto* r = static_cast<const std::uint16_t*>(row) + kk;
-        return __m512bh(n >= 32 ? _mm512_loadu_si512(r) : _mm512_maskz_loadu_epi16(lanes32(n), r));
-    } else {
-        return __m512bh(
-            _mm512_castps_si512(load_f32_as_pairs(static_cast<const float*>(row) + kk, n)));
-    }
-}
+using KernelBf16 = KernelBf16T<detail::kBlockingAvx512Bf16>;
 
-template <int M, int R, bool kBf16W>
-[[gnu::always_inline]] inline void gemv_step(const std::uint32_t* a, std::ptrdiff_t lda_pairs,
-                                             const void* const* rows, int kk, int n,
-                                             __m512 (&acc)[M][R]) {
-    __m512bh wv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) wv[r] = load_w_pairs<kBf16W>(rows[r], kk, n);
-#pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) {
-        // The activation pairs are padded with zeros to a multiple of 16 pairs.
-        const __m512bh av = __m512bh(_mm512_load_si512(a + i * lda_pairs + kk / 2));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[i][r] = _mm512_dpbf16_ps(acc[i][r], av, wv[r]);
-    }
-}
+// Small m: the same kernel with a register tile of MR rows (no zero rows packed or multiplied
+// for a decode step of one sequence) and blocks sized so one pass over the weights stays in L1
+// (a packed block serves only these few rows, so L2 blocking would buy nothing). Every output
+// element is the same chain of operations as in KernelBf16, so rows are bit-identical to its.
+template <int MR>
+using KernelBf16Stream = KernelBf16T<GemmBlocking{.mr = MR,
+                                                  .nr = 32,
+                                                  .kc = detail::kStreamKcBf16,
+                                                  .mc = (32 + MR - 1) / MR* MR,
+                                                  .nc = detail::kStreamNc}>;
 
-template <int M, int R, bool kBf16W>
-void gemv_block(const std::uint32_t* a, std::ptrdiff_t lda_pairs, const unsigned char* w,
-                std::ptrdiff_t ldw_bytes, int k, float* out, std::ptrdiff_t ldo) {
-    const void* rows[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) rows[r] = w + r * ldw_bytes;
-    __m512 acc[M][R];
-#pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) {
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[i][r] = _mm512_setzero_ps();
-    }
-    int kk = 0;
-    for (; kk + 32 <= k; kk += 32) gemv_step<M, R, kBf16W>(a, lda_pairs, rows, kk, 32, acc);
-    if (kk < k) gemv_step<M, R, kBf16W>(a, lda_pairs, rows, kk, k - kk, acc);
-#pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) {
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) out[i * ldo + r] = _mm512_reduce_add_ps(acc[i][r]);
-    }
-}
-
-template <int R, bool kBf16W>
-void gemv_rows(int m, const std::uint32_t* a, std::ptrdiff_t lda_pairs, const unsigned char* w,
-               std::ptrdiff_t ldw_bytes, int k, float* out, std::ptrdiff_t ldo) {
-    for (int i0 = 0; i0 < m; i0 += 4) {
-        const std::uint32_t* ai = a + i0 * lda_pairs;
-        float* o = out + i0 * ldo;
-        switch (std::min(4, m - i0)) {
-            case 1:
-                gemv_block<1, R, kBf16W>(ai, lda_pairs, w, ldw_bytes, k, o, ldo);
-                break;
-            case 2:
-                gemv_block<2, R, kBf16W>(ai, lda_pairs, w, ldw_bytes, k, o, ldo);
-                break;
-            case 3:
-                gemv_block<3, R, kBf16W>(ai, lda_pairs, w, ldw_bytes, k, o, ldo);
-                break;
-            default:
-                gemv_block<4, R, kBf16W>(ai, lda_pairs, w, ldw_bytes, k, o, ldo);
-                break;
+// Small m on load-time panels (x86/gemm_panel_stream.h): KernelBf16T's chain (one vdpbf16ps per
+// k pair in increasing order) read straight from the panels, which are already bf16 pairs.
+struct PanelStreamBf16 {
+    using AElem = std::uint32_t;
+    static constexpr int kRows = 4, kPanels = 4;
+    // Whole 16-pair stores: rows padded to a multiple of 32 k (zeros, as the packed path pads).
+    static std::ptrdiff_t a_len(int k) { return (std::ptrdiff_t(k) + 31) / 32 * 16; }
+    static void prepare_a(const GemmArgs& p, int row, std::uint32_t* out) {
+        const float* src = p.a + std::ptrdiff_t(row) * p.lda;
+        for (int kk = 0; kk < p.k; kk += 32) {
+            _mm512_storeu_ps(reinterpret_cast<float*>(out + kk / 2),
+                             load_f32_as_pairs(src + kk, p.k - kk));
         }
     }
-}
+    template <int R, int G>
+    static void chunk(const std::uint32_t* a, std::ptrdiff_t lda, const std::uint32_t* w,
+                      std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
+                      bool /*odd_tail: the padded pair multiplies zeros, as in the packed path*/,
+                      bool first, float* acc, std::ptrdiff_t ld_acc) {
+        __m512 c[R][G];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                c[r][g] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * ld_acc + g * 16);
+            }
+        }
+        for (std::ptrdiff_t t = t0; t < t1; ++t) {
+            __m512bh b[G];
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                b[g] = __m512bh(_mm512_loadu_si512(w + g * panel_stride + t * 16));
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const __m512bh av = __m512bh(_mm512_set1_epi32(int(a[r * lda + t])));
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g) c[r][g] = _mm512_dpbf16_ps(c[r][g], av, b[g]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
+        }
+    }
+    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
+                         int m0, int m1, int n0, int n1) {
+        detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
+    }
+};
 
-template <bool kBf16W>
-void gemv_matrix(int m, const std::uint32_t* a, std::ptrdiff_t lda_pairs, const void* w,
-                 std::ptrdiff_t ldw, int n0, int n1, int k, float* out, std::ptrdiff_t ldo) {
-    const std::ptrdiff_t ldw_bytes = ldw * (kBf16W ? 2 : 4);
-    const auto* base = static_cast<const unsigned char*>(w);
-    int j = n0;
-    for (; j + 4 <= n1; j += 4) {
-        gemv_rows<4, kBf16W>(m, a, lda_pairs, base + j * ldw_bytes, ldw_bytes, k, out + (j - n0),
-                             ldo);
-    }
-    for (; j < n1; ++j) {
-        gemv_rows<1, kBf16W>(m, a, lda_pairs, base + j * ldw_bytes, ldw_bytes, k, out + (j - n0),
-                             ldo);
-    }
+// The stream kernel for m rows.
+template <class Run>
+void with_stream_kernel(int m, Run&& run) {
+    if (m <= 1) return run.template operator()<KernelBf16Stream<1>>();
+    if (m <= 2) return run.template operator()<KernelBf16Stream<2>>();
+    if (m <= 4) return run.template operator()<KernelBf16Stream<4>>();
+    run.template operator()<KernelBf16Stream<8>>();
 }
 
 }  // namespace
@@ -245,36 +259,11 @@ void gemm_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
 }
 
 void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
-    using namespace avx512bf16;
-    const int m = m1 - m0;
-    // Activations as bf16 pairs, each row padded with zeros to a multiple of 16 pairs (64 bytes).
-    const std::ptrdiff_t lda_pairs = (p.k + 31) / 32 * 16;
-    auto* a = static_cast<std::uint32_t*>(
-        thread_scratch(kScratchA, sizeof(std::uint32_t) * std::size_t(m) * lda_pairs));
-    for (int i = 0; i < m; ++i) {
-        const float* src = p.a + std::ptrdiff_t(m0 + i) * p.lda;
-        for (int kk = 0; kk < p.k; kk += 32) {
-            _mm512_store_ps(reinterpret_cast<float*>(a + i * lda_pairs + kk / 2),
-                            load_f32_as_pairs(src + kk, p.k - kk));
-        }
+    if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
+        return gemm_tile_panel_stream<avx512bf16::PanelStreamBf16>(p, m0, m1, n0, n1);
     }
-    const std::ptrdiff_t ldo = n1 - n0;
-    auto* out =
-        static_cast<float*>(thread_scratch(kScratchC, sizeof(float) * std::size_t(m) * ldo));
-    float* out2 =
-        p.w_up != nullptr
-            ? static_cast<float*>(thread_scratch(kScratchC2, sizeof(float) * std::size_t(m) * ldo))
-            : nullptr;
-    const void* ws[2] = {p.w, p.w_up};
-    float* outs[2] = {out, out2};
-    for (int g = 0; g < (p.w_up != nullptr ? 2 : 1); ++g) {
-        if (p.w_type == WeightType::kBF16) {
-            gemv_matrix<true>(m, a, lda_pairs, ws[g], p.ldw, n0, n1, p.k, outs[g], ldo);
-        } else {
-            gemv_matrix<false>(m, a, lda_pairs, ws[g], p.ldw, n0, n1, p.k, outs[g], ldo);
-        }
-    }
-    gemm_epilogue_avx512(p, out, out2, ldo, m0, m1, n0, n1);
+    avx512bf16::with_stream_kernel(m1 - m0,
+                                   [&]<class K>() { gemm_tile_blocked<K>(p, m0, m1, n0, n1); });
 }
 
 }  // namespace qvl::kernels::detail

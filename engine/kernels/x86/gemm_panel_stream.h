@@ -1,0 +1,136 @@
+// The small-m path (m <= kGemvMaxM: decode steps, short prefill chunks) on load-time weight
+// panels (kernels/weight_panels.h), shared by the SIMD tiers as a template on a traits type S
+// defined in each ISA's translation unit (distinct symbols per ISA, as gemm_driver.h).
+//
+// The weights stream once, straight from the panels (no packing copy): G panels (16 outputs
+// each) at a time, k in chunks small enough to stay in L1 while every group of up to S::kRows
+// activation rows runs over them. Sums live in a slab between chunks (stored and reloaded, which
+// is exact), and the tier's GEMM epilogue runs on the slab.
+//
+// Each output element is the same chain of operations as in the tier's packed micro-kernel (one
+// f32 FMA per k in increasing order, or one vdpbf16ps per k pair), so a row's result is
+// bit-identical to what the large-m path gives it: the runtime's batch invariance and exact
+// prefix reuse rest on this (tests/kernels/gemm_row_invariance_test.cpp).
+//
+// S provides:
+//   using AElem;                          activation element the chain reads (float, or a uint32
+//                                         bf16 pair)
+//   static constexpr int kRows;           activation rows per pass over a chunk (<= 4)
+//   static constexpr int kPanels;         panels per pass (independent chains per row, <= 4)
+//   static std::ptrdiff_t a_len(int k);   AElem per prepared row
+//   static void prepare_a(const GemmArgs&, int row, AElem* out);   row of A as the chain reads it
+//                                         (bf16-rounded for kBF16 precision), a_len(k) elements
+//   template <int R, int G> static void chunk(const AElem* a, std::ptrdiff_t lda,
+//       const std::uint32_t* w, std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
+//       bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc);
+//                                         acc[R][16 G] (+)= rows x panels over pairs [t0, t1);
+//                                         odd_tail: the last pair holds only its even k
+//   static void epilogue(const GemmArgs&, const float* acc, const float* acc2, std::ptrdiff_t ld,
+//                        int m0, int m1, int n0, int n1);   the packed path's epilogue
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gemm_internal.h"
+#include "kernels/weight_panels.h"
+
+namespace qvl::kernels::detail {
+
+// Pairs per chunk (4 panels x 128 pairs x 64 bytes = 32 KiB, in L1 while the row groups reuse
+// it).
+inline constexpr std::ptrdiff_t kStreamChunkPairs = 128;
+
+template <class S, int G>
+void panel_stream_rows(const typename S::AElem* a, std::ptrdiff_t lda, int rows,
+                       const std::uint32_t* w, std::ptrdiff_t panel_stride, std::ptrdiff_t t0,
+                       std::ptrdiff_t t1, bool odd_tail, bool first, float* acc,
+                       std::ptrdiff_t ld_acc) {
+    for (int r0 = 0; r0 < rows; r0 += S::kRows) {
+        const typename S::AElem* ar = a + std::ptrdiff_t(r0) * lda;
+        float* cr = acc + std::ptrdiff_t(r0) * ld_acc;
+        switch (std::min(S::kRows, rows - r0)) {
+            case 1:
+                S::template chunk<1, G>(ar, lda, w, panel_stride, t0, t1, odd_tail, first, cr,
+                                        ld_acc);
+                break;
+            case 2:
+                S::template chunk<2, G>(ar, lda, w, panel_stride, t0, t1, odd_tail, first, cr,
+                                        ld_acc);
+                break;
+            case 3:
+                S::template chunk<3, G>(ar, lda, w, panel_stride, t0, t1, odd_tail, first, cr,
+                                        ld_acc);
+                break;
+            default:
+                S::template chunk<4, G>(ar, lda, w, panel_stride, t0, t1, odd_tail, first, cr,
+                                        ld_acc);
+                break;
+        }
+    }
+}
+
+// acc[rows][16 g] = A rows x panels [panel0, panel0 + g) of w over all of k.
+template <class S>
+void panel_stream_matrix(const typename S::AElem* a, std::ptrdiff_t lda, int rows, int k,
+                         const std::uint32_t* w, std::ptrdiff_t pairs, int panel0, int g,
+                         float* acc, std::ptrdiff_t ld_acc) {
+    const std::ptrdiff_t panel_stride = pairs * kPanelOutputs;
+    const std::uint32_t* wp = w + std::ptrdiff_t(panel0) * panel_stride;
+    for (std::ptrdiff_t t0 = 0; t0 < pairs; t0 += kStreamChunkPairs) {
+        const std::ptrdiff_t t1 = std::min(pairs, t0 + kStreamChunkPairs);
+        const bool odd_tail = t1 == pairs && k % 2 != 0;
+        const bool first = t0 == 0;
+        switch (g) {
+            case 1:
+                panel_stream_rows<S, 1>(a, lda, rows, wp, panel_stride, t0, t1, odd_tail, first,
+                                        acc, ld_acc);
+                break;
+            case 2:
+                panel_stream_rows<S, 2>(a, lda, rows, wp, panel_stride, t0, t1, odd_tail, first,
+                                        acc, ld_acc);
+                break;
+            case 3:
+                panel_stream_rows<S, 3>(a, lda, rows, wp, panel_stride, t0, t1, odd_tail, first,
+                                        acc, ld_acc);
+                break;
+            default:
+                panel_stream_rows<S, 4>(a, lda, rows, wp, panel_stride, t0, t1, odd_tail, first,
+                                        acc, ld_acc);
+                break;
+        }
+    }
+}
+
+// Rows [m0, m1) x columns [n0, n1) of a kBF16Panels problem (n0 a multiple of 16: task columns
+// are multiples of 64), epilogue included.
+template <class S>
+void gemm_tile_panel_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
+    using AElem = typename S::AElem;
+    const int rows = m1 - m0;
+    const std::ptrdiff_t lda = S::a_len(p.k);
+    auto* a = static_cast<AElem*>(
+        thread_scratch(kScratchA, sizeof(AElem) * std::size_t(rows) * std::size_t(lda)));
+    for (int i = 0; i < rows; ++i) S::prepare_a(p, m0 + i, a + std::ptrdiff_t(i) * lda);
+
+    const auto* w = static_cast<const std::uint32_t*>(p.w);
+    const auto* w_up = static_cast<const std::uint32_t*>(p.w_up);
+    constexpr int kCols = S::kPanels * kPanelOutputs;
+    const std::size_t acc_bytes = sizeof(float) * std::size_t(rows) * kCols;
+    auto* acc = static_cast<float*>(thread_scratch(kScratchC, acc_bytes));
+    float* acc2 =
+        w_up != nullptr ? static_cast<float*>(thread_scratch(kScratchC2, acc_bytes)) : nullptr;
+    for (int j0 = n0; j0 < n1; j0 += kCols) {
+        const int cols = std::min(kCols, n1 - j0);
+        const int g = (cols + kPanelOutputs - 1) / kPanelOutputs;
+        const int panel0 = j0 / kPanelOutputs;
+        panel_stream_matrix<S>(a, lda, rows, p.k, w, p.ldw, panel0, g, acc, kCols);
+        if (w_up != nullptr) {
+            panel_stream_matrix<S>(a, lda, rows, p.k, w_up, p.ldw, panel0, g, acc2, kCols);
+        }
+        S::epilogue(p, acc, acc2, kCols, m0, m1, j0, j0 + cols);
+    }
+}
+
+}  // namespace qvl::kernels::detail
