@@ -110,10 +110,10 @@ std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights) {
             add_matrix(weights, *m, &out);
         }
     }
-    // The embedding is read a few rows at a time during prefill; as lm_head (tied or not) it is
-    // read whole once, at the end of prefill.
+    // The embedding is read a few rows at a time during prefill: read ahead only where it is
+    // also the mapped lm_head (tied, and not rearranged into panels at load), read whole once at
+    // the end of prefill.
     add_matrix(weights, t.lm_head, &out);
-    if (t.embed.data != t.lm_head.data) add_matrix(weights, t.embed, &out);
     return out;
 }
 
