@@ -147,9 +147,13 @@ int run(const RunOptions& o, const EnvOptions& env) {
     Progress progress(Progress::wanted(o.json, o.verbosity));
     progress.phase("loading the model");
     base::Timer t;
+    // A dry run reads no weights: no read-ahead, and the stored layout (the panel rearrangement
+    // would make the process hold the text decoder's weights, counted again in its estimate).
     base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(
         o.model_dir,
-        {.weights = o.weights_q8 ? model::WeightFormat::kQ8 : model::WeightFormat::kBF16});
+        {.weights = o.weights_q8 ? model::WeightFormat::kQ8 : model::WeightFormat::kBF16,
+         .panels = !o.dry_run,
+         .read_ahead = !o.dry_run});
     if (!loaded.ok()) {
         return fail(kExitModel, loaded.status(),
                     "-m takes a Hugging Face Qwen3-VL folder (config.json, model.safetensors, "

@@ -49,7 +49,8 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     // after it). After quantization and the panel rearrangement, so that released bf16 pages are
     // not read back in (the copies are resident already). Moving `weights` keeps the views it reads
     // valid; declared after `weights`, it stops before they are unmapped on every path.
-    auto prefetch = std::make_unique<WeightPrefetch>(weights_in_use_order(weights));
+    auto prefetch = std::make_unique<WeightPrefetch>(
+        options.read_ahead ? weights_in_use_order(weights) : std::vector<ByteRange>{});
     QVL_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(dir));
     const std::filesystem::path preprocess_path = dir / "preprocessor_config.json";
     QVL_ASSIGN_OR_RETURN(image::PreprocessConfig preprocess,

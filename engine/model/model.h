@@ -31,6 +31,9 @@ struct LoadOptions {
     // Off only to measure or test the stored layout.
     bool panels = true;
     int threads = 0;  // workers for the rearrangement; 0: one per CPU (at most 8)
+    // Read the mapped weights ahead in the background (weight_prefetch.h). Off for a process
+    // that will not run the model (a dry run measures its own memory).
+    bool read_ahead = true;
 };
 
 class Model {
