@@ -32,17 +32,26 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
                            "{}: is a file; -m takes the model folder", dir.string());
     }
     QVL_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(dir / "config.json"));
+    // The small files first: a bad one fails fast, before seconds of weight work, and the
+    // tokenizer's parse (tens of MB, transient) peaks before the weight copies exist.
+    QVL_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(dir));
+    const std::filesystem::path preprocess_path = dir / "preprocessor_config.json";
+    QVL_ASSIGN_OR_RETURN(image::PreprocessConfig preprocess,
+                         image::load_preprocess_config(preprocess_path));
+    QVL_TRY(check_preprocess_matches_vision(preprocess, config.vision, preprocess_path.string()));
+    QVL_ASSIGN_OR_RETURN(GenerationConfig generation,
+                         load_generation_config(dir / "generation_config.json"));
     QVL_ASSIGN_OR_RETURN(ModelWeights weights, ModelWeights::load(dir, config));
     std::unique_ptr<QuantizedText> quantized;
     if (options.weights == WeightFormat::kQ8) {
         QVL_ASSIGN_OR_RETURN(quantized, QuantizedText::quantize(weights, options.q8));
     }
-    std::unique_ptr<PanelText> panels;
+    std::unique_ptr<PanelWeights> panels;
     if (options.panels) {
         const int threads = options.threads > 0
                                 ? options.threads
                                 : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
-        QVL_ASSIGN_OR_RETURN(panels, PanelText::rearrange(weights, threads));
+        QVL_ASSIGN_OR_RETURN(panels, PanelWeights::rearrange(weights, threads));
     }
     // Cold start: read the weights ahead in the order of use while the rest loads and the caller
     // decodes the image and runs the vision tower (the text decoder's weights are needed only
@@ -51,13 +60,6 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     // valid; declared after `weights`, it stops before they are unmapped on every path.
     auto prefetch = std::make_unique<WeightPrefetch>(
         options.read_ahead ? weights_in_use_order(weights) : std::vector<ByteRange>{});
-    QVL_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(dir));
-    const std::filesystem::path preprocess_path = dir / "preprocessor_config.json";
-    QVL_ASSIGN_OR_RETURN(image::PreprocessConfig preprocess,
-                         image::load_preprocess_config(preprocess_path));
-    QVL_TRY(check_preprocess_matches_vision(preprocess, config.vision, preprocess_path.string()));
-    QVL_ASSIGN_OR_RETURN(GenerationConfig generation,
-                         load_generation_config(dir / "generation_config.json"));
     auto model = std::unique_ptr<Model>(new Model(std::move(config), std::move(weights),
                                                   std::move(tokenizer), preprocess,
                                                   std::move(generation), dir));

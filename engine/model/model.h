@@ -27,7 +27,7 @@ base::Status check_preprocess_matches_vision(const image::PreprocessConfig& conf
 struct LoadOptions {
     WeightFormat weights = WeightFormat::kBF16;
     QuantizeOptions q8;
-    // Rearrange the text decoder's bf16 matrices into panels at load (model/weight_panels_load.h).
+    // Rearrange the linear layers' bf16 matrices into panels at load (model/weight_panels_load.h).
     // Off only to measure or test the stored layout.
     bool panels = true;
     int threads = 0;  // workers for the rearrangement; 0: one per CPU (at most 8)
@@ -54,7 +54,7 @@ class Model {
     }
     // Bytes of the int8 copies (0 for kBF16).
     std::size_t quantized_bytes() const { return quantized_ ? quantized_->bytes() : 0; }
-    // Bytes of the text decoder's rearranged bf16 panels (0 when off).
+    // Bytes of the rearranged bf16 panels (0 when off).
     std::size_t panel_bytes() const { return panels_ ? panels_->bytes() : 0; }
     // The background read-ahead of the weights started by load() (weight_prefetch.h).
     const WeightPrefetch& prefetch() const { return *prefetch_; }
@@ -77,7 +77,7 @@ class Model {
     GenerationConfig generation_;
     std::filesystem::path dir_;
     std::unique_ptr<QuantizedText> quantized_;  // the weights_ text matrices point into it
-    std::unique_ptr<PanelText> panels_;         // likewise
+    std::unique_ptr<PanelWeights> panels_;      // likewise
     // Last: stopped and joined before the weights it reads are unmapped.
     std::unique_ptr<WeightPrefetch> prefetch_;
 };

@@ -15,37 +15,55 @@ namespace {
 
 std::size_t round_up64(std::size_t n) { return (n + 63) / 64 * 64; }
 
-// Hands the whole pages inside [p, p + bytes) back to the kernel (a read-only file mapping: a
-// later touch, e.g. a tied embedding row, re-reads the page from the file).
+// Hands the pages touching [p, p + bytes) back to the kernel. The mapping is read-only
+// (PROT_READ, MAP_PRIVATE), so this only drops cached pages: whatever else shares the edge pages
+// (a norm vector, the embedding rows of a tied lm_head) is re-read from the page cache if it is
+// touched again. Rounding outward matters for small models, whose matrices share pages.
 void release_pages(const void* p, std::size_t bytes) {
     const auto page = std::uintptr_t(sysconf(_SC_PAGESIZE));
-    const auto begin = (std::uintptr_t(p) + page - 1) / page * page;
-    const auto end = (std::uintptr_t(p) + bytes) / page * page;
+    const auto begin = std::uintptr_t(p) / page * page;
+    const auto end = (std::uintptr_t(p) + bytes + page - 1) / page * page;
     if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-}  // namespace
-
-base::Result<std::unique_ptr<PanelText>> PanelText::rearrange(ModelWeights& w, int threads,
-                                                              bool release_source) {
+// The matrices the rearrangement rewrites: every bf16 linear layer but the patch embedding.
+std::vector<Matrix*> panel_targets(ModelWeights& w) {
     std::vector<Matrix*> targets;
     for (TextLayerWeights& l : w.mutable_text().layers) {
         for (Matrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) targets.push_back(m);
     }
     targets.push_back(&w.mutable_text().lm_head);
+    VisionWeights& v = w.mutable_vision();
+    for (VisionBlockWeights& b : v.blocks) {
+        for (Matrix* m : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) targets.push_back(m);
+    }
+    for (MergerWeights& m : v.deepstack) {
+        targets.push_back(&m.fc1);
+        targets.push_back(&m.fc2);
+    }
+    targets.push_back(&v.merger.fc1);
+    targets.push_back(&v.merger.fc2);
     std::erase_if(targets, [](const Matrix* m) {
         return m->type != kernels::WeightType::kBF16 || m->rows <= 0 || m->cols <= 0;
     });
+    return targets;
+}
+
+}  // namespace
+
+base::Result<std::unique_ptr<PanelWeights>> PanelWeights::rearrange(ModelWeights& w, int threads,
+                                                                    bool release_source) {
+    const std::vector<Matrix*> targets = panel_targets(w);
     std::vector<std::size_t> offsets;
     std::size_t total = 0;
     for (const Matrix* m : targets) {
         offsets.push_back(total);
         total += round_up64(kernels::panel_bytes(m->rows, m->cols));
     }
-    auto out = std::unique_ptr<PanelText>(new PanelText());
+    auto out = std::unique_ptr<PanelWeights>(new PanelWeights());
     if (total == 0) return out;
     QVL_ASSIGN_OR_RETURN(out->storage_,
-                         base::AlignedBuffer::allocate(total, "text weight panels", false));
+                         base::AlignedBuffer::allocate(total, "weight panels", false));
     // Huge pages where the kernel offers them: ~1600x fewer page faults while writing GBs.
     madvise(out->storage_.data(), total, MADV_HUGEPAGE);
 

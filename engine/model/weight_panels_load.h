@@ -1,9 +1,10 @@
-// The text decoder's bf16 matrices rearranged at load into the panel layout of
+// The model's bf16 linear-layer matrices rearranged at load into the panel layout of
 // kernels/weight_panels.h, straight from the mapped checkpoint (no conversion step, no file
 // written). With it every product of the text decoder, decode step or prefill, reads its weights
 // in order without packing, and a row's result is the same whatever m (the streaming and packed
-// paths share one chain of operations). The vision tower keeps the stored layout (its products
-// have hundreds of rows, where packing is amortized); the embedding lookup reads stored rows.
+// paths share one chain of operations); the vision tower's products pack their weights without
+// transposes. The patch embedding (it gathers pixels through the stored layout) and the
+// embedding lookup (it reads stored rows) keep the stored layout.
 // As with int8 weights (model/quantize.h), each source matrix's pages are handed back to the
 // kernel once rearranged, so resident memory holds one copy.
 #pragma once
@@ -16,14 +17,16 @@
 
 namespace qvl::model {
 
-class PanelText {
+class PanelWeights {
   public:
-    // Rewrites every bf16 text-decoder Matrix of w (q, k, v, o, gate, up, down, lm_head) to
-    // WeightType::kBF16Panels (ld = k pairs); f32 and int8 matrices stay as they are. threads:
+    // Rewrites every bf16 linear-layer Matrix of w (text: q, k, v, o, gate, up, down, lm_head;
+    // vision: qkv, proj, fc1, fc2 of each block, the merger's and each deepstack merger's fc1 and
+    // fc2) to WeightType::kBF16Panels (ld = k pairs); f32 and int8 matrices stay as they are.
+    // threads:
     // workers for the rearrangement (panels are independent, so the result does not depend on
     // them).
-    static base::Result<std::unique_ptr<PanelText>> rearrange(ModelWeights& w, int threads,
-                                                              bool release_source = true);
+    static base::Result<std::unique_ptr<PanelWeights>> rearrange(ModelWeights& w, int threads,
+                                                                 bool release_source = true);
     std::size_t bytes() const { return storage_.size(); }
 
   private:

@@ -102,9 +102,10 @@ class ModelWeights {
     // Bytes of the load-time copies (widened vectors and converted matrices).
     std::uint64_t copied_bytes() const { return copies_.size(); }
     const io::TensorStore& store() const { return store_; }
-    // For load-time rewrites (model/quantize.cpp): the text matrices, and whether p lies in the
-    // load-time copies (not in the mapped files).
+    // For load-time rewrites (model/quantize.cpp, model/weight_panels_load.cpp): the matrices,
+    // and whether p lies in the load-time copies (not in the mapped files).
     TextWeights& mutable_text() { return text_; }
+    VisionWeights& mutable_vision() { return vision_; }
     bool is_copy(const void* p) const {
         const auto a = reinterpret_cast<std::uintptr_t>(p);
         const auto b = reinterpret_cast<std::uintptr_t>(copies_.data());
