@@ -149,7 +149,8 @@ TEST(ChatReuse, ThreeTurnsEqualColdRunsAndFollowUpsPrefillOnlyTheSuffix) {
     std::string expected;
     std::vector<Cold> cold;
     for (std::size_t i = 0; i < questions.size(); ++i) {
-        const std::string text = "{\"type\": \"text\", \"text\": " + json_string(questions[i]) + "}";
+        const std::string text =
+            "{\"type\": \"text\", \"text\": " + json_string(questions[i]) + "}";
         messages += ", {\"role\": \"user\", \"content\": [";
         if (i == 0) messages += "{\"type\": \"image\", \"image\": " + json_string(kPng) + "}, ";
         messages += text + "]}";
