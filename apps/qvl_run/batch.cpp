@@ -227,14 +227,17 @@ int run_batch(const RunOptions& o, const EnvOptions& env, SamplingDefaults sampl
     const model::Model& m = *loaded.value();
 
     runtime::EngineOptions eo;
-    eo.threads = o.threads;
     eo.slots = o.parallel;
-    eo.ctx_size = o.ctx_size;
-    eo.max_image_tokens = o.image_max_tokens.value_or(0);
-    eo.precision = env.precision.value_or(runtime::Precision::kAuto);
-    eo.profile = env.profile;
     eo.max_queue = 2 * o.parallel;
-    base::Result<std::unique_ptr<runtime::Engine>> created = runtime::Engine::create(m, eo);
+    // Every session setting, the QVL_* environment included (QVL_ISA, QVL_TRACE): the same
+    // session a single run would get, with --parallel slots.
+    runtime::SessionOptions so;
+    so.threads = o.threads;
+    so.ctx_size = o.ctx_size;
+    so.min_image_tokens = o.image_min_tokens.value_or(0);
+    so.max_image_tokens = o.image_max_tokens.value_or(0);
+    apply_env_options(env, &so);
+    base::Result<std::unique_ptr<runtime::Engine>> created = runtime::Engine::create(m, eo, so);
     if (!created.ok()) {
         return fail(
             created.status().code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther,

@@ -1,5 +1,6 @@
 #include "chat_mode.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "engine_turn.h"
 #include "exit_codes.h"
 #include "io/image.h"
 #include "run_support.h"
+#include "runtime/kv_cache.h"
 
 namespace qvl::app {
 namespace {
@@ -28,7 +31,7 @@ void note(const RunOptions& o, const std::string& text) {
 
 }  // namespace
 
-int run_chat(const RunOptions& o, const model::Model& model, runtime::Session& session,
+int run_chat(const RunOptions& o, const model::Model& model, runtime::Engine& engine,
              const image::PreprocessConfig& preprocess, const runtime::GenerateParams& params,
              std::atomic<bool>* interrupted) {
     const bool terminal = ::isatty(STDIN_FILENO) != 0;
@@ -40,6 +43,7 @@ int run_chat(const RunOptions& o, const model::Model& model, runtime::Session& s
     std::vector<text::ChatMessage> conversation = start;
     std::vector<std::string> pending_images = o.images;
     bool first_from_flag = o.prompt_given;
+    int turn = 0;
     for (;;) {
         std::string line;
         if (first_from_flag) {
@@ -55,6 +59,7 @@ int run_chat(const RunOptions& o, const model::Model& model, runtime::Session& s
         if (line == "/clear") {
             conversation = start;
             pending_images.clear();
+            engine.forget_prefixes();
             note(o, "new conversation");
             continue;
         }
@@ -90,15 +95,24 @@ int run_chat(const RunOptions& o, const model::Model& model, runtime::Session& s
             continue;
         }
         pending_images.clear();
-        // The whole conversation is prefilled again: the answer then equals --messages' exactly.
-        session.reset();
-        runtime::GenerateHooks hooks;
-        hooks.on_text = [](std::string_view piece) {
+        const int prompt_tokens = int(prompt.value().ids.size());
+        base::Status fits = runtime::check_context_fits(
+            0, std::int64_t(prompt_tokens) + params.n_predict, engine.ctx_size(),
+            fmt::format("the prompt of {} tokens plus {} new", prompt_tokens, params.n_predict));
+        // The engine reuses the slot's KV for the prefix this prompt shares with the previous
+        // turn (its prompt and answer): the answer is the one a fresh run of the whole
+        // conversation gives, at the cost of the new tokens only.
+        runtime::Request request;
+        request.prompt = std::move(prompt).value();
+        request.params = params;
+        request.on_text = [](std::string_view piece, std::int32_t) {
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
         };
-        base::Result<runtime::GenerateResult> result =
-            runtime::generate(session, prompt.value(), params, hooks);
+        interrupted->store(false);  // a Ctrl-C while waiting for the line stops nothing
+        base::Result<runtime::RequestResult> result =
+            fits.ok() ? run_turn(engine, std::move(request), interrupted)
+                      : base::Result<runtime::RequestResult>(std::move(fits));
         if (!result.ok()) {
             conversation.pop_back();
             std::fputs("\n", stdout);
@@ -108,15 +122,22 @@ int run_chat(const RunOptions& o, const model::Model& model, runtime::Session& s
                              : ""));
             continue;
         }
-        if (result.value().finish_reason == "interrupted") {
+        const runtime::RequestResult& r = result.value();
+        ++turn;
+        if (o.verbosity > 0) {
+            note(o, fmt::format("turn {}: {} prompt tokens, {} reused from the cache, {} "
+                                "prefilled; first token after {:.1f} ms",
+                                turn, prompt_tokens, r.cached_prompt_tokens,
+                                prompt_tokens - r.cached_prompt_tokens, r.timings.ttft));
+        }
+        if (r.finish_reason == "cancelled") {
             interrupted->store(false);
             note(o, "answer stopped");
         }
         std::fputs("\n\n", stdout);
         std::fflush(stdout);
-        conversation.push_back(
-            {.role = "assistant",
-             .parts = {{.kind = text::ChatPart::Kind::kText, .text = result.value().text}}});
+        conversation.push_back({.role = "assistant",
+                                .parts = {{.kind = text::ChatPart::Kind::kText, .text = r.text}}});
     }
     return kExitOk;
 }

@@ -1,7 +1,8 @@
 // qvl-run's chat mode (--interactive): the user's turns come from stdin, one line each, and each
 // answer streams to stdout followed by a blank line. Every answer is exactly what
 // `qvl-run --messages` gives for the whole conversation so far with the same settings: the
-// conversation is re-rendered with the chat template at every turn.
+// conversation is re-rendered with the chat template at every turn, and the engine's one slot
+// still holds the previous turns' KV, so only the new suffix (the new user turn) is prefilled.
 #pragma once
 
 #include <atomic>
@@ -9,18 +10,20 @@
 #include "args.h"
 #include "image/image_preprocess.h"
 #include "model/model.h"
+#include "runtime/engine.h"
 #include "runtime/generate.h"
-#include "runtime/session.h"
 
 namespace qvl::app {
 
 // Commands, each alone on its line: "/image PATH" attaches an image to the next turn, "/clear"
-// starts a new conversation (the -s system message stays), "/exit" or the end of input quits.
+// starts a new conversation (the -s system message stays; the cached prefix is dropped), "/exit"
+// or the end of input quits.
 // -i images and -p (when given) make the first turn. A turn that fails (an unreadable image, a
 // conversation that outgrew -c) is reported on stderr and dropped; the chat goes on. When
-// *interrupted becomes true (Ctrl-C) the current answer stops and the chat goes on.
-// Returns the process exit code (0 at the end of input).
-int run_chat(const RunOptions& o, const model::Model& model, runtime::Session& session,
+// *interrupted becomes true (Ctrl-C) the current answer stops and the chat goes on. With -v each
+// turn reports on stderr its prompt tokens, how many of them came from the cache and its time to
+// the first token. `engine` has one slot. Returns the process exit code (0 at the end of input).
+int run_chat(const RunOptions& o, const model::Model& model, runtime::Engine& engine,
              const image::PreprocessConfig& preprocess, const runtime::GenerateParams& params,
              std::atomic<bool>* interrupted);
 

@@ -23,6 +23,7 @@
 #include "chat_mode.h"
 #include "draw_boxes.h"
 #include "dry_run.h"
+#include "engine_turn.h"
 #include "env.h"
 #include "exit_codes.h"
 #include "grounding.h"
@@ -32,6 +33,7 @@
 #include "model/model.h"
 #include "progress.h"
 #include "run_support.h"
+#include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "text/tokenizer.h"
@@ -41,8 +43,9 @@ namespace {
 
 using base::ErrorCode;
 
-// Set by SIGINT: generation stops after the current token, the text so far is flushed and
-// qvl-run exits 130 (the shell's code for an interrupted program).
+// Set by SIGINT: the request is cancelled (it stops within one token), the text so far is
+// flushed and qvl-run exits 130 (the shell's code for an interrupted program); in chat mode only
+// the current answer stops.
 std::atomic<bool> g_interrupted{false};
 void on_sigint(int) { g_interrupted.store(true); }
 constexpr int kExitInterrupted = 130;
@@ -65,8 +68,20 @@ runtime::GenerateParams generate_params(const RunOptions& o, const model::Model&
     gp.ignore_eos = o.ignore_eos;
     gp.sampling = sampling_from(o, m.generation());
     gp.stop_ids = runtime::default_stop_ids(m);
-    gp.cancel = &g_interrupted;
     return gp;
+}
+
+// One slot: qvl-run serves one conversation. The one-shot run needs no image-feature cache (its
+// image is seen once); chat mode keeps the default so a picture asked about again after /clear
+// skips the vision tower.
+base::Result<std::unique_ptr<runtime::Engine>> create_engine(const model::Model& m,
+                                                             const runtime::SessionOptions& so,
+                                                             bool image_cache) {
+    runtime::EngineOptions eo;
+    eo.slots = 1;
+    eo.max_queue = 1;
+    if (!image_cache) eo.image_cache_mb = 0;
+    return runtime::Engine::create(m, eo, so);
 }
 
 // SA_RESTART: a Ctrl-C while chat mode waits for a line must not end the read.
@@ -83,13 +98,14 @@ int session_error(const base::Status& st) {
                 "lower -c/--ctx-size or --image-max-tokens");
 }
 
-// Chat mode: one session for the whole chat; the turns come from stdin.
+// Chat mode: one engine slot for the whole chat (its KV carries the conversation from turn to
+// turn); the turns come from stdin.
 int run_interactive(const RunOptions& o, const model::Model& m, const runtime::SessionOptions& so,
                     const image::PreprocessConfig& pp) {
-    base::Result<std::unique_ptr<runtime::Session>> session = runtime::Session::create(m, so);
-    if (!session.ok()) return session_error(session.status());
+    base::Result<std::unique_ptr<runtime::Engine>> engine = create_engine(m, so, true);
+    if (!engine.ok()) return session_error(engine.status());
     install_sigint();
-    return run_chat(o, m, *session.value(), pp, generate_params(o, m), &g_interrupted);
+    return run_chat(o, m, *engine.value(), pp, generate_params(o, m), &g_interrupted);
 }
 
 // --draw-boxes: the first image, decoded again as the user gave it, with the boxes drawn.
@@ -179,7 +195,7 @@ int run(const RunOptions& o, const EnvOptions& env) {
         prepared = runtime::prepare_chat_prompt(m, messages.value(), pp, io::ImageLimits{});
     }
     if (!prepared.ok()) return fail(input_exit(prepared.status()), prepared.status());
-    const runtime::PreparedPrompt& prompt = prepared.value();
+    runtime::PreparedPrompt& prompt = prepared.value();
 
     if (o.tokenize) {
         if (o.json) {
@@ -210,39 +226,47 @@ int run(const RunOptions& o, const EnvOptions& env) {
                     "raise -c/--ctx-size, lower -n, or lower --image-max-tokens");
     }
 
-    base::Result<std::unique_ptr<runtime::Session>> session = runtime::Session::create(m, so);
-    if (!session.ok()) return session_error(session.status());
-    runtime::Session& s = *session.value();
+    base::Result<std::unique_ptr<runtime::Engine>> created = create_engine(m, so, false);
+    if (!created.ok()) return session_error(created.status());
+    runtime::Engine& engine = *created.value();
 
-    const runtime::GenerateParams gp = generate_params(o, m);
+    // The images move to the request (the report needs only their infos): no second copy of
+    // their pixels.
+    const int image_count = int(prompt.images.size());
+    runtime::Request request;
+    request.prompt.images = std::move(prompt.images);
+    prompt.images.clear();
+    request.prompt.ids = prompt.ids;
+    request.prompt.infos = prompt.infos;
+    request.prompt.image_decode_ms = prompt.image_decode_ms;
+    request.prompt.preprocess_ms = prompt.preprocess_ms;
+    request.params = generate_params(o, m);
     install_sigint();
-    runtime::GenerateHooks hooks;
     std::string dump_error;
     if (!o.json) {
-        hooks.on_text = [](std::string_view piece) {
+        request.on_text = [](std::string_view piece, std::int32_t) {
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
         };
     }
     // The vision tower's blocks, counted as they finish (only while it runs: no cost to decode).
-    const int vision_blocks = m.config().vision.depth * int(prompt.images.size());
+    // The callbacks run on the engine's thread while this one waits in run_turn.
+    const int vision_blocks = m.config().vision.depth * image_count;
     const bool show_blocks =
         Progress::wanted(o.json, o.verbosity) && vision_blocks > 0 && so.trace_dir.empty();
     if (show_blocks) {
         progress.phase("vision tower");
-        s.set_observer([&progress, vision_blocks, done = 0](const std::string& name, const float*,
-                                                            int, int, std::ptrdiff_t) mutable {
+        request.on_vision_node = [&progress, vision_blocks, done = 0](const std::string& name,
+                                                                      const float*, int, int,
+                                                                      std::ptrdiff_t) mutable {
             if (name.rfind("vision.blocks.", 0) == 0 && name.size() > 4 &&
                 name.compare(name.size() - 4, 4, ".out") == 0) {
                 progress.step("vision tower: block", ++done, vision_blocks);
             }
-        });
+        };
     }
-    hooks.after_vision = [&](const runtime::Session& sess) {
-        if (show_blocks) {
-            s.set_observer({});
-            progress.phase("reading the prompt");
-        }
+    request.after_vision = [&](const runtime::Session& sess) {
+        if (show_blocks) progress.phase("reading the prompt");
         if (o.dump_vision.empty()) return;
         const std::span<const float> f = sess.image_features(0);
         const std::int64_t hidden = m.config().text.hidden_size;
@@ -250,20 +274,23 @@ int run(const RunOptions& o, const EnvOptions& env) {
                                : base::write_npy_f32(o.dump_vision, f,
                                                      {std::int64_t(f.size()) / hidden, hidden});
     };
-    hooks.after_prefill = [&](std::span<const float> logits) {
+    request.after_prefill = [&](std::span<const float> logits) {
         progress.clear();
         if (o.dump_logits.empty()) return;
         const std::string err =
             base::write_npy_f32(o.dump_logits, logits, {std::int64_t(logits.size())});
         if (dump_error.empty()) dump_error = err;
     };
-    base::Result<runtime::GenerateResult> result = runtime::generate(s, prompt, gp, hooks);
-    if (!result.ok()) {
-        return fail(result.status().code() == ErrorCode::kOutOfRange ? kExitResource : kExitOther,
-                    result.status());
+    const runtime::SamplingParams sampling = request.params.sampling;
+    base::Result<runtime::RequestResult> done =
+        run_turn(engine, std::move(request), &g_interrupted);
+    progress.clear();
+    if (!done.ok()) {
+        return fail(done.status().code() == ErrorCode::kOutOfRange ? kExitResource : kExitOther,
+                    done.status());
     }
     if (!dump_error.empty()) return fail(kExitOther, dump_error);
-    const runtime::GenerateResult& r = result.value();
+    const runtime::GenerateResult r = generate_result(done.value());
     if (r.finish_reason == "interrupted") {
         std::fflush(stdout);
         std::fprintf(stderr, "\nqvl-run: interrupted after %zu tokens\n", r.tokens.size());
@@ -280,8 +307,8 @@ int run(const RunOptions& o, const EnvOptions& env) {
 
     RunReport report{.prompt = &prompt,
                      .result = &r,
-                     .sampling = gp.sampling,
-                     .threads = s.threads(),
+                     .sampling = sampling,
+                     .threads = engine.threads(),
                      .weights = m.weight_format() == model::WeightFormat::kQ8 ? "q8" : "bf16",
                      .load_ms = load_ms,
                      .total_ms = total.elapsed_ms(),
@@ -293,7 +320,7 @@ int run(const RunOptions& o, const EnvOptions& env) {
         std::printf("\n");
     }
     if (o.verbosity >= 0) std::fprintf(stderr, "%s", format_timing_block(report).c_str());
-    if (so.profile) std::fprintf(stderr, "%s", s.profile().format().c_str());
+    if (so.profile) std::fprintf(stderr, "%s", engine.profile().format().c_str());
     return kExitOk;
 }
 

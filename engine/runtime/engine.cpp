@@ -68,6 +68,7 @@ struct Engine::Impl {
     std::deque<std::unique_ptr<Job>> queue;  // guarded by mu
     std::vector<RequestId> cancels;          // guarded by mu
     bool stop = false;                       // guarded by mu
+    bool forget = false;                     // guarded by mu: forget_prefixes() was called
     RequestId next_id = 1;                   // guarded by mu
     int busy = 0;                            // guarded by mu
 
@@ -103,8 +104,18 @@ void Engine::Impl::run() {
     for (;;) {
         {
             std::unique_lock<std::mutex> lock(mu);
-            cv.wait(lock, [&] { return stop || !queue.empty() || busy > 0 || !cancels.empty(); });
+            cv.wait(lock, [&] {
+                return stop || forget || !queue.empty() || busy > 0 || !cancels.empty();
+            });
             if (stop) break;
+            if (forget) {
+                forget = false;
+                for (int s = 0; s < int(slots.size()); ++s) {
+                    if (slots[s] != nullptr) continue;
+                    session->reset_slot(s);
+                    slot_images[std::size_t(s)] = {};
+                }
+            }
             cancels_now.swap(cancels);
             cancels.clear();
             // Cancelled while queued: out of the queue now, finished below without the lock.
@@ -225,6 +236,9 @@ void Engine::Impl::admit_piece() {
     }
     if (j.next_image < images.size()) {  // one image per piece
         const base::Timer t;
+        if (j.next_image == j.kept_images && j.req.on_vision_node) {
+            session->set_observer(j.req.on_vision_node);
+        }
         const std::size_t i = j.next_image++;
         const std::vector<float>* cached =
             image_cache ? image_cache->find(j.image_hashes[i], j.grids[i]) : nullptr;
@@ -241,11 +255,13 @@ void Engine::Impl::admit_piece() {
             }
         }
         j.result.timings.vision += t.elapsed_ms();
+        if (j.next_image == images.size() && j.req.on_vision_node) session->set_observer({});
         if (!st.ok()) finish(slot, "error", st);
         return;
     }
     const base::Timer t;
     if (!j.prefill_started) {
+        if (j.req.after_vision) j.req.after_vision(*session);
         j.prefill_started = true;
         slot_images[std::size_t(slot)] = {};
         base::Status st;
@@ -272,6 +288,8 @@ void Engine::Impl::admit_piece() {
     if (done) {
         admitting = -1;
         slot_images[std::size_t(slot)] = {j.image_hashes, j.grids};
+        if (j.req.after_prefill) j.req.after_prefill(session->logits(slot));
+        j.sampler->begin(j.req.prompt.ids);  // the repetition penalty counts the prompt's ids
         if (j.req.params.n_predict <= 0) {
             finish(slot, "length");
         } else {
@@ -294,6 +312,7 @@ void Engine::Impl::decode_step() {
     for (int s : batch_slots) {
         if (slots[s] == nullptr) continue;  // finished by a callback's cancel? (not possible)
         slots[s]->pending = -1;
+        ++slots[s]->result.decode_steps;
         if (!st.ok()) {
             finish(s, "error", st);
         } else {
@@ -318,6 +337,7 @@ void Engine::Impl::take_token(int slot) {
         return;
     }
     j.result.tokens.push_back(token);
+    j.sampler->accept(token);
     j.result.text.append(j.stream->push(token));
     if (emit_text(j, token)) {
         j.stop_string = true;
@@ -366,6 +386,7 @@ bool Engine::Impl::emit_text(Job& j, std::int32_t token) {
 void Engine::Impl::finish(int slot, const char* reason, base::Status error) {
     if (admitting == slot) {
         admitting = -1;
+        if (slots[slot]->req.on_vision_node) session->set_observer({});
         session->clear_images();
         session->reset_slot(slot);
         slot_images[std::size_t(slot)] = {};
@@ -401,6 +422,18 @@ Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 base::Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
                                                      const EngineOptions& options) {
+    SessionOptions so;
+    so.threads = options.threads;
+    so.ctx_size = options.ctx_size;
+    so.max_image_tokens = options.max_image_tokens;
+    so.precision = options.precision;
+    so.profile = options.profile;
+    return create(model, options, so);
+}
+
+base::Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
+                                                     const EngineOptions& options,
+                                                     const SessionOptions& session) {
     if (options.max_queue < 0) {
         return base::error(ErrorCode::kInvalidArgument, "queue length {} must not be negative",
                            options.max_queue);
@@ -408,12 +441,12 @@ base::Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     auto impl = std::make_unique<Impl>();
     impl->model = &model;
     impl->options = options;
-    SessionOptions so;
-    so.threads = options.threads;
-    so.ctx_size = options.ctx_size;
-    so.max_image_tokens = options.max_image_tokens;
-    so.precision = options.precision;
-    so.profile = options.profile;
+    impl->options.threads = session.threads;
+    impl->options.ctx_size = session.ctx_size;
+    impl->options.max_image_tokens = session.max_image_tokens;
+    impl->options.precision = session.precision;
+    impl->options.profile = session.profile;
+    SessionOptions so = session;
     so.slots = options.slots;
     QVL_ASSIGN_OR_RETURN(impl->session, Session::create(model, so));
     impl->default_stops = default_stop_ids(model);
@@ -491,6 +524,16 @@ void Engine::cancel(RequestId id) {
     }
     impl_->cv.notify_all();
 }
+
+void Engine::forget_prefixes() {
+    {
+        const std::lock_guard<std::mutex> lock(impl_->mu);
+        impl_->forget = true;
+    }
+    impl_->cv.notify_all();
+}
+
+const graph::Profile& Engine::profile() const { return impl_->session->profile(); }
 
 Engine::Stats Engine::stats() const {
     const std::lock_guard<std::mutex> lock(impl_->mu);

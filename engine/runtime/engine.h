@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "graph/executor.h"
 #include "model/model.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
@@ -46,6 +48,7 @@ struct RequestResult {
     int prompt_tokens = 0;
     int cached_prompt_tokens = 0;  // prefix reused from a slot's KV
     int image_cache_hits = 0;
+    int decode_steps = 0;  // forward passes after the prefill that included this request
     RequestTimings timings;
 };
 
@@ -58,6 +61,13 @@ struct Request {
     std::function<void(std::string_view piece, std::int32_t token)>
         on_text;                                        // streamed, UTF-8 safe
     std::function<void(const RequestResult&)> on_done;  // exactly once, last
+    // Optional views into the work (for one-shot tools: --dump-vision, --dump-logits, progress).
+    // on_vision_node is the graph observer while this request's images run through the vision
+    // tower; after_vision runs once its images are encoded (images reused from a slot's KV are
+    // not encoded again), before its prefill; after_prefill gets the last prompt token's logits.
+    graph::Observer on_vision_node;
+    std::function<void(const Session&)> after_vision;
+    std::function<void(std::span<const float> logits)> after_prefill;
 };
 
 using RequestId = std::uint64_t;
@@ -66,6 +76,12 @@ class Engine {
   public:
     static base::Result<std::unique_ptr<Engine>> create(const model::Model& model,
                                                         const EngineOptions& options);
+    // The same with every session setting given (kernel tier, trace directory, minimum image
+    // tokens, ...): `session`'s slots are options.slots; its other fields replace the ones
+    // EngineOptions shares with it.
+    static base::Result<std::unique_ptr<Engine>> create(const model::Model& model,
+                                                        const EngineOptions& options,
+                                                        const SessionOptions& session);
     ~Engine();  // stops the scheduler thread; pending requests finish with "cancelled"
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -80,6 +96,13 @@ class Engine {
         int queue_length = 0;
     };
     Stats stats() const;  // thread-safe
+    // Thread-safe. Forgets what the free slots' KV holds (a new conversation must not reuse an
+    // old one's prefix); a slot that is busy keeps its request. Takes effect before the next
+    // request is admitted.
+    void forget_prefixes();
+    // Per-op timings of the session (EngineOptions::profile). Read it only while no request is
+    // queued or running (e.g. after the last on_done).
+    const graph::Profile& profile() const;
     const model::Model& model() const;
 
     // Added: the session's settings in effect.
