@@ -83,6 +83,34 @@ inline __m512 exp2_ps(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+// In-register transpose of a 16 x 16 block of 32-bit elements: r[i] holds row i on entry and
+// column i on return (for the decode paths, which put keys in lanes as the flash tiles do).
+inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // u[4 g + c], 128-bit lane L: rows 4g..4g+3 of column 4L + c.
+    __m512 u[16];
+    for (int g = 0; g < 16; g += 4) {
+        u[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+        u[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+        const __m512 a0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+        const __m512 a1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+        const __m512 b0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+        const __m512 b1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+        r[c] = _mm512_shuffle_f32x4(a0, b0, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(a1, b1, 0x88);
+        r[8 + c] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
+        r[12 + c] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
+    }
+}
+
 // Calls tile(std::integral_constant<int, R>{}, j) over keys [0, n) in tiles of R = 8 keys and
 // one last tile of R = n % 8: the score tiles are templates on their key count.
 template <class Tile>
