@@ -130,12 +130,13 @@ void bm_prefill(benchmark::State& state, int n, Isa isa, int threads) {
     report(state, "GFLOPS", 4.0 * visible * 128 * 16, threads, isa);
 }
 
-void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads) {
+void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads, bool round_bf16) {
     // 28 layers' worth of caches, cycled, so K/V come from DRAM as in a real decode step.
     const int layers = 28;
     std::vector<TextProblem> p;
     p.reserve(layers);
     for (int l = 0; l < layers; ++l) p.emplace_back(1, ctx);
+    for (TextProblem& x : p) x.a.round_bf16 = round_bf16;
     base::ThreadPool pool(threads);
     int l = 0;
     for (auto _ : state) {
@@ -171,7 +172,15 @@ int register_all() {
             for (int ctx : {256, 1024, 4096}) {
                 benchmark::RegisterBenchmark(
                     ("attention/decode/ctx=" + std::to_string(ctx) + "/" + is + th).c_str(),
-                    [=](benchmark::State& s) { bm_decode(s, ctx, isa, t); })
+                    [=](benchmark::State& s) { bm_decode(s, ctx, isa, t, false); })
+                    ->Unit(benchmark::kMicrosecond)
+                    ->UseRealTime()
+                    ->MinTime(0.2);
+                if (isa != Isa::kAvx512Bf16) continue;
+                // round_bf16 (the default bf16 precisions): the bf16 kernel serves decode too.
+                benchmark::RegisterBenchmark(
+                    ("attention/decode_bf16/ctx=" + std::to_string(ctx) + "/" + is + th).c_str(),
+                    [=](benchmark::State& s) { bm_decode(s, ctx, isa, t, true); })
                     ->Unit(benchmark::kMicrosecond)
                     ->UseRealTime()
                     ->MinTime(0.2);

@@ -20,6 +20,12 @@
 // head_dim % 8 == 0 up to 256 (K/V repacked once per task); other head dims use a simpler
 // row-at-a-time kernel.
 //
+// Row invariance: the result of (query row at absolute position p, head h) is bit-identical
+// whether the row is computed in one prefill call, in a chunk of any size (q_pos0 = chunk
+// start), as a decode step (n_q = 1) or in any task split, on every tier and for both
+// round_bf16 settings: key blocks sit at fixed absolute key positions and the decode paths
+// compute each row exactly as the block paths do. Prefix reuse and batched decode rely on it.
+//
 // Work splits into independent tasks (query blocks x kv-head groups); the split depends only
 // on the arguments and num_tasks, never on the thread that runs a task, so results are
 // identical for any thread count. Kernels do not thread: callers run the tasks, e.g.
@@ -51,8 +57,8 @@ struct AttentionArgs {
     int q_pos0 = 0;
     // Products on bf16-rounded operands (Q·scale, K, the softmax weights, V; f32 accumulation),
     // on vdpbf16ps, where the tier has a bf16 attention kernel (KernelTable::attention_bf16_task:
-    // kAvx512Bf16) and the shape suits it (head_dim % 16 == 0, <= 128; more than 4 (head, row)
-    // items: decode stays f32). Elsewhere f32.
+    // kAvx512Bf16) and the shape suits it (head_dim % 16 == 0, <= 128), whatever n_q (decode
+    // too: a row's result must not depend on how many rows come with it). Elsewhere f32.
     bool round_bf16 = false;
 };
 

@@ -139,10 +139,9 @@ int attention_num_tasks(const AttentionArgs& a, int n_threads) {
 }
 
 void KernelTable::attention_task(const AttentionArgs& args, int task, int num_tasks) const {
-    // bf16 products pay off once a flash block has more than a few items; decode stays f32.
-    const int group = args.n_heads / std::max(1, attention_kv_heads(args));
-    if (args.round_bf16 && attention_bf16_task != nullptr && args.n_q * group > 4 &&
-        attention_bf16_supports(args)) {
+    // The choice depends on round_bf16, the tier and the shape only, never on n_q: a row must
+    // come out the same in a prefill, a chunk of one or a decode step (row invariance).
+    if (args.round_bf16 && attention_bf16_task != nullptr && attention_bf16_supports(args)) {
         return attention_bf16_task(args, task, num_tasks);
     }
     attention_f32_task(args, task, num_tasks);

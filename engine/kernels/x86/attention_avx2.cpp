@@ -9,7 +9,8 @@
 // Key blocks sit at absolute multiples of 64 and every row is computed on its own (masks,
 // running max and sum per row), so a row's result does not depend on which task or tile it
 // fell into: identical for any thread count. Decode (one query row) reads K and V in place,
-// once for each pair of query heads, since repacking them would only add traffic.
+// once for each pair of query heads, since repacking them would only add traffic; it computes
+// every row exactly as the tiles do, so a decoded row equals the same row of a prefill.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -47,7 +48,12 @@ inline __m256 exp2_ps(__m256 x) {
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
     const __m256i bits =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+    __m256 r = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+    // Opaque to the optimiser: C++ allows GCC to fuse this product into a later addition (a
+    // sum of weights) in some callers and not others, which would make decode rows differ
+    // from prefill rows in the last bit.
+    __asm__("" : "+x"(r));
+    return r;
 }
 
 inline float hmax(__m256 v) {
@@ -62,6 +68,35 @@ inline float hsum(__m256 v) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
+}
+
+// 8 x 8 transpose in registers: r[i] holds row i on entry, column i on return.
+inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // u[4 g + c]: rows 4g..4g+3 of column c (low 128 bits) and c + 4 (high).
+    for (int g = 0; g < 8; g += 4) {
+        u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+        u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
+// The rescale of a row's output when its running max goes from m_old to m_new, lane for lane
+// what tile_softmax computes: 1 while nothing has been seen, 0 for the first keys, else
+// exp2_ps(m_old - m_new).
+inline float rescale(float m_old, float m_new) {
+    if (m_new == -INFINITY) return 1.0f;
+    if (m_old == -INFINITY) return 0.0f;
+    return _mm256_cvtss_f32(exp2_ps(_mm256_set1_ps(m_old - m_new)));
 }
 
 // The keys of one task, repacked: block b holds absolute keys [64 (first + b), +64).
@@ -188,7 +223,7 @@ void tile_softmax(Tile* t, int j0, int nk, bool full) {
             _mm256_store_ps(s + 8 * v, p);
             sum = _mm256_add_ps(sum, p);
         }
-        t->l[r] = t->l[r] * t->alpha[r] + hsum(sum);
+        t->l[r] = std::fma(t->l[r], t->alpha[r], hsum(sum));  // explicit: no contraction choice
         t->m[r] = m_new[r];
     }
 }
@@ -321,36 +356,30 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int j0 = lo; j0 < hi; j0 += kKeys) {
         const int nk = std::min(kKeys, hi - j0);
-        // Scores, four keys at a time: each K row chunk is loaded once for all P heads.
-        int j = 0;
-        for (; j + 4 <= nk; j += 4) {
-            const float* k0 = kg + std::ptrdiff_t(j0 + j) * a.k_row_stride;
-            __m256 acc[P][4];
-            for (auto& h : acc) h[0] = h[1] = h[2] = h[3] = _mm256_setzero_ps();
+        // Scores with keys in lanes, 8 at a time (K transposed 8 x 8 in registers): each lane
+        // is the same FMA chain along head_dim as in tile_scores, so decode rows come out
+        // bit-identical to prefill rows. Each K row chunk is loaded once for all P heads.
+        for (int j = 0; j < nk; j += 8) {
+            const int n8 = std::min(8, nk - j);
+            __m256 acc[P];
+            for (int p = 0; p < P; ++p) acc[p] = _mm256_setzero_ps();
             for (int c = 0; c < hd; c += 8) {
-                __m256 kv[4];
-                for (int x = 0; x < 4; ++x) kv[x] = _mm256_loadu_ps(k0 + x * a.k_row_stride + c);
-                for (int p = 0; p < P; ++p) {
-                    const __m256 qv = _mm256_load_ps(q[p] + c);
-                    for (int x = 0; x < 4; ++x) acc[p][x] = _mm256_fmadd_ps(qv, kv[x], acc[p][x]);
+                __m256 kt[8];
+                for (int x = 0; x < 8; ++x) {
+                    kt[x] =
+                        x < n8
+                            ? _mm256_loadu_ps(kg + std::ptrdiff_t(j0 + j + x) * a.k_row_stride + c)
+                            : _mm256_setzero_ps();
+                }
+                transpose8(kt);
+                for (int dd = 0; dd < 8; ++dd) {
+                    for (int p = 0; p < P; ++p) {
+                        acc[p] =
+                            _mm256_fmadd_ps(_mm256_broadcast_ss(&q[p][c + dd]), kt[dd], acc[p]);
+                    }
                 }
             }
-            for (int p = 0; p < P; ++p) {
-                const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(acc[p][0], acc[p][1]),
-                                                _mm256_hadd_ps(acc[p][2], acc[p][3]));
-                _mm_store_ps(s[p] + j,
-                             _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
-            }
-        }
-        for (; j < nk; ++j) {
-            const float* kr = kg + std::ptrdiff_t(j0 + j) * a.k_row_stride;
-            for (int p = 0; p < P; ++p) {
-                __m256 acc = _mm256_setzero_ps();
-                for (int c = 0; c < hd; c += 8) {
-                    acc = _mm256_fmadd_ps(_mm256_load_ps(q[p] + c), _mm256_loadu_ps(kr + c), acc);
-                }
-                s[p][j] = hsum(acc);
-            }
+            for (int p = 0; p < P; ++p) _mm256_store_ps(s[p] + j, acc[p]);
         }
         // Online softmax per head; lanes past nk get weight 0.
         const int n_vec = (nk + 7) / 8;
@@ -373,8 +402,8 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
                 _mm256_store_ps(s[p] + 8 * v, e);
                 sum = _mm256_add_ps(sum, e);
             }
-            alpha[p] = m[p] == -INFINITY ? 0.0f : std::exp2(m[p] - m_new);
-            l[p] = l[p] * alpha[p] + hsum(sum);
+            alpha[p] = rescale(m[p], m_new);
+            l[p] = std::fma(l[p], alpha[p], hsum(sum));  // as in tile_softmax
             m[p] = m_new;
         }
         // o = o * alpha + P V, 32 columns at a time: each V row chunk loaded once for all heads.

@@ -3,8 +3,8 @@
 // Flash path (vision, prefill): the shared driver of x86/attention_flash.h with f32 tiles
 // (vfmadd231ps, broadcast operand straight from K or V memory).
 //
-// Decode path (a few items, long context): per key, K and V rows are streamed once for the
-// one or two query heads sharing them; dot products reduce horizontally.
+// Decode path (a few items, long context): keys in lanes, K and V rows streamed once for the
+// query heads sharing them, every lane computed exactly as a flash lane (bit-identical rows).
 //
 // GCC 12 reports the undefined lanes inside _mm512_reduce_*_ps and friends as (maybe-)
 // uninitialized; a false positive, silenced for this file only.
@@ -32,10 +32,6 @@ namespace qvl::kernels::avx512 {
 namespace {
 
 using namespace x86;
-
-constexpr int kDecodeChunk = 256;  // keys per online-softmax step (decode)
-
-inline __mmask16 tail_mask(int n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
 
 // ---------------------------------------------------------------------------------------------
 // Flash path: f32 tiles
@@ -115,7 +111,6 @@ void copy_rows(const float* src, std::ptrdiff_t stride, int rows, int cols, int 
 
 void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
                  const int* hi);
-bool decode_supported(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
 // Traits of the shared flash driver (x86/attention_flash.h) for f32 products.
 struct F32Tiles {
@@ -154,105 +149,126 @@ struct F32Tiles {
     }
     static bool try_small(const AttentionArgs& a, int g, int group, int row, int n, int lo,
                           const int* hi) {
-        if (n * group > 4 || !decode_supported(a.head_dim)) return false;
+        if (n * group > 4) return false;
         decode_rows(a, g, group, row, n, lo, hi);
         return true;
     }
 };
 
 // ---------------------------------------------------------------------------------------------
-// Decode path: one query row, NH (1 or 2) heads of the group, keys [lo, hi).
+// Decode path: one query row and the NH (<= 4) heads of its group, keys in lanes. Each lane
+// does exactly what a flash lane does (the same 64-key blocks from lo, the same FMA order along
+// head_dim and over the keys, the same softmax steps), so a row's result is bit-identical
+// whichever path computes it (row invariance, kernels/attention.h); this path only skips the
+// empty lanes of a one-row flash block. K is transposed 16 x 16 in registers.
 
-template <int NV, int NH>
-void decode_row(const AttentionArgs& a, int g, int h0, int row, int lo, int hi) {
+template <int NH>
+void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
+    const int hd = a.head_dim;
     const float* kg = a.k + g * a.k_head_stride;
     const float* vg = a.v + g * a.v_head_stride;
     const __m512 qscale = _mm512_set1_ps(a.scale * kLog2e);
-    // Scores need q in registers, the value pass needs o: both at once would spill (NV = 8),
-    // so o lives in memory between chunks.
-    __m512 q[NH][NV];
-    alignas(64) float o[NH][NV * 16];
+    alignas(64) float qs[NH][kMaxHeadDim];
+    alignas(64) float o[NH][kMaxHeadDim];
+    alignas(64) float s[NH][kKeyBlock];
+    float m[NH], l[NH], alpha[NH];
     for (int h = 0; h < NH; ++h) {
-        const float* qp = a.q + row * a.q_row_stride + (h0 + h) * a.q_head_stride;
-        for (int v = 0; v < NV; ++v) q[h][v] = _mm512_mul_ps(_mm512_loadu_ps(qp + 16 * v), qscale);
+        const float* qp = a.q + row * a.q_row_stride + (g * NH + h) * a.q_head_stride;
+        for (int d = 0; d < hd; d += 16) {
+            _mm512_store_ps(qs[h] + d, _mm512_mul_ps(_mm512_loadu_ps(qp + d), qscale));
+        }
+        std::memset(o[h], 0, sizeof(float) * hd);
+        m[h] = -INFINITY, l[h] = 0.0f;
     }
-    std::memset(o, 0, sizeof o);
-    float alpha[NH];
-    float m[NH], l[NH];
-    for (int h = 0; h < NH; ++h) m[h] = -INFINITY, l[h] = 0.0f;
-    alignas(64) float s[NH][kDecodeChunk];
-    for (int j0 = lo; j0 < hi; j0 += kDecodeChunk) {
-        const int n = std::min(kDecodeChunk, hi - j0);
-        for (int j = 0; j < n; ++j) {
-            const float* kp = kg + (j0 + j) * a.k_row_stride;
+    for (int j0 = lo; j0 < hi; j0 += kKeyBlock) {
+        const int nb = std::min(kKeyBlock, hi - j0);
+        for (int j = 0; j < nb; j += 16) {
+            const int nk = std::min(16, nb - j);
+            // The next 16 keys' K rows and these keys' V rows (read after the block's scores).
+            prefetch_rows(kg, a.k_row_stride, j0 + j + 16, j0 + j + 32, hi, hd);
+            prefetch_rows(vg, a.v_row_stride, j0 + j, j0 + j + 16, hi, hd);
             __m512 acc[NH];
             for (int h = 0; h < NH; ++h) acc[h] = _mm512_setzero_ps();
-            for (int v = 0; v < NV; ++v) {
-                const __m512 kv = _mm512_loadu_ps(kp + 16 * v);
-                for (int h = 0; h < NH; ++h) acc[h] = _mm512_fmadd_ps(kv, q[h][v], acc[h]);
+            for (int d0 = 0; d0 < hd; d0 += 16) {
+                __m512 kt[16];
+                for (int r = 0; r < 16; ++r) {
+                    kt[r] =
+                        r < nk
+                            ? _mm512_loadu_ps(kg + std::ptrdiff_t(j0 + j + r) * a.k_row_stride + d0)
+                            : _mm512_setzero_ps();
+                }
+                transpose16(kt);
+                for (int dd = 0; dd < 16; ++dd) {
+                    for (int h = 0; h < NH; ++h) {
+                        acc[h] = _mm512_fmadd_ps(kt[dd], _mm512_set1_ps(qs[h][d0 + dd]), acc[h]);
+                    }
+                }
             }
-            for (int h = 0; h < NH; ++h) s[h][j] = _mm512_reduce_add_ps(acc[h]);
+            for (int h = 0; h < NH; ++h) _mm512_store_ps(s[h] + j, acc[h]);
         }
         for (int h = 0; h < NH; ++h) {
-            __m512 mx = _mm512_set1_ps(m[h]);
-            for (int j = 0; j < n; j += 16) {
-                mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, tail_mask(n - j), s[h] + j));
+            float mx = m[h];  // the flash lane's max_ps chain, in the same order
+            for (int j = 0; j < nb; ++j) mx = mx > s[h][j] ? mx : s[h][j];
+            const float sub = mx == -INFINITY ? 0.0f : mx;
+            alpha[h] = _mm512_cvtss_f32(exp2_ps<6>(_mm512_set1_ps(m[h] - sub)));
+            const __m512 subv = _mm512_set1_ps(sub);
+            for (int j = 0; j < nb; j += 16) {
+                _mm512_store_ps(s[h] + j,
+                                exp2_ps<6>(_mm512_sub_ps(_mm512_load_ps(s[h] + j), subv)));
             }
-            const float m_new = _mm512_reduce_max_ps(mx);
-            const __m512 mv = _mm512_set1_ps(m_new);
-            __m512 sum = _mm512_setzero_ps();
-            for (int j = 0; j < n; j += 16) {
-                const __mmask16 t = tail_mask(n - j);
-                const __m512 p = exp2_ps<6>(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, s[h] + j), mv));
-                _mm512_mask_storeu_ps(s[h] + j, t, p);
-                sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(t, p));
+            float sum = 0.0f;
+            for (int j = 0; j < nb; ++j) sum += s[h][j];
+            l[h] = std::fma(l[h], alpha[h], sum);
+            m[h] = mx;
+        }
+        for (int d0 = 0; d0 < hd; d0 += 64) {
+            const int nv = std::min(4, (hd - d0) / 16);
+            __m512 acc[NH][4];
+            for (int h = 0; h < NH; ++h) {
+                const __m512 al = _mm512_set1_ps(alpha[h]);
+                for (int v = 0; v < nv; ++v) {
+                    acc[h][v] = _mm512_mul_ps(_mm512_load_ps(o[h] + d0 + 16 * v), al);
+                }
             }
-            alpha[h] = _mm512_cvtss_f32(exp2_ps<6>(_mm512_set1_ps(m[h] - m_new)));  // m = -inf: 0
-            l[h] = l[h] * alpha[h] + _mm512_reduce_add_ps(sum);
-            m[h] = m_new;
-        }
-        __m512 acc[NH][NV];
-        for (int h = 0; h < NH; ++h) {
-            const __m512 al = _mm512_set1_ps(alpha[h]);
-            for (int v = 0; v < NV; ++v)
-                acc[h][v] = _mm512_mul_ps(_mm512_load_ps(o[h] + 16 * v), al);
-        }
-        for (int j = 0; j < n; ++j) {
-            const float* vp = vg + (j0 + j) * a.v_row_stride;
-            __m512 p[NH];
-            for (int h = 0; h < NH; ++h) p[h] = _mm512_set1_ps(s[h][j]);
-            for (int v = 0; v < NV; ++v) {
-                const __m512 vv = _mm512_loadu_ps(vp + 16 * v);
-                for (int h = 0; h < NH; ++h) acc[h][v] = _mm512_fmadd_ps(p[h], vv, acc[h][v]);
+            for (int j = 0; j < nb; ++j) {
+                const float* vp = vg + std::ptrdiff_t(j0 + j) * a.v_row_stride + d0;
+                for (int v = 0; v < nv; ++v) {
+                    const __m512 vv = _mm512_loadu_ps(vp + 16 * v);
+                    for (int h = 0; h < NH; ++h) {
+                        acc[h][v] = _mm512_fmadd_ps(vv, _mm512_set1_ps(s[h][j]), acc[h][v]);
+                    }
+                }
             }
-        }
-        for (int h = 0; h < NH; ++h) {
-            for (int v = 0; v < NV; ++v) _mm512_store_ps(o[h] + 16 * v, acc[h][v]);
+            for (int h = 0; h < NH; ++h) {
+                for (int v = 0; v < nv; ++v) _mm512_store_ps(o[h] + d0 + 16 * v, acc[h][v]);
+            }
         }
     }
     for (int h = 0; h < NH; ++h) {
-        float* out = a.out + row * a.out_row_stride + (h0 + h) * a.out_head_stride;
-        const __m512 inv = _mm512_set1_ps(1.0f / l[h]);
-        for (int v = 0; v < NV; ++v) {
-            _mm512_storeu_ps(out + 16 * v, _mm512_mul_ps(_mm512_load_ps(o[h] + 16 * v), inv));
+        float* out = a.out + row * a.out_row_stride + (g * NH + h) * a.out_head_stride;
+        const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_set1_ps(l[h]));
+        for (int d = 0; d < hd; d += 16) {
+            _mm512_storeu_ps(out + d, _mm512_mul_ps(_mm512_load_ps(o[h] + d), inv));
         }
     }
-}
-
-template <int NV>
-void decode_row_heads(const AttentionArgs& a, int g, int group, int row, int lo, int hi) {
-    int h = 0;
-    for (; h + 2 <= group; h += 2) decode_row<NV, 2>(a, g, g * group + h, row, lo, hi);
-    if (h < group) decode_row<NV, 1>(a, g, g * group + h, row, lo, hi);
 }
 
 void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
                  const int* hi) {
     for (int rr = 0; rr < n_rows; ++rr) {
-        if (a.head_dim == 64) {
-            decode_row_heads<4>(a, g, group, row0 + rr, lo, hi[rr]);
-        } else {
-            decode_row_heads<8>(a, g, group, row0 + rr, lo, hi[rr]);
+        switch (group) {
+            case 1:
+                decode_row<1>(a, g, row0 + rr, lo, hi[rr]);
+                break;
+            case 2:
+                decode_row<2>(a, g, row0 + rr, lo, hi[rr]);
+                break;
+            case 3:
+                decode_row<3>(a, g, row0 + rr, lo, hi[rr]);
+                break;
+            default:
+                decode_row<4>(a, g, row0 + rr, lo, hi[rr]);
+                break;
         }
     }
 }

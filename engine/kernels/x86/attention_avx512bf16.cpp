@@ -18,8 +18,11 @@
 #endif
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/scratch.h"
 #include "kernels/x86/attention_flash.h"
@@ -92,6 +95,156 @@ inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, i
     for (int r = 0; r < 8; ++r) {
         _mm512_store_ps(ot + r * kItems, acc0[r]);
         _mm512_store_ps(ot + r * kItems + 16, acc1[r]);
+    }
+}
+
+// Decode path: one query row and the NH (<= 4) heads of its group, keys in lanes for the scores
+// and head dims in lanes for P V. Each lane does exactly what a flash lane does (the same bf16
+// roundings, the same vdpbf16ps pairs in the same order, the same 64-key blocks and softmax
+// steps), so a decoded row is bit-identical to the same row of a prefill; it only skips the
+// empty lanes of a one-row flash block and the per-task K/V conversion.
+template <int NH>
+void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
+    const int hd = a.head_dim;
+    const float* kg = a.k + g * a.k_head_stride;
+    const float* vg = a.v + g * a.v_head_stride;
+    const __m512 qscale = _mm512_set1_ps(a.scale * kLog2e);
+    alignas(64) std::uint32_t q2[NH][kMaxHeadDim / 2];
+    alignas(64) float o[NH][kMaxHeadDim];
+    alignas(64) float s[NH][kKeyBlock];
+    // bf16 weights of the block, one leading zero when the block starts at an odd key (pairs
+    // are anchored at even keys, as in V2), room for a 16-wide store past the end.
+    alignas(64) std::uint16_t pw[NH][kKeyBlock + 2 + 16];
+    float m[NH], l[NH], alpha[NH];
+    for (int h = 0; h < NH; ++h) {
+        const float* qp = a.q + row * a.q_row_stride + (g * NH + h) * a.q_head_stride;
+        for (int d = 0; d < hd; d += 16) {
+            const __m512 qs = _mm512_mul_ps(_mm512_loadu_ps(qp + d), qscale);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(q2[h] + d / 2),
+                               __m256i(_mm512_cvtneps_pbh(qs)));
+        }
+        std::memset(o[h], 0, sizeof(float) * hd);
+        m[h] = -INFINITY, l[h] = 0.0f;
+    }
+    const __m512 zero = _mm512_setzero_ps();
+    for (int j0 = lo; j0 < hi; j0 += kKeyBlock) {
+        const int nb = std::min(kKeyBlock, hi - j0);
+        for (int j = 0; j < nb; j += 16) {
+            const int nk = std::min(16, nb - j);
+            // The next 16 keys' K rows and these keys' V rows (read after the block's scores).
+            prefetch_rows(kg, a.k_row_stride, j0 + j + 16, j0 + j + 32, hi, hd);
+            prefetch_rows(vg, a.v_row_stride, j0 + j, j0 + j + 16, hi, hd);
+            __m512 acc[NH];
+            for (int h = 0; h < NH; ++h) acc[h] = zero;
+            for (int c = 0; c < hd / 2; c += 16) {  // 16 pairs (32 head dims) per transpose
+                const int np = std::min(16, hd / 2 - c);
+                __m512 kt[16];
+                for (int r = 0; r < 16; ++r) {
+                    const float* kp = kg + std::ptrdiff_t(j0 + j + r) * a.k_row_stride + 2 * c;
+                    if (r >= nk) {
+                        kt[r] = zero;
+                    } else if (np == 16) {
+                        kt[r] = __m512(
+                            _mm512_cvtne2ps_pbh(_mm512_loadu_ps(kp + 16), _mm512_loadu_ps(kp)));
+                    } else {
+                        kt[r] = _mm512_castsi512_ps(_mm512_zextsi256_si512(
+                            __m256i(_mm512_cvtneps_pbh(_mm512_loadu_ps(kp)))));
+                    }
+                }
+                transpose16(kt);
+                for (int pp = 0; pp < np; ++pp) {
+                    const __m512bh kb = __m512bh(kt[pp]);
+                    for (int h = 0; h < NH; ++h) {
+                        acc[h] = _mm512_dpbf16_ps(acc[h], kb,
+                                                  __m512bh(_mm512_set1_epi32(int(q2[h][c + pp]))));
+                    }
+                }
+            }
+            for (int h = 0; h < NH; ++h) _mm512_store_ps(s[h] + j, acc[h]);
+        }
+        const int first = j0 & 1;
+        for (int h = 0; h < NH; ++h) {
+            float mx = m[h];  // the flash lane's max_ps chain, in the same order
+            for (int j = 0; j < nb; ++j) mx = mx > s[h][j] ? mx : s[h][j];
+            const float sub = mx == -INFINITY ? 0.0f : mx;
+            alpha[h] = _mm512_cvtss_f32(exp2_ps<3>(_mm512_set1_ps(m[h] - sub)));
+            const __m512 subv = _mm512_set1_ps(sub);
+            std::memset(pw[h], 0, sizeof pw[h]);
+            for (int j = 0; j < nb; j += 16) {
+                const __mmask16 valid =
+                    nb - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (nb - j)) - 1);
+                const __m512 p = _mm512_maskz_mov_ps(
+                    valid, exp2_ps<3>(_mm512_sub_ps(_mm512_load_ps(s[h] + j), subv)));
+                _mm512_store_ps(s[h] + j, p);
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(pw[h] + first + j),
+                                    __m256i(_mm512_cvtneps_pbh(p)));
+            }
+            float sum = 0.0f;
+            for (int j = 0; j < nb; ++j) sum += s[h][j];
+            l[h] = std::fma(l[h], alpha[h], sum);
+            m[h] = mx;
+        }
+        const int key_pairs = (first + nb + 1) / 2;
+        const int k0 = j0 - first;  // even
+        auto v_row = [&](int key, int d) {
+            return key >= lo && key < hi
+                       ? _mm512_loadu_ps(vg + std::ptrdiff_t(key) * a.v_row_stride + d)
+                       : zero;
+        };
+        for (int d0 = 0; d0 < hd; d0 += 64) {
+            const int nv = std::min(4, (hd - d0) / 16);
+            __m512 acc[NH][4];
+            for (int h = 0; h < NH; ++h) {
+                const __m512 al = _mm512_set1_ps(alpha[h]);
+                for (int v = 0; v < nv; ++v) {
+                    acc[h][v] = _mm512_mul_ps(_mm512_load_ps(o[h] + d0 + 16 * v), al);
+                }
+            }
+            for (int p = 0; p < key_pairs; ++p) {
+                const int key = k0 + 2 * p;
+                __m512bh pb[NH];
+                for (int h = 0; h < NH; ++h) {
+                    std::uint32_t word;
+                    std::memcpy(&word, pw[h] + 2 * p, sizeof word);
+                    pb[h] = __m512bh(_mm512_set1_epi32(int(word)));
+                }
+                for (int v = 0; v < nv; ++v) {
+                    const int d = d0 + 16 * v;
+                    const __m512bh vv = __m512bh(pairs16(v_row(key, d), v_row(key + 1, d)));
+                    for (int h = 0; h < NH; ++h) acc[h][v] = _mm512_dpbf16_ps(acc[h][v], vv, pb[h]);
+                }
+            }
+            for (int h = 0; h < NH; ++h) {
+                for (int v = 0; v < nv; ++v) _mm512_store_ps(o[h] + d0 + 16 * v, acc[h][v]);
+            }
+        }
+    }
+    for (int h = 0; h < NH; ++h) {
+        float* out = a.out + row * a.out_row_stride + (g * NH + h) * a.out_head_stride;
+        const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_set1_ps(l[h]));
+        for (int d = 0; d < hd; d += 16) {
+            _mm512_storeu_ps(out + d, _mm512_mul_ps(_mm512_load_ps(o[h] + d), inv));
+        }
+    }
+}
+
+void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
+                 const int* hi) {
+    for (int rr = 0; rr < n_rows; ++rr) {
+        switch (group) {
+            case 1:
+                decode_row<1>(a, g, row0 + rr, lo, hi[rr]);
+                break;
+            case 2:
+                decode_row<2>(a, g, row0 + rr, lo, hi[rr]);
+                break;
+            case 3:
+                decode_row<3>(a, g, row0 + rr, lo, hi[rr]);
+                break;
+            default:
+                decode_row<4>(a, g, row0 + rr, lo, hi[rr]);
+                break;
+        }
     }
 }
 
@@ -189,8 +342,11 @@ struct Bf16Tiles {
         for (int d0 = 0; d0 < hd; d0 += 8) pv_tile(v2 + d0, hd, o.pt2, key_pairs, ot + d0 * kItems);
     }
 
-    static bool try_small(const AttentionArgs&, int, int, int, int, int, const int*) {
-        return false;
+    static bool try_small(const AttentionArgs& a, int g, int group, int row, int n, int lo,
+                          const int* hi) {
+        if (n * group > 4) return false;
+        decode_rows(a, g, group, row, n, lo, hi);
+        return true;
     }
 };
 

@@ -83,6 +83,45 @@ inline __m512 exp2_ps(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+// In-register transpose of a 16 x 16 block of 32-bit elements: r[i] holds row i on entry and
+// column i on return (for the decode paths, which put keys in lanes as the flash tiles do).
+inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // u[4 g + c], 128-bit lane L: rows 4g..4g+3 of column 4L + c.
+    __m512 u[16];
+    for (int g = 0; g < 16; g += 4) {
+        u[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+        u[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+        const __m512 a0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+        const __m512 a1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+        const __m512 b0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+        const __m512 b1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+        r[c] = _mm512_shuffle_f32x4(a0, b0, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(a1, b1, 0x88);
+        r[8 + c] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
+        r[12 + c] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
+    }
+}
+
+// Prefetches rows [r0, min(r1, hi)) of a [row][stride] matrix, n floats each, into L1: the
+// decode paths read 16 rows a column chunk at a time, which hardware prefetchers follow badly.
+inline void prefetch_rows(const float* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
+    for (int r = r0; r < std::min(r1, hi); ++r) {
+        for (int c = 0; c < n; c += 16) {
+            _mm_prefetch(reinterpret_cast<const char*>(m + std::ptrdiff_t(r) * stride + c),
+                         _MM_HINT_T0);
+        }
+    }
+}
+
 // Calls tile(std::integral_constant<int, R>{}, j) over keys [0, n) in tiles of R = 8 keys and
 // one last tile of R = n % 8: the score tiles are templates on their key count.
 template <class Tile>
@@ -311,15 +350,14 @@ void flash_run_task(const AttentionArgs& a, int task, int num_tasks) {
     // access is a __tls_get_addr call, which made GCC spill every accumulator around it).
     FlashScratch<T>& scratch = *new (
         detail::thread_scratch(detail::kScratchAttention, sizeof(FlashScratch<T>))) FlashScratch<T>;
-    {
-        int key_lo = a.n_kv, key_hi = 0;
-        for (int r = t.row_begin; r < t.row_end; ++r) {
-            int lo, h;
-            attention_key_range(a, r, &lo, &h);
-            if (h > lo) key_lo = std::min(key_lo, lo), key_hi = std::max(key_hi, h);
-        }
-        if (key_hi > key_lo) T::begin_task(a, t.kv_head, key_lo, key_hi, &scratch.ops);
+    int key_lo = a.n_kv, key_hi = 0;
+    for (int r = t.row_begin; r < t.row_end; ++r) {
+        int lo, h;
+        attention_key_range(a, r, &lo, &h);
+        if (h > lo) key_lo = std::min(key_lo, lo), key_hi = std::max(key_hi, h);
     }
+    // Only once a flash block needs it: a task of decode rows (try_small) never does.
+    bool begun = false;
     FlashBlock blocks[kBatch];
     int n_blocks = 0, batch_lo = 0;
     int hi[kItems];
@@ -346,6 +384,7 @@ void flash_run_task(const AttentionArgs& a, int task, int num_tasks) {
                 flash_batch<T>(a, t.kv_head, group, batch_lo, blocks, n_blocks, &scratch);
                 n_blocks = 0;
             }
+            if (!begun) T::begin_task(a, t.kv_head, key_lo, key_hi, &scratch.ops), begun = true;
             batch_lo = lo;
             flash_init<T>(a, t.kv_head, group, r, n, hi, n_blocks, &blocks[n_blocks], &scratch);
             ++n_blocks;
