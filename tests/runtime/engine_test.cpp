@@ -306,12 +306,6 @@ class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, ker
 TEST_P(PrefillReusing, MatchesColdBitForBit) {
     const auto [precision, isa] = GetParam();
     if (!kernels::isa_supported(isa)) GTEST_SKIP() << kernels::isa_name(isa) << " unsupported";
-    // PENDING (attention row invariance): the avx2 decode kernel and the bf16 attention's
-    // decode fallback still sum differently from the prefill kernel.
-    if ((precision == Precision::kF32 && isa == kernels::Isa::kAvx2) ||
-        (precision == Precision::kBF16All && isa == kernels::Isa::kAvx512Bf16)) {
-        GTEST_SKIP() << "pending attention row invariance";
-    }
     const model::Model& m = test_util::tiny_model();
     const PreparedPrompt first = test_util::case_prompt("golden/img64_describe");
     const std::vector<std::int32_t> answer = {9707, 11, 1879, 0, 13};
