@@ -229,6 +229,8 @@ TEST(PublicApi, MultiTurnContinuesTheConversation) {
     EXPECT_EQ(g1->finish_reason, "length");
     EXPECT_EQ(g2->tokens, (std::vector<std::int32_t>{143250, 37395, 31222}));
     EXPECT_EQ(g2->finish_reason, "interrupted");
+    EXPECT_GT(g1->timings.vision_ms, 0.0);
+    EXPECT_EQ(g2->timings.vision_ms, 0.0);  // the first turn's image stays in the context
     EXPECT_EQ(g3->tokens, (std::vector<std::int32_t>{34835, 24396, 76558, 38655, 67210, 9186}));
     EXPECT_EQ(g3->finish_reason, "length");
     // What the context holds: every prompt and every answer token but a length-limited
