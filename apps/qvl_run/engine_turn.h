@@ -1,6 +1,6 @@
 // One request through the Engine from qvl-run's own thread (one-shot run and chat mode): submit,
-// then wait for the answer while watching the Ctrl-C flag. The answer streams from the Engine's
-// scheduler thread through the request's on_text.
+// then wait for the answer while watching the Ctrl-C flag (runtime::run_request). The answer
+// streams from the Engine's scheduler thread through the request's on_text.
 #pragma once
 
 #include <atomic>

@@ -1,9 +1,15 @@
-// qvl::Session of the public header: a thin adapter over runtime::Session and
-// runtime::generate (one conversation, one slot).
+// qvl::Session of the public header: an adapter over a runtime::Engine with one slot (the
+// runtime qvl-run and the server use). generate() resends the conversation the session holds
+// ahead of the new prompt; the Engine's prefix reuse keeps it in the slot's KV, so only the new
+// ids are prefilled and the answer is the one an appended generation gives.
+#include <fmt/format.h>
+
 #include <exception>
 
 #include "api/convert.h"
 #include "api/internals.h"
+#include "runtime/kv_cache.h"
+#include "runtime/run_request.h"
 
 namespace qvl {
 namespace {
@@ -71,10 +77,13 @@ Result<Session> Session::create(const Model& model, const SessionOptions& option
         if (!so.ok()) return api::from_engine(so.status());
         auto impl = std::make_unique<Impl>();
         impl->model = model.impl();
-        base::Result<std::unique_ptr<runtime::Session>> s =
-            runtime::Session::create(*model.impl()->model, so.value());
-        if (!s.ok()) return api::from_engine(s.status());
-        impl->session = std::move(s).value();
+        // No image-feature cache: the held conversation's images stay in the slot's KV, and a
+        // session's memory stays what it was (the KV arena and the work buffers).
+        const runtime::EngineOptions eo{.slots = 1, .max_queue = 1, .image_cache_mb = 0};
+        base::Result<std::unique_ptr<runtime::Engine>> e =
+            runtime::Engine::create(*model.impl()->model, eo, so.value());
+        if (!e.ok()) return api::from_engine(e.status());
+        impl->engine = std::move(e).value();
         impl->preprocess = runtime::effective_preprocess(*model.impl()->model, so.value());
         // The resized image feeds the fused patch embedding; pixel_values are not needed.
         impl->preprocess.pixel_values = false;
@@ -109,39 +118,73 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
             return Status(ErrorCode::kInvalidArgument,
                           "repetition_penalty must be > 0 and presence_penalty in [-2, 2]");
         }
-        runtime::GenerateParams params;
-        params.n_predict = options.n_predict;
-        params.ignore_eos = options.ignore_eos;
-        params.sampling = to_engine(sampling);
-        params.stop_ids = runtime::default_stop_ids(m);
-        params.cancel = options.cancel;
-        runtime::GenerateHooks hooks;
-        hooks.on_text = options.on_text;
-        base::Result<runtime::GenerateResult> r =
-            runtime::generate(*impl_->session, prompt.impl().prepared, params, hooks);
+        const runtime::PreparedPrompt& p = prompt.impl().prepared;
+        if (p.ids.empty()) return Status(ErrorCode::kInvalidArgument, "the prompt is empty");
+        std::vector<std::int32_t>& held = impl_->held_ids;
+        const base::Status fits = runtime::check_context_fits(
+            std::int64_t(held.size()), std::int64_t(p.ids.size()) + options.n_predict,
+            impl_->engine->ctx_size(),
+            fmt::format("the prompt of {} tokens plus {} new", p.ids.size(), options.n_predict));
+        if (!fits.ok()) return api::from_engine(fits);
+
+        runtime::Request request;
+        request.prompt.ids.reserve(held.size() + p.ids.size());
+        request.prompt.ids = held;
+        request.prompt.ids.insert(request.prompt.ids.end(), p.ids.begin(), p.ids.end());
+        request.prompt.images = impl_->held_images;
+        request.prompt.images.insert(request.prompt.images.end(), p.images.begin(), p.images.end());
+        request.prompt.image_decode_ms = p.image_decode_ms;
+        request.penalty_from = held.size();  // penalties count the new prompt only
+        request.params.n_predict = options.n_predict;
+        request.params.ignore_eos = options.ignore_eos;
+        request.params.sampling = to_engine(sampling);
+        request.params.stop_ids = runtime::default_stop_ids(m);
+        request.params.cancel = options.cancel;  // read before each token, as generate() did
+        if (options.on_text) {
+            request.on_text = [&on_text = options.on_text](std::string_view piece, std::int32_t) {
+                on_text(piece);
+            };
+        }
+        base::Result<runtime::RequestResult> r =
+            runtime::run_request(*impl_->engine, std::move(request), nullptr);
         if (!r.ok()) return api::from_engine(r.status());
-        runtime::GenerateResult& g = r.value();
-        return Generation{.tokens = std::move(g.tokens),
-                          .text = std::move(g.text),
-                          .finish_reason = std::move(g.finish_reason),
-                          .sampling = sampling,
-                          .timings = {.vision_ms = g.vision_ms,
-                                      .prefill_ms = g.prefill_ms,
-                                      .decode_ms = g.decode_ms,
-                                      .ttft_ms = g.ttft_ms,
-                                      .prompt_tokens = int(prompt.token_ids().size()),
-                                      .decoded_steps = g.decoded_steps}};
+        runtime::RequestResult& g = r.value();
+
+        // The context now holds the prompt and the decoded answer tokens: all of them but a
+        // length-limited answer's last, which was sampled and never decoded.
+        held.insert(held.end(), p.ids.begin(), p.ids.end());
+        impl_->held_images.insert(impl_->held_images.end(), p.images.begin(), p.images.end());
+        const std::size_t decoded = g.finish_reason == "length" && !g.tokens.empty()
+                                        ? g.tokens.size() - 1
+                                        : g.tokens.size();
+        held.insert(held.end(), g.tokens.begin(), g.tokens.begin() + std::ptrdiff_t(decoded));
+        return Generation{
+            .tokens = std::move(g.tokens),
+            .text = std::move(g.text),
+            .finish_reason = g.finish_reason == "cancelled" ? "interrupted" : g.finish_reason,
+            .sampling = sampling,
+            .timings = {.vision_ms = g.timings.vision,
+                        .prefill_ms = g.timings.prefill,
+                        .decode_ms = g.timings.decode,
+                        .ttft_ms = g.timings.ttft,
+                        .prompt_tokens = int(p.ids.size()),
+                        .decoded_steps = g.decode_steps}};
     });
 }
 
-void Session::reset() { impl_->session->reset(); }
-int Session::context_used() const { return impl_->session->context_used(); }
-int Session::context_size() const { return impl_->session->context_size(); }
-int Session::threads() const { return impl_->session->threads(); }
-std::string Session::isa() const { return kernels::isa_name(impl_->session->isa()); }
-Precision Session::precision() const { return api::from_engine(impl_->session->precision()); }
+// The record goes; the slot's KV is forgotten too, so a new conversation never reuses it.
+void Session::reset() {
+    impl_->held_ids.clear();
+    impl_->held_images.clear();
+    impl_->engine->forget_prefixes();
+}
+int Session::context_used() const { return int(impl_->held_ids.size()); }
+int Session::context_size() const { return impl_->engine->ctx_size(); }
+int Session::threads() const { return impl_->engine->threads(); }
+std::string Session::isa() const { return kernels::isa_name(impl_->engine->isa()); }
+Precision Session::precision() const { return api::from_engine(impl_->engine->precision()); }
 std::string Session::profile_report() const {
-    return impl_->profile ? impl_->session->profile().format() : std::string();
+    return impl_->profile ? impl_->engine->profile().format() : std::string();
 }
 
 }  // namespace qvl

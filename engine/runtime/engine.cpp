@@ -289,7 +289,9 @@ void Engine::Impl::admit_piece() {
         admitting = -1;
         slot_images[std::size_t(slot)] = {j.image_hashes, j.grids};
         if (j.req.after_prefill) j.req.after_prefill(session->logits(slot));
-        j.sampler->begin(j.req.prompt.ids);  // the repetition penalty counts the prompt's ids
+        // The repetition penalty counts the prompt's ids (from penalty_from, checked at submit).
+        j.sampler->begin(
+            std::span<const std::int32_t>(j.req.prompt.ids).subspan(j.req.penalty_from));
         if (j.req.params.n_predict <= 0) {
             finish(slot, "length");
         } else {
@@ -326,6 +328,10 @@ void Engine::Impl::decode_step() {
 void Engine::Impl::take_token(int slot) {
     Job& j = *slots[slot];
     const GenerateParams& gp = j.req.params;
+    if (gp.cancel != nullptr && gp.cancel->load(std::memory_order_relaxed)) {
+        finish(slot, "cancelled");
+        return;
+    }
     const std::int32_t token = j.sampler->sample(session->logits(slot));
     if (j.result.tokens.empty() && j.first_token_ms == 0) {
         j.first_token_ms = base::now_ms();
@@ -479,6 +485,11 @@ Engine::~Engine() {
 base::Result<RequestId> Engine::submit(Request request) {
     const int n = int(request.prompt.ids.size());
     if (n == 0) return base::error(ErrorCode::kInvalidArgument, "the prompt is empty");
+    if (request.penalty_from > std::size_t(n)) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "penalty_from {} is past the prompt's {} tokens", request.penalty_from,
+                           n);
+    }
     if (n >= impl_->session->context_size()) {
         return base::error(ErrorCode::kOutOfRange,
                            "prompt of {} tokens does not fit a slot's context of {} tokens", n,
@@ -545,5 +556,6 @@ int Engine::slots() const { return impl_->session->slots(); }
 int Engine::ctx_size() const { return impl_->session->context_size(); }
 Precision Engine::precision() const { return impl_->session->precision(); }
 int Engine::threads() const { return impl_->session->threads(); }
+kernels::Isa Engine::isa() const { return impl_->session->isa(); }
 
 }  // namespace qvl::runtime

@@ -19,6 +19,7 @@
 
 #include "base/status.h"
 #include "graph/executor.h"
+#include "kernels/isa.h"
 #include "model/model.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
@@ -54,9 +55,15 @@ struct RequestResult {
 
 struct Request {
     PreparedPrompt prompt;  // from prepare_chat_prompt / prepare_raw_prompt (generate.h)
-    // n_predict, ignore_eos, sampling (incl. seed), stop_ids (empty: default_stop_ids). The
-    // cancel flag is not used: call Engine::cancel.
+    // n_predict, ignore_eos, sampling (incl. seed), stop_ids (empty: default_stop_ids), cancel:
+    // when set and it becomes true, the request ends "cancelled" before its next token (the
+    // flag is read once per token on the scheduler thread, so a prefill runs to its end;
+    // Engine::cancel also stops one mid-prefill).
     GenerateParams params;
+    // The repetition and presence penalties count the prompt's ids from this index on: a turn
+    // that resends the conversation so far (to continue it in the slot's KV) counts only its
+    // own new ids, as a generation appended to a held context does.
+    std::size_t penalty_from = 0;
     std::vector<std::string> stop_strings;  // OpenAI `stop`: generation ends before the match
     std::function<void(std::string_view piece, std::int32_t token)>
         on_text;                                        // streamed, UTF-8 safe
@@ -110,6 +117,7 @@ class Engine {
     int ctx_size() const;
     Precision precision() const;
     int threads() const;
+    kernels::Isa isa() const;
 
     struct Impl;
 

@@ -179,5 +179,68 @@ TEST(PublicApi, CancelStopsGeneration) {
     EXPECT_LT(g->tokens.size(), 50u);
 }
 
+// Three turns in one session, each continuing after what the session holds: an image and a
+// question answered to the length limit (its last token is not in the context), a sampled
+// follow-up with penalties (counted over the new prompt only) interrupted after its first
+// piece of text, then a greedy one. Tokens and context sizes are those the session gave when it
+// ran the runtime's generation loop directly (f32, tiny model).
+TEST(PublicApi, MultiTurnContinuesTheConversation) {
+    Result<Session> s =
+        Session::create(tiny(), {.threads = 1, .ctx_size = 512, .precision = Precision::kF32});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    Result<Prompt> first = s->prepare(
+        {{.role = "user",
+          .content = {ContentPart::image_file(kPng), ContentPart::from_text("What is this?")}}});
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    GenerateOptions greedy{.n_predict = 6, .ignore_eos = true, .sampling = Sampling{}};
+    Result<Generation> g1 = s->generate(first.value(), greedy);
+    ASSERT_TRUE(g1.ok()) << g1.status().message();
+    const int used1 = s->context_used();
+
+    Result<Prompt> second = s->prepare_raw(
+        "<|im_end|>\n<|im_start|>user\nAnd then?<|im_end|>\n<|im_start|>assistant\n");
+    ASSERT_TRUE(second.ok()) << second.status().message();
+    std::atomic<bool> cancel{false};
+    GenerateOptions sampled{.n_predict = 40,
+                            .ignore_eos = true,
+                            .sampling = Sampling{.temperature = 0.9f,
+                                                 .top_k = 40,
+                                                 .seed = 11,
+                                                 .repetition_penalty = 1.5f,
+                                                 .presence_penalty = 0.5f},
+                            .cancel = &cancel};
+    int pieces = 0;
+    sampled.on_text = [&](std::string_view) {
+        if (++pieces == 3) cancel.store(true);
+    };
+    Result<Generation> g2 = s->generate(second.value(), sampled);
+    ASSERT_TRUE(g2.ok()) << g2.status().message();
+    const int used2 = s->context_used();
+
+    Result<Prompt> third =
+        s->prepare_raw("<|im_end|>\n<|im_start|>user\nWhy?<|im_end|>\n<|im_start|>assistant\n");
+    ASSERT_TRUE(third.ok()) << third.status().message();
+    greedy.sampling->repetition_penalty = 1.2f;
+    Result<Generation> g3 = s->generate(third.value(), greedy);
+    ASSERT_TRUE(g3.ok()) << g3.status().message();
+    const int used3 = s->context_used();
+
+    EXPECT_EQ(g1->tokens, (std::vector<std::int32_t>{53249, 73599, 107782, 57573, 55267, 55267}));
+    EXPECT_EQ(g1->finish_reason, "length");
+    EXPECT_EQ(g2->tokens, (std::vector<std::int32_t>{143250, 37395, 31222}));
+    EXPECT_EQ(g2->finish_reason, "interrupted");
+    EXPECT_GT(g1->timings.vision_ms, 0.0);
+    EXPECT_EQ(g2->timings.vision_ms, 0.0);  // the first turn's image stays in the context
+    EXPECT_EQ(g3->tokens, (std::vector<std::int32_t>{34835, 24396, 76558, 38655, 67210, 9186}));
+    EXPECT_EQ(g3->finish_reason, "length");
+    // What the context holds: every prompt and every answer token but a length-limited
+    // answer's last (it was never decoded).
+    const int n1 = int(first->token_ids().size()), n2 = int(second->token_ids().size());
+    const int n3 = int(third->token_ids().size());
+    EXPECT_EQ(used1, n1 + 5);
+    EXPECT_EQ(used2, used1 + n2 + 3);
+    EXPECT_EQ(used3, used2 + n3 + 5);
+}
+
 }  // namespace
 }  // namespace qvl
