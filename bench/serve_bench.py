@@ -3,7 +3,8 @@
 OCR-style question, 64 tokens) at 1, 2, 4, 8 concurrent streaming clients: QPS, P50/P95 time to
 first token, P50/P95 latency, generated tokens/s, the server's peak RSS; then a follow-up
 question about the same image (the conversation resent, as OpenAI clients do) against the
-first question's time to first token.
+first question's time to first token. Every request is about a picture of its own (the image
+with a small distinct mark), so no server cache of an earlier request makes it warm.
 
 By default it starts qvl-serve on the full-size synthetic checkpoint (created with qvl-synth
 like bench/e2e_bench.py). --url benchmarks a server that is already running instead, e.g. a
@@ -55,6 +56,8 @@ def parse_args():
     p.add_argument("-n", "--n-predict", type=int, default=64)
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--json", metavar="OUT", help="also write the figures to OUT")
+    p.add_argument("--follow-up-only", action="store_true",
+                   help="only the follow-up measurement (no client levels)")
     return p.parse_args()
 
 
@@ -99,12 +102,17 @@ def pct(values, q):
     return v[min(len(v) - 1, max(0, round(q / 100 * (len(v) - 1))))]
 
 
-def run_level(url, image_uri, clients, requests, n, timeout):
-    msgs = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": image_uri}},
-                                         {"type": "text", "text": QUESTION}]}]
+def run_level(url, image_uris, clients, requests, n, timeout):
+    """requests requests from `clients` concurrent clients, each about its own picture (as
+    different users would ask: no cache of an earlier request's prompt or image applies)."""
+    def one(i):
+        msgs = [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": image_uris[i]}},
+            {"type": "text", "text": QUESTION}]}]
+        return stream_request(url, msgs, n, timeout)
     t0 = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
-        results = list(pool.map(lambda _: stream_request(url, msgs, n, timeout), range(requests)))
+        results = list(pool.map(one, range(requests)))
     wall = time.perf_counter() - t0
     ttfts = [r[0] for r in results]
     lats = [r[1] for r in results]
@@ -112,6 +120,22 @@ def run_level(url, image_uri, clients, requests, n, timeout):
     return {"clients": clients, "requests": requests, "wall_s": wall, "qps": requests / wall,
             "ttft_p50": pct(ttfts, 50), "ttft_p95": pct(ttfts, 95), "latency_p50": pct(lats, 50),
             "latency_p95": pct(lats, 95), "tokens_per_s": tokens / wall}
+
+
+FRESH = [0]
+
+
+def fresh_image_uri(path, tmp):
+    """The image with a small mark of its own: a picture the server has not seen (its caches of
+    earlier prompts and image features must not make a request warm)."""
+    from PIL import Image, ImageDraw  # noqa: PLC0415  (make_images needs PIL too)
+    FRESH[0] += 1
+    k = FRESH[0]
+    im = Image.open(path).convert("RGB")
+    ImageDraw.Draw(im).rectangle([5, 5, 25, 25], fill=(k % 256, (k // 256) % 256, 99))
+    out = os.path.join(tmp, f"fresh{k}.jpg")
+    im.save(out, quality=90)
+    return serve_util.data_uri(out)
 
 
 def follow_up(url, image_uri, n, timeout):
@@ -153,18 +177,19 @@ def main():
         paths = e2e_bench.make_images(tmp)
         try:
             for label in labels:
-                uri = serve_util.data_uri(paths[label])
                 stream_request(url, [{"role": "user", "content": "warm up"}], 4, args.timeout)
-                for c in levels:
-                    row = run_level(url, uri, c, args.requests or max(4, c), args.n_predict,
-                                    args.timeout)
+                for c in levels if not args.follow_up_only else []:
+                    count = args.requests or max(4, c)
+                    uris = [fresh_image_uri(paths[label], tmp) for _ in range(count)]
+                    row = run_level(url, uris, c, count, args.n_predict, args.timeout)
                     row["image"] = label
                     rows.append(row)
                     print(f"{args.label:12s} {label:9s} clients {c}: {row['qps']:.3f} QPS, TTFT "
                           f"P50 {row['ttft_p50']:.2f} s P95 {row['ttft_p95']:.2f} s, latency P50 "
                           f"{row['latency_p50']:.2f} s P95 {row['latency_p95']:.2f} s, "
                           f"{row['tokens_per_s']:.1f} tokens/s", flush=True)
-                t1, t2 = follow_up(url, uri, args.n_predict, args.timeout)
+                t1, t2 = follow_up(url, fresh_image_uri(paths[label], tmp), args.n_predict,
+                                   args.timeout)
                 follow.append({"image": label, "first_ttft_s": t1, "follow_up_ttft_s": t2})
                 print(f"{args.label:12s} {label:9s} follow-up TTFT {t2:.2f} s = "
                       f"{100 * t2 / t1:.0f} % of the first question's {t1:.2f} s (target <= 15 %)",
