@@ -58,9 +58,11 @@ def run_batch(args, lines, parallel, ctx):
             f.write(json.dumps(line) + "\n")
         path = f.name
     try:
+        t0 = time.perf_counter()
         out = subprocess.run([args.qvl_run, "-m", args.model, "--batch", path, "--parallel",
                               str(parallel), "-c", str(ctx), "-t", str(args.threads)],
                              capture_output=True, text=True, timeout=args.timeout)
+        run_batch.wall_ms = (time.perf_counter() - t0) * 1000
     finally:
         os.unlink(path)
     if out.returncode != 0:
@@ -117,12 +119,14 @@ def images_in_parallel(args, tmp):
     out = {}
     for parallel in (1, 4):
         res = run_batch(args, lines, parallel, 1024)
-        # Every request is submitted at the start: the longest total is the batch's makespan.
-        out[parallel] = {"makespan_ms": max(r["timings_ms"]["total"] for r in res.values()),
+        # The process's wall time (model load included, the same for both): a request's
+        # timings start when a slot takes it, so they do not add up to the batch's makespan.
+        out[parallel] = {"makespan_ms": run_batch.wall_ms,
                          "step_ms": statistics.median(step_ms(r) for r in res.values())}
     speedup = out[1]["makespan_ms"] / out[4]["makespan_ms"]
     step_ratio = out[4]["step_ms"] / out[1]["step_ms"]
-    print(f"images  4 x 448x448, 32 tokens: --parallel 1 {out[1]['makespan_ms'] / 1000:.2f} s, "
+    print(f"images  4 x 448x448, 32 tokens, process wall time: --parallel 1 "
+          f"{out[1]['makespan_ms'] / 1000:.2f} s, "
           f"--parallel 4 {out[4]['makespan_ms'] / 1000:.2f} s: {speedup:.2f}x faster (>= 1.7x); "
           f"decode step {out[1]['step_ms']:.1f} -> {out[4]['step_ms']:.1f} ms "
           f"({step_ratio:.2f}x, <= 1.3x)", flush=True)
