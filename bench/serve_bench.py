@@ -132,7 +132,10 @@ def fresh_image_uri(path, tmp):
     FRESH[0] += 1
     k = FRESH[0]
     im = Image.open(path).convert("RGB")
-    ImageDraw.Draw(im).rectangle([5, 5, 25, 25], fill=(k % 256, (k // 256) % 256, 99))
+    # A bright square at a position of its own: distinct pixels after JPEG compression (marks
+    # that differ by a shade can decode to identical pixels and hit the caches).
+    x, y = 8 + 24 * (k % 16), 8 + 24 * (k // 16 % 16)
+    ImageDraw.Draw(im).rectangle([x, y, x + 15, y + 15], fill=(255, 255 - 8 * (k % 32), 0))
     out = os.path.join(tmp, f"fresh{k}.jpg")
     im.save(out, quality=90)
     return serve_util.data_uri(out)
