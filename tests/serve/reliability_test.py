@@ -260,9 +260,15 @@ def test_soak():
 
 
 def test_graceful_shutdown():
-    """SIGTERM: the running answer completes, new requests are refused, exit 0."""
+    """SIGTERM: the running answer completes, new requests are refused, exit 0.
+
+    The running answer is long (1000 tokens, seconds even on a fast machine) so that it is still
+    streaming when the late request arrives: with 150 tokens the tiny model finished within the
+    old fixed 0.2 s wait on a fast machine, the server drained and exited, and the late request
+    met a closed port instead of the 503 this test is about."""
+    n = 1000
     s = su.Server(args.serve, args.model, "-c", "4096")
-    body = json.dumps(chat_body("tell me everything", n=150, ignore_eos=True, stream=True,
+    body = json.dumps(chat_body("tell me everything", n=n, ignore_eos=True, stream=True,
                                 stream_options={"include_usage": True}))
     conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
     conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
@@ -270,13 +276,18 @@ def test_graceful_shutdown():
     first = r.read1(1024)
     check(first.startswith(b"data: "), "streaming started before SIGTERM")
     s.proc.send_signal(__import__("signal").SIGTERM)
-    time.sleep(0.2)
-    status, headers, out = su.http("POST", s.url + "/v1/chat/completions", chat_body("late", n=2))
+    # Until the server has seen the signal a late request is still served; poll for the 503.
+    status, headers = None, {}
+    for _ in range(100):
+        status, headers, out = su.http("POST", s.url + "/v1/chat/completions", chat_body("late", n=2))
+        if status == 503:
+            break
+        time.sleep(0.01)
     check(status == 503 and headers.get("Retry-After") == "1", f"request while draining: {status}")
     rest = r.read()
     conn.close()
     check((first + rest).endswith(b"data: [DONE]\n\n"), "the running answer finished")
-    check(b'"completion_tokens":150' in rest, "all 150 tokens arrived")
+    check(f'"completion_tokens":{n}'.encode() in rest, f"all {n} tokens arrived")
     rc = s.proc.wait(15)
     check(rc == 0, f"exit code after SIGTERM: {rc}")
 
@@ -288,6 +299,7 @@ for fn in (test_bad_inputs, test_slow_clients, test_graceful_shutdown, test_soak
         fn()
     except Exception as e:  # noqa: BLE001
         failures.append(f"{fn.__name__}: {e!r}")
+        print(f"FAIL: {fn.__name__} raised {e!r}", flush=True)
     print(f"{'ok  ' if len(failures) == n else 'FAIL'} {fn.__name__} ({time.time() - t:.1f}s)", flush=True)
 check(server.proc.poll() is None, "server still running")
 rc = server.stop()
