@@ -17,6 +17,7 @@
 #include "base/timer.h"
 #include "exit_codes.h"
 #include "io/json.h"
+#include "io/json_write.h"
 #include "json_out.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
@@ -97,7 +98,7 @@ class Output {
 // The request's id echoed as given: a string or a number; null when absent.
 std::string id_json(const io::JsonValue* id) {
     if (id == nullptr) return "null";
-    if (id->is_string()) return json_escape(id->as_string());
+    if (id->is_string()) return io::json_quote(id->as_string());
     if (id->is_integer()) return std::to_string(id->as_int());
     if (id->is_number()) return fmt::format("{}", id->as_double());
     return "null";
@@ -105,7 +106,7 @@ std::string id_json(const io::JsonValue* id) {
 
 std::string error_line(const std::string& id, int line, std::string_view message) {
     return fmt::format("{{\"id\": {}, \"line\": {}, \"error\": {}}}", id, line,
-                       json_escape(message));
+                       io::json_quote(message));
 }
 
 std::string result_line(const std::string& id, const runtime::RequestResult& r) {
@@ -114,7 +115,7 @@ std::string result_line(const std::string& id, const runtime::RequestResult& r) 
         "{{\"id\": {}, \"text\": {}, \"tokens\": {}, \"finish_reason\": \"{}\", "
         "\"prompt_tokens\": {}, \"timings_ms\": {{\"queue\": {:.1f}, \"vision\": {:.1f}, "
         "\"prefill\": {:.1f}, \"ttft\": {:.1f}, \"decode\": {:.1f}, \"total\": {:.1f}}}}}",
-        id, json_escape(r.text), json_int_array(r.tokens), r.finish_reason, r.prompt_tokens,
+        id, io::json_quote(r.text), json_int_array(r.tokens), r.finish_reason, r.prompt_tokens,
         t.queue, t.vision, t.prefill, t.ttft, t.decode, t.total);
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "exit_codes.h"
+#include "io/json_write.h"
 #include "json_out.h"
 #include "run_support.h"
 #include "runtime/cost_model.h"
@@ -64,7 +65,7 @@ int run_dry(const RunOptions& o, const runtime::SessionOptions& so, const model:
             images += fmt::format(
                 "{}{{\"path\": {}, \"width\": {}, \"height\": {}, \"resized_width\": {}, "
                 "\"resized_height\": {}, \"tokens\": {}}}",
-                i ? ", " : "", json_escape(im.path), im.width, im.height, im.resized_width,
+                i ? ", " : "", io::json_quote(im.path), im.width, im.height, im.resized_width,
                 im.resized_height, im.tokens);
         }
         fmt::print(
@@ -78,7 +79,7 @@ int run_dry(const RunOptions& o, const runtime::SessionOptions& so, const model:
             process_mb, total_mb, est.vision_ms, est.prefill_ms, est.ttft_ms,
             est.decode_ms_per_token, est.vision_gflop, est.prefill_gflop, rates.matmul_gflops,
             rates.weights_gbps, problem.empty() ? "true" : "false",
-            problem.empty() ? "" : ", \"problem\": " + json_escape(problem));
+            problem.empty() ? "" : ", \"problem\": " + io::json_quote(problem));
     } else {
         for (const runtime::ImageInfo& im : prompt.infos) {
             fmt::print("image {}: {}x{} -> {}x{}, {} tokens\n", im.path, im.width, im.height,

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "io/json.h"
+#include "io/json_write.h"
 #include "json_out.h"
 
 namespace qvl::app {
@@ -119,8 +120,8 @@ std::string grounding_json(const std::vector<GroundingItem>& items) {
     std::string out = "[";
     for (std::size_t i = 0; i < items.size(); ++i) {
         const GroundingItem& it = items[i];
-        out += fmt::format("{}{{\"label\": {}, \"image\": {}", i ? ", " : "", json_escape(it.label),
-                           it.image);
+        out += fmt::format("{}{{\"label\": {}, \"image\": {}", i ? ", " : "",
+                           io::json_quote(it.label), it.image);
         if (it.bbox_2d) {
             out += fmt::format(", \"bbox_2d\": {}, \"bbox_px\": {}", number_list(*it.bbox_2d),
                                int_list(it.bbox_px));

@@ -2,37 +2,9 @@
 
 #include <fmt/format.h>
 
-namespace qvl::app {
+#include "io/json_write.h"
 
-std::string json_escape(std::string_view s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (c < 0x20) {
-                    out += fmt::format("\\u{:04x}", c);
-                } else {
-                    out += char(c);
-                }
-        }
-    }
-    return out + "\"";
-}
+namespace qvl::app {
 
 std::string json_int_array(std::span<const std::int32_t> ids) {
     std::string out = "[";
@@ -56,7 +28,7 @@ std::string format_json_report(const RunReport& r) {
         images += fmt::format(
             "{}{{\"path\": {}, \"width\": {}, \"height\": {}, \"resized_width\": {}, "
             "\"resized_height\": {}, \"tokens\": {}}}",
-            i ? ", " : "", json_escape(im.path), im.width, im.height, im.resized_width,
+            i ? ", " : "", io::json_quote(im.path), im.width, im.height, im.resized_width,
             im.resized_height, im.tokens);
     }
     images += "]";
@@ -71,7 +43,7 @@ std::string format_json_report(const RunReport& r) {
         "\"weights\": \"{}\", \"sampling\": {{\"temperature\": {}, \"top_k\": {}, \"top_p\": {}, "
         "\"seed\": {}, \"repetition_penalty\": {}, \"presence_penalty\": {}, "
         "\"frequency_penalty\": {}}}{}}}",
-        json_int_array(p.ids), json_int_array(g.tokens), json_escape(g.text), g.finish_reason,
+        json_int_array(p.ids), json_int_array(g.tokens), io::json_quote(g.text), g.finish_reason,
         images, r.load_ms, p.image_decode_ms, p.preprocess_ms, g.vision_ms, g.prefill_ms,
         g.decode_ms, p.image_decode_ms + p.preprocess_ms + g.ttft_ms, r.total_ms,
         per_s(double(p.ids.size()), g.prefill_ms), per_s(g.decoded_steps, g.decode_ms),

@@ -20,7 +20,6 @@ struct RunReport {
     std::string boxes_json;  // grounding boxes of the answer as a JSON array; "" = none
 };
 
-std::string json_escape(std::string_view s);
 std::string json_int_array(std::span<const std::int32_t> ids);
 std::string format_json_report(const RunReport& r);
 std::string format_timing_block(const RunReport& r);

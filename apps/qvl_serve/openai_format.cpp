@@ -5,9 +5,13 @@
 #include <atomic>
 #include <random>
 
-#include "json_text.h"
+#include "io/json_write.h"
 
 namespace qvl::serve {
+
+using io::json_number;
+using io::json_quote;
+
 namespace {
 
 std::string usage_json(const BackendResult& r) {

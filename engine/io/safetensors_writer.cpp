@@ -8,27 +8,13 @@
 #include <utility>
 
 #include "base/checked_math.h"
+#include "io/json_write.h"
 
 namespace qvl::io {
 
 using base::ErrorCode;
 
 namespace {
-
-void append_json_string(std::string* out, std::string_view s) {
-    out->push_back('"');
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            out->push_back('\\');
-            out->push_back(c);
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            *out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-            out->push_back(c);
-        }
-    }
-    out->push_back('"');
-}
 
 // Builds the padded header text; fills *data_bytes with the size of the data section.
 base::Result<std::string> build_header(const std::filesystem::path& path,
@@ -59,7 +45,7 @@ base::Result<std::string> build_header(const std::filesystem::path& path,
                                path.string());
         }
         header += ',';
-        append_json_string(&header, t.name);
+        header += json_quote(t.name);
         header += fmt::format(R"(:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})",
                               dtype_name(t.dtype), fmt::join(t.shape, ","), offset, end);
         offset = end;

@@ -3,18 +3,16 @@
 // to the cached one (the -v per-turn line reports the reused tokens), and /clear drops the cache.
 // Runs the real binary on the tiny checkpoint.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "io/json.h"
+#include "io/json_write.h"
+#include "support/run_program.h"
 #include "support/scratch_dir.h"
 
 namespace qvl {
@@ -24,71 +22,13 @@ namespace fs = std::filesystem;
 const fs::path kTiny = fs::path(QVL_TEST_DATA_DIR) / "tiny-qwen3vl";
 const fs::path kPng = fs::path(QVL_TEST_DATA_DIR) / "golden" / "images" / "img_96x64.png";
 
-std::string quote(const std::string& s) {
-    std::string q(1, '\'');
-    for (char c : s) {
-        if (c == '\'') {
-            q.append("'\\''");
-        } else {
-            q.push_back(c);
-        }
-    }
-    q.push_back('\'');
-    return q;
-}
-
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            out.push_back('\\');
-            out.push_back(char(c));
-        } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out.append(buf);
-        } else {
-            out.push_back(char(c));
-        }
-    }
-    return out + "\"";
-}
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-struct QvlRun {
-    int exit_code = -1;
-    std::string out, err;
-};
-
 // qvl-run in f32 precision (so a warm answer must equal a cold one exactly) with args and
 // stdin from `stdin_path` (empty: /dev/null); stderr is kept.
-QvlRun run_qvl(const fs::path& dir, const std::vector<std::string>& args,
-               const std::string& stdin_path = "") {
-    std::string cmd = "QVL_PRECISION=f32 ";
-    cmd.append(quote(QVL_RUN_PATH));
-    for (const std::string& a : args) {
-        cmd.push_back(' ');
-        cmd.append(quote(a));
-    }
-    const fs::path err = dir / "stderr.txt";
-    cmd.append(" < ");
-    cmd.append(quote(stdin_path.empty() ? std::string("/dev/null") : stdin_path));
-    cmd.append(" 2>");
-    cmd.append(quote(err.string()));
-    QvlRun r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    std::array<char, 4096> buf{};
-    std::size_t n = 0;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = read_file(err);
-    return r;
+testing::ProgramRun run_qvl(const fs::path& dir, const std::vector<std::string>& args,
+                            const std::string& stdin_path = "") {
+    return testing::run_program(
+        QVL_RUN_PATH, args,
+        {.env = "QVL_PRECISION=f32", .stdin_file = stdin_path, .stderr_file = dir / "stderr.txt"});
 }
 
 struct Turn {
@@ -126,7 +66,7 @@ Cold cold_answer(const fs::path& dir, const std::string& messages) {
     std::ofstream(file, std::ios::binary) << "[" << messages << "]";
     std::vector<std::string> args = kCommon;
     args.insert(args.end(), {"--json", "--messages", file.string()});
-    const QvlRun r = run_qvl(dir, args);
+    const testing::ProgramRun r = run_qvl(dir, args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     base::Result<io::JsonValue> json = io::parse_json(r.out, "--json report");
     if (!json.ok()) {
@@ -148,7 +88,7 @@ TEST(ChatReuse, ThreeTurnsEqualColdRunsAndFollowUpsPrefillOnlyTheSuffix) {
     }
     std::vector<std::string> args = kCommon;
     args.insert(args.end(), kChat.begin(), kChat.end());
-    const QvlRun chat = run_qvl(dir.path(), args, (dir.path() / "turns.txt").string());
+    const testing::ProgramRun chat = run_qvl(dir.path(), args, (dir.path() / "turns.txt").string());
     ASSERT_EQ(chat.exit_code, 0) << chat.err;
 
     // The same conversation, cold, one --messages run per turn.
@@ -157,14 +97,15 @@ TEST(ChatReuse, ThreeTurnsEqualColdRunsAndFollowUpsPrefillOnlyTheSuffix) {
     std::vector<Cold> cold;
     for (std::size_t i = 0; i < questions.size(); ++i) {
         const std::string text =
-            "{\"type\": \"text\", \"text\": " + json_string(questions[i]) + "}";
+            "{\"type\": \"text\", \"text\": " + io::json_quote(questions[i]) + "}";
         messages += ", {\"role\": \"user\", \"content\": [";
-        if (i == 0) messages += "{\"type\": \"image\", \"image\": " + json_string(kPng) + "}, ";
+        if (i == 0)
+            messages += "{\"type\": \"image\", \"image\": " + io::json_quote(kPng.string()) + "}, ";
         messages += text + "]}";
         cold.push_back(cold_answer(dir.path(), messages));
         expected += cold.back().text + "\n\n";
         messages +=
-            ", {\"role\": \"assistant\", \"content\": " + json_string(cold.back().text) + "}";
+            ", {\"role\": \"assistant\", \"content\": " + io::json_quote(cold.back().text) + "}";
     }
     // Exact in f32 only while a GEMM / attention row does not depend on how many rows run with
     // it (a warm follow-up prefills a few rows, the cold run all of them).
@@ -190,7 +131,7 @@ TEST(ChatReuse, ClearDropsTheCachedConversation) {
         << "Hello\nHello again\n/clear\nHello\n";
     std::vector<std::string> args = kCommon;
     args.insert(args.end(), kChat.begin(), kChat.end());
-    const QvlRun chat = run_qvl(dir.path(), args, (dir.path() / "turns.txt").string());
+    const testing::ProgramRun chat = run_qvl(dir.path(), args, (dir.path() / "turns.txt").string());
     ASSERT_EQ(chat.exit_code, 0) << chat.err;
     const std::vector<Turn> turns = turns_of(chat.err);
     ASSERT_EQ(turns.size(), 3u) << chat.err;

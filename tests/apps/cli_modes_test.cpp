@@ -1,10 +1,7 @@
 // qvl-run's stage-two modes as a user drives them: chat on stdin (--interactive), images from
 // stdin and file:// URLs, --draw-boxes. Each runs the real binary on the tiny checkpoint.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +10,7 @@
 #include <vector>
 
 #include "io/image.h"
+#include "support/run_program.h"
 #include "support/scratch_dir.h"
 
 namespace qvl {
@@ -22,43 +20,12 @@ namespace fs = std::filesystem;
 const fs::path kTiny = fs::path(QVL_TEST_DATA_DIR) / "tiny-qwen3vl";
 const fs::path kPng = fs::path(QVL_TEST_DATA_DIR) / "golden" / "images" / "img_96x64.png";
 
-std::string quote(const std::string& s) {
-    std::string q(1, '\'');
-    for (char c : s) {
-        if (c == '\'') {
-            q.append("'\\''");
-        } else {
-            q.push_back(c);
-        }
-    }
-    q.push_back('\'');
-    return q;
-}
-
-struct QvlRun {
-    int exit_code = -1;
-    std::string out;
-};
+using testing::shell_quote;
 
 // Runs qvl-run with args, stdin from `stdin_path` (empty: /dev/null), stderr discarded.
-QvlRun run_qvl(const std::vector<std::string>& args, const std::string& stdin_path = "") {
-    std::string cmd = quote(QVL_RUN_PATH);
-    for (const std::string& a : args) {
-        cmd.push_back(' ');
-        cmd.append(quote(a));
-    }
-    cmd.append(" < ");
-    cmd.append(quote(stdin_path.empty() ? std::string("/dev/null") : stdin_path));
-    cmd.append(" 2>/dev/null");
-    QvlRun r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    std::array<char, 4096> buf{};
-    std::size_t n = 0;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+testing::ProgramRun run_qvl(const std::vector<std::string>& args,
+                            const std::string& stdin_path = "") {
+    return testing::run_program(QVL_RUN_PATH, args, {.stdin_file = stdin_path});
 }
 
 // The "text" of a --json report (the tiny model's text has no quotes or backslashes to unescape
@@ -81,7 +48,7 @@ TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
                                              "0",  "-s",           "Be brief."};
     write(dir.path() / "turns.txt",
           "/image " + kPng.string() + "\nWhat is this?\n/bogus\n\nAnd the colour?\n");
-    const QvlRun chat = run_qvl(common, (dir.path() / "turns.txt").string());
+    const testing::ProgramRun chat = run_qvl(common, (dir.path() / "turns.txt").string());
     ASSERT_EQ(chat.exit_code, 0);
 
     // Turn 1 alone, then turn 1 + answer + turn 2, through --messages.
@@ -91,16 +58,18 @@ TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
         "\"image\": \"" +
         kPng.string() + "\"}, {\"type\": \"text\", \"text\": \"What is this?\"}]}";
     write(dir.path() / "one.json", "[" + sys + ", " + user1 + "]");
-    const QvlRun one = run_qvl({"-m", kTiny.string(), "-n", "6", "--temp", "0", "--json",
-                                "--messages", (dir.path() / "one.json").string()});
+    const testing::ProgramRun one =
+        run_qvl({"-m", kTiny.string(), "-n", "6", "--temp", "0", "--json", "--messages",
+                 (dir.path() / "one.json").string()});
     ASSERT_EQ(one.exit_code, 0);
     const std::string answer1 = json_text(one.out);
     write(dir.path() / "two.json", "[" + sys + ", " + user1 +
                                        ", {\"role\": \"assistant\", \"content\": \"" + answer1 +
                                        "\"}, {\"role\": \"user\", \"content\": \"And the "
                                        "colour?\"}]");
-    const QvlRun two = run_qvl({"-m", kTiny.string(), "-n", "6", "--temp", "0", "--json",
-                                "--messages", (dir.path() / "two.json").string()});
+    const testing::ProgramRun two =
+        run_qvl({"-m", kTiny.string(), "-n", "6", "--temp", "0", "--json", "--messages",
+                 (dir.path() / "two.json").string()});
     ASSERT_EQ(two.exit_code, 0);
     EXPECT_EQ(chat.out, answer1 + "\n\n" + json_text(two.out) + "\n\n");
 }
@@ -108,8 +77,9 @@ TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
 TEST(CliModes, ClearStartsOverAndExitStops) {
     testing::ScratchDir dir;
     write(dir.path() / "turns.txt", "Hello\n/clear\nHello\n/exit\nnever asked\n");
-    const QvlRun chat = run_qvl({"-m", kTiny.string(), "-n", "4", "--temp", "0", "--interactive"},
-                                (dir.path() / "turns.txt").string());
+    const testing::ProgramRun chat =
+        run_qvl({"-m", kTiny.string(), "-n", "4", "--temp", "0", "--interactive"},
+                (dir.path() / "turns.txt").string());
     ASSERT_EQ(chat.exit_code, 0);
     const std::size_t half = chat.out.size() / 2;
     ASSERT_GT(half, 2u);
@@ -124,11 +94,11 @@ TEST(CliModes, ImageFromStdinAndFileUrlMatchThePath) {
         args.insert(args.end(), {"-i", image});
         return run_qvl(args, in);
     };
-    const QvlRun by_path = with(kPng.string());
+    const testing::ProgramRun by_path = with(kPng.string());
     ASSERT_EQ(by_path.exit_code, 0);
-    const QvlRun by_stdin = with("-", kPng.string());
+    const testing::ProgramRun by_stdin = with("-", kPng.string());
     ASSERT_EQ(by_stdin.exit_code, 0);
-    const QvlRun by_url = with("file://" + fs::absolute(kPng).string());
+    const testing::ProgramRun by_url = with("file://" + fs::absolute(kPng).string());
     ASSERT_EQ(by_url.exit_code, 0);
     EXPECT_EQ(json_text(by_stdin.out), json_text(by_path.out));
     EXPECT_EQ(json_text(by_url.out), json_text(by_path.out));
@@ -140,8 +110,9 @@ TEST(CliModes, ImageFromStdinAndFileUrlMatchThePath) {
 TEST(CliModes, DrawBoxesWritesThePictureEvenWithoutBoxes) {
     testing::ScratchDir dir;
     const fs::path out = dir.path() / "boxes.png";
-    const QvlRun r = run_qvl({"-m", kTiny.string(), "-i", kPng.string(), "-p", "Where is it?", "-n",
-                              "2", "--temp", "0", "--draw-boxes", out.string()});
+    const testing::ProgramRun r =
+        run_qvl({"-m", kTiny.string(), "-i", kPng.string(), "-p", "Where is it?", "-n", "2",
+                 "--temp", "0", "--draw-boxes", out.string()});
     ASSERT_EQ(r.exit_code, 0);
     base::Result<io::Image> drawn = io::load_image(out, io::ImageLimits{});
     base::Result<io::Image> input = io::load_image(kPng, io::ImageLimits{});
@@ -159,20 +130,21 @@ std::string read_file(const fs::path& p) {
 
 TEST(CliModes, ProgressOnlyOnATerminal) {
     testing::ScratchDir dir;
-    const std::string args = quote(QVL_RUN_PATH) + " -m " + quote(kTiny.string()) + " -i " +
-                             quote(kPng.string()) + " -p hi -n 2 --temp 0";
+    const std::string args = shell_quote(QVL_RUN_PATH) + " -m " + shell_quote(kTiny.string()) +
+                             " -i " + shell_quote(kPng.string()) + " -p hi -n 2 --temp 0";
     const fs::path piped = dir.path() / "piped.txt";
-    ASSERT_EQ(std::system((args + " >/dev/null 2>" + quote(piped.string())).c_str()), 0);
+    ASSERT_EQ(std::system((args + " >/dev/null 2>" + shell_quote(piped.string())).c_str()), 0);
     EXPECT_EQ(read_file(piped).find("vision tower"), std::string::npos);
     if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1)";
     // script(1) gives the program a pseudo-terminal: stderr is then a terminal.
     const fs::path tty = dir.path() / "tty.txt";
-    ASSERT_EQ(std::system(("script -qec " + quote(args + " 2>&1") + " /dev/null > " +
-                           quote(tty.string()) + " </dev/null")
+    ASSERT_EQ(std::system(("script -qec " + shell_quote(args + " 2>&1") + " /dev/null > " +
+                           shell_quote(tty.string()) + " </dev/null")
                               .c_str()),
               0);
     EXPECT_NE(read_file(tty).find("vision tower: block 4/4"), std::string::npos) << read_file(tty);
-    const QvlRun json = run_qvl({"-m", kTiny.string(), "-p", "hi", "-n", "1", "--json"});
+    const testing::ProgramRun json =
+        run_qvl({"-m", kTiny.string(), "-p", "hi", "-n", "1", "--json"});
     EXPECT_EQ(json.out.find("vision tower"), std::string::npos);
 }
 
@@ -188,7 +160,7 @@ TEST(CliModes, DryRunPredictsMemoryWithoutRunning) {
                                            "--json"};
     std::vector<std::string> dry = args;
     dry.push_back("--dry-run");
-    const QvlRun estimate = run_qvl(dry);
+    const testing::ProgramRun estimate = run_qvl(dry);
     ASSERT_EQ(estimate.exit_code, 0) << estimate.out;
     for (const char* key : {"\"memory_mb\"", "\"weights\"", "\"kv\"", "\"activations\"",
                             "\"estimate_ms\"", "\"vision\"", "\"prefill\"", "\"ttft\"",
@@ -196,15 +168,16 @@ TEST(CliModes, DryRunPredictsMemoryWithoutRunning) {
         EXPECT_NE(estimate.out.find(key), std::string::npos) << key << " in " << estimate.out;
     }
     EXPECT_EQ(estimate.out.find("\"text\""), std::string::npos);  // nothing was generated
-    const QvlRun real = run_qvl(args);
+    const testing::ProgramRun real = run_qvl(args);
     ASSERT_EQ(real.exit_code, 0);
     const double predicted = json_number(estimate.out, "total");
     const double measured = json_number(real.out, "peak_rss_mb");
     ASSERT_GT(measured, 0.0) << real.out;
     EXPECT_NEAR(predicted, measured, 0.15 * measured) << estimate.out;
     // A run that cannot fit says so, with the resource exit code.
-    const QvlRun too_big = run_qvl({"-m", kTiny.string(), "-i", kPng.string(), "-p", "Describe.",
-                                    "-n", "100", "-c", "64", "--json", "--dry-run"});
+    const testing::ProgramRun too_big =
+        run_qvl({"-m", kTiny.string(), "-i", kPng.string(), "-p", "Describe.", "-n", "100", "-c",
+                 "64", "--json", "--dry-run"});
     EXPECT_EQ(too_big.exit_code, 5);
     EXPECT_NE(too_big.out.find("\"fits\": false"), std::string::npos) << too_big.out;
 }

@@ -4,7 +4,6 @@
 
 #include "base64.h"
 #include "chat_request.h"
-#include "json_text.h"
 #include "stop_matcher.h"
 
 namespace qvl::serve {
@@ -142,13 +141,6 @@ TEST(Base64Test, DecodesAndRejects) {
     EXPECT_FALSE(decode_base64("aGVs bG8=").ok());
     EXPECT_FALSE(decode_base64("aG=").ok());
     EXPECT_EQ(text("aGV="), "he");
-}
-
-TEST(JsonTextTest, QuotesAndRepairsUtf8) {
-    EXPECT_EQ(json_quote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
-    EXPECT_EQ(json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
-    EXPECT_EQ(json_quote("bad\xff\xc3"), "\"bad\xEF\xBF\xBD\xEF\xBF\xBD\"");
-    EXPECT_EQ(json_quote("\xed\xa0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate
 }
 
 TEST(StopMatcherTest, EndsBeforeTheMatchAcrossPieces) {

@@ -1,11 +1,11 @@
-#include "json_text.h"
+#include "io/json_write.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
 
-namespace qvl::serve {
+namespace qvl::io {
 namespace {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one (overlongs,
@@ -91,4 +91,4 @@ std::string json_number(double v) {
     return fmt::format("{}", v);
 }
 
-}  // namespace qvl::serve
+}  // namespace qvl::io
