@@ -33,8 +33,8 @@ ProgramRun run_program(const std::string& program, const std::vector<std::string
     cmd.append(" < ");
     cmd.append(shell_quote(options.stdin_file.empty() ? "/dev/null" : options.stdin_file.string()));
     cmd.append(" 2>");
-    cmd.append(shell_quote(options.stderr_file.empty() ? "/dev/null"
-                                                       : options.stderr_file.string()));
+    cmd.append(
+        shell_quote(options.stderr_file.empty() ? "/dev/null" : options.stderr_file.string()));
     ProgramRun r;
     FILE* p = popen(cmd.c_str(), "r");
     if (p == nullptr) return r;

@@ -18,8 +18,8 @@ struct ProgramRun {
 };
 
 struct ProgramOptions {
-    std::string env;                  // "NAME=value ..." put before the command ("" = none)
-    std::filesystem::path stdin_file;  // empty: /dev/null
+    std::string env;                    // "NAME=value ..." put before the command ("" = none)
+    std::filesystem::path stdin_file;   // empty: /dev/null
     std::filesystem::path stderr_file;  // empty: stderr is discarded; else kept there and in err
 };
 

@@ -256,15 +256,6 @@ struct PanelStreamF32 {
     }
 };
 
-// The stream kernel for m rows.
-template <class Run>
-void with_stream_kernel(int m, Run&& run) {
-    if (m <= 1) return run.template operator()<KernelF32Stream<1>>();
-    if (m <= 2) return run.template operator()<KernelF32Stream<2>>();
-    if (m <= 4) return run.template operator()<KernelF32Stream<4>>();
-    run.template operator()<KernelF32Stream<8>>();
-}
-
 }  // namespace
 }  // namespace qvl::kernels::avx512
 
@@ -278,8 +269,7 @@ void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
         return gemm_tile_panel_stream<avx512::PanelStreamF32>(p, m0, m1, n0, n1);
     }
-    avx512::with_stream_kernel(m1 - m0,
-                               [&]<class K>() { gemm_tile_blocked<K>(p, m0, m1, n0, n1); });
+    gemm_tile_stream<avx512::KernelF32Stream, 8>(p, m0, m1, n0, n1);
 }
 
 }  // namespace qvl::kernels::detail

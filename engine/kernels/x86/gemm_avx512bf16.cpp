@@ -240,15 +240,6 @@ struct PanelStreamBf16 {
     }
 };
 
-// The stream kernel for m rows.
-template <class Run>
-void with_stream_kernel(int m, Run&& run) {
-    if (m <= 1) return run.template operator()<KernelBf16Stream<1>>();
-    if (m <= 2) return run.template operator()<KernelBf16Stream<2>>();
-    if (m <= 4) return run.template operator()<KernelBf16Stream<4>>();
-    run.template operator()<KernelBf16Stream<8>>();
-}
-
 }  // namespace
 }  // namespace qvl::kernels::avx512bf16
 
@@ -262,8 +253,7 @@ void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
         return gemm_tile_panel_stream<avx512bf16::PanelStreamBf16>(p, m0, m1, n0, n1);
     }
-    avx512bf16::with_stream_kernel(m1 - m0,
-                                   [&]<class K>() { gemm_tile_blocked<K>(p, m0, m1, n0, n1); });
+    gemm_tile_stream<avx512bf16::KernelBf16Stream, 8>(p, m0, m1, n0, n1);
 }
 
 }  // namespace qvl::kernels::detail

@@ -141,4 +141,17 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     }
 }
 
+// Small m (decode steps, short chunks) on weights that are not load-time panels: the blocked loop
+// on Stream<MR>, a tier's small-m variant of its kernel (the same chain of operations per output
+// element, so rows are bit-identical whatever MR), with the smallest register tile that covers m
+// (no zero rows packed or multiplied): 1, 2, 4 or kWideMR rows.
+template <template <int> class Stream, int kWideMR>
+void gemm_tile_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
+    const int m = m1 - m0;
+    if (m <= 1) return gemm_tile_blocked<Stream<1>>(p, m0, m1, n0, n1);
+    if (m <= 2) return gemm_tile_blocked<Stream<2>>(p, m0, m1, n0, n1);
+    if (m <= 4) return gemm_tile_blocked<Stream<4>>(p, m0, m1, n0, n1);
+    gemm_tile_blocked<Stream<kWideMR>>(p, m0, m1, n0, n1);
+}
+
 }  // namespace qvl::kernels::detail
