@@ -79,6 +79,10 @@ def parse_args():
     p.add_argument("--no-measure-peaks", action="store_true",
                    help="do not run qvl-bench-kernels for the peaks")
     p.add_argument("--json", metavar="OUT", help="also write all figures to OUT as JSON")
+    p.add_argument("--cold", action="store_true",
+                   help="drop the checkpoint's files from the page cache before every qvl-run "
+                        "call (posix_fadvise DONTNEED), as after a reboot or when other programs "
+                        "pushed them out: load and time to first token then include disk reads")
     p.add_argument("--peers", default="",
                    help="comma-separated peer engines for the peer table: hf, llamacpp "
                         "(set up on first use in --peers-cache; see bench/README.md)")
@@ -231,14 +235,30 @@ def resolve_peaks(args, thread_counts):
 # ---------------------------------------------------------------------------------------------
 # Runs
 
+def drop_from_page_cache(folder):
+    """Asks the kernel to forget the cached pages of every file in folder (clean pages only,
+    which a read-only checkpoint's are)."""
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def run_case(args, image_path, threads):
     cmd = [args.qvl_run, "-m", args.model, "-i", image_path, "-p", QUESTION,
            "-n", str(args.n_predict), "--ignore-eos", "--temp", "0", "--json", "-t", str(threads)]
     env = dict(os.environ)
     if args.precision:
         env["QVL_PRECISION"] = args.precision
-    log("e2e_bench: " + (f"QVL_PRECISION={args.precision} " if args.precision else "")
-        + shlex.join(cmd))
+    if args.cold:
+        drop_from_page_cache(args.model)
+    log("e2e_bench: " + ("(cold) " if args.cold else "")
+        + (f"QVL_PRECISION={args.precision} " if args.precision else "") + shlex.join(cmd))
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -379,7 +399,7 @@ def print_table(case, fig, flo):
     label, threads = case["image"], case["threads"]
     print(f"\n== {label} (resized {fig.get('resized')}, {fig.get('image_tokens')} image tokens, "
           f"{fig.get('prompt_tokens')} prompt tokens, {fig.get('generated_tokens')} generated), "
-          f"{threads} thread(s)")
+          f"{threads} thread(s){', checkpoint cold (not in the page cache)' if case.get('cold') else ''}")
     print(f"{'figure':<22}{'measured':>14}{'floor':>14}{'floor/measured':>16}{'target':>12}")
     rows = [("load", "load_s", "s", None),
             ("image decode", "image_decode_s", "s", None),
@@ -457,7 +477,7 @@ def main():
         paths = make_images(tmp)
         for threads in ([] if args.peers_only and args.peers else thread_counts):
             for label, _, _ in images:
-                case = {"image": label, "threads": threads}
+                case = {"image": label, "threads": threads, "cold": args.cold}
                 runs, error = [], None
                 for _ in range(max(1, args.repeat)):
                     result, error = run_case(args, paths[label], threads)
