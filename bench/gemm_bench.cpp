@@ -4,9 +4,9 @@
 // rotate over copies larger than the L3, so they come from DRAM as in decode).
 // gemm_cold/... rotates the weights the same way for m > 8 (weights from DRAM, as in the model).
 // Every row applies its layer's epilogue as the model does (bias, activation, in-place residual).
-// avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32. The text decoder's shapes
-// (text_*, lm_head) read their weights in the load-time panel layout the model gives them
-// (kernels/weight_panels.h); the vision shapes read [n, k] bf16 as stored.
+// avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32. Every linear layer's shape
+// reads its weights in the load-time panel layout the model gives them (kernels/weight_panels.h);
+// only the patch embedding reads [n, k] bf16 as stored.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
