@@ -323,8 +323,11 @@ def figures(result, n_predict):
 
 
 def floors(fig, peaks, ctx_size=4096):
-    """The same figures at the machine's peak (bf16 compute, DRAM bandwidth)."""
-    bf16 = peaks["bf16"][0] * 1e9
+    """The same figures at the machine's peak (bf16 products, DRAM bandwidth). The compute peak
+    is the faster of the bf16 dot product and the FP32 FMA: on the Intel Xeons seen here
+    vdpbf16ps runs at about half the FMA's FLOP rate, so bf16 weights widened to f32 and
+    multiplied by FMAs are this machine's fastest bf16 product (what qvl runs there)."""
+    bf16 = max(peaks["bf16"][0], peaks.get("f32", (0.0, ""))[0]) * 1e9
     dram = peaks["dram"][0] * 1e9
     out = {}
     n = int(fig["patches"]) if fig.get("patches") else None
@@ -461,7 +464,8 @@ def main():
     if args.peers_only and args.peers:
         args.no_measure_peaks = True  # no floor tables: the peaks are not needed
     peaks = resolve_peaks(args, thread_counts)
-    print("Peaks used for the floors (bf16 compute for FLOPs, DRAM read for decode bytes):")
+    print("Peaks used for the floors (the faster of bf16 and f32 compute for FLOPs, DRAM read for "
+          "decode bytes):")
     for t in thread_counts:
         parts = [f"{k} {v:.0f} {'GB/s' if k == 'dram' else 'GFLOP/s'} [{src}]"
                  for k, (v, src) in peaks[t].items()]
