@@ -139,8 +139,8 @@ TEST_P(AttentionKvTypeTest, MatchesReferenceAndF32OnTheSameValues) {
                                   0)
                             << what << ": differs from f32 K/V holding the same values";
                         const std::vector<float> split = p.run(isa, type, round_bf16, 5);
-                        ASSERT_EQ(
-                            std::memcmp(got.data(), split.data(), sizeof(float) * got.size()), 0)
+                        ASSERT_EQ(std::memcmp(got.data(), split.data(), sizeof(float) * got.size()),
+                                  0)
                             << what << ": depends on the task split";
                         ++cases;
                     }
