@@ -41,10 +41,8 @@ std::vector<std::byte> store(kernels::KvType type, std::vector<float>* k, std::v
     const std::size_t elem = kernels::kv_type_bytes(type);
     const std::size_t half = std::size_t(kHeads) * kCtx * kHeadDim;
     std::vector<std::byte> kv(2 * half * elem, std::byte{0xAB});
-    const KvLayerView view{.k = kv.data(),
-                           .v = kv.data() + half * elem,
-                           .head_stride = kCtx * kHeadDim,
-                           .type = type};
+    const KvLayerView view{
+        .k = kv.data(), .v = kv.data() + half * elem, .head_stride = kCtx * kHeadDim, .type = type};
     Graph g;
     GraphBuilder b(&g, kernels::GemmPrecision::kF32);
     const Tensor kt = b.input("k", k->data(), kRows, cols);
@@ -74,9 +72,11 @@ TEST(StoreKv, Bf16ArenaHoldsTheRoundedRows) {
                     EXPECT_EQ(arena[half + at], 0xABAB) << "touched position " << p;
                     continue;
                 }
-                const std::size_t src = std::size_t(p - kPos0) * kHeads * kHeadDim + h * kHeadDim + d;
+                const std::size_t src =
+                    std::size_t(p - kPos0) * kHeads * kHeadDim + h * kHeadDim + d;
                 EXPECT_EQ(arena[at], base::f32_to_bf16(k[src]).bits) << "k " << h << " " << p;
-                EXPECT_EQ(arena[half + at], base::f32_to_bf16(v[src]).bits) << "v " << h << " " << p;
+                EXPECT_EQ(arena[half + at], base::f32_to_bf16(v[src]).bits)
+                    << "v " << h << " " << p;
                 std::uint32_t bits;
                 std::memcpy(&bits, &k[src], sizeof bits);
                 rounded_up += arena[at] != std::uint16_t(bits >> 16);
