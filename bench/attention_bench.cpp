@@ -193,11 +193,16 @@ int register_all() {
                     ->MinTime(0.2);
                 // What the bf16 precisions run: a bf16 KV arena, with bf16 products where the
                 // tier has them.
-                benchmark::RegisterBenchmark(
-                    ("attention/decode_kvbf16/ctx=" + std::to_string(ctx) + "/" + is + th).c_str(),
-                    [=](benchmark::State& s) {
-                        bm_decode(s, ctx, isa, t, isa == Isa::kAvx512Bf16, true);
-                    })
+                std::string kv_name = "attention/decode_kvbf16/ctx=";
+                kv_name += std::to_string(ctx);
+                kv_name += "/";
+                kv_name += is;
+                kv_name += th;
+                benchmark::RegisterBenchmark(kv_name.c_str(),
+                                             [=](benchmark::State& s) {
+                                                 bm_decode(s, ctx, isa, t, isa == Isa::kAvx512Bf16,
+                                                           true);
+                                             })
                     ->Unit(benchmark::kMicrosecond)
                     ->UseRealTime()
                     ->MinTime(0.2);

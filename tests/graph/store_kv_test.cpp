@@ -95,8 +95,10 @@ TEST(StoreKv, F32ArenaHoldsTheRowsExactly) {
         for (int r = 0; r < kRows; ++r) {
             const std::size_t at = std::size_t(h) * kCtx * kHeadDim + (kPos0 + r) * kHeadDim;
             const std::size_t src = std::size_t(r) * kHeads * kHeadDim + h * kHeadDim;
-            EXPECT_EQ(std::memcmp(arena + at, &k[src], sizeof(float) * kHeadDim), 0);
-            EXPECT_EQ(std::memcmp(arena + half + at, &v[src], sizeof(float) * kHeadDim), 0);
+            for (int d = 0; d < kHeadDim; ++d) {
+                EXPECT_EQ(arena[at + d], k[src + d]);
+                EXPECT_EQ(arena[half + at + d], v[src + d]);
+            }
         }
     }
 }
