@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/bf16.h"
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/isa.h"
@@ -89,6 +90,7 @@ void bm_vision(benchmark::State& state, int n, Isa isa, int threads) {
 
 struct TextProblem {
     std::vector<float> q, kv, out;
+    std::vector<std::uint16_t> kv16;
     AttentionArgs a;
     TextProblem(int n_q, int ctx) {
         const int heads = 16, kv_heads = 8, hd = 128, max_ctx = ctx;
@@ -116,6 +118,15 @@ struct TextProblem {
              .causal = true,
              .q_pos0 = ctx - n_q};
     }
+    // K and V as a bf16 arena (the default outside f32 precision) instead of f32.
+    void use_bf16_kv() {
+        kv16.resize(kv.size());
+        for (std::size_t i = 0; i < kv.size(); ++i) kv16[i] = base::f32_to_bf16(kv[i]).bits;
+        const std::size_t v_off = static_cast<const float*>(a.v) - static_cast<const float*>(a.k);
+        a.k = kv16.data();
+        a.v = kv16.data() + v_off;
+        a.kv_type = kernels::KvType::kBF16;
+    }
 };
 
 void bm_prefill(benchmark::State& state, int n, Isa isa, int threads) {
@@ -130,13 +141,17 @@ void bm_prefill(benchmark::State& state, int n, Isa isa, int threads) {
     report(state, "GFLOPS", 4.0 * visible * 128 * 16, threads, isa);
 }
 
-void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads, bool round_bf16) {
+void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads, bool round_bf16,
+               bool bf16_kv = false) {
     // 28 layers' worth of caches, cycled, so K/V come from DRAM as in a real decode step.
     const int layers = 28;
     std::vector<TextProblem> p;
     p.reserve(layers);
     for (int l = 0; l < layers; ++l) p.emplace_back(1, ctx);
-    for (TextProblem& x : p) x.a.round_bf16 = round_bf16;
+    for (TextProblem& x : p) {
+        x.a.round_bf16 = round_bf16;
+        if (bf16_kv) x.use_bf16_kv();
+    }
     base::ThreadPool pool(threads);
     int l = 0;
     for (auto _ : state) {
@@ -144,7 +159,7 @@ void bm_decode(benchmark::State& state, int ctx, Isa isa, int threads, bool roun
         l = (l + 1) % layers;
         benchmark::ClobberMemory();
     }
-    report(state, "GBps", 2.0 * 8 * ctx * 128 * sizeof(float), threads, isa);
+    report(state, "GBps", 2.0 * 8 * ctx * 128 * (bf16_kv ? 2 : sizeof(float)), threads, isa);
 }
 
 int register_all() {
@@ -173,6 +188,21 @@ int register_all() {
                 benchmark::RegisterBenchmark(
                     ("attention/decode/ctx=" + std::to_string(ctx) + "/" + is + th).c_str(),
                     [=](benchmark::State& s) { bm_decode(s, ctx, isa, t, false); })
+                    ->Unit(benchmark::kMicrosecond)
+                    ->UseRealTime()
+                    ->MinTime(0.2);
+                // What the bf16 precisions run: a bf16 KV arena, with bf16 products where the
+                // tier has them.
+                std::string kv_name = "attention/decode_kvbf16/ctx=";
+                kv_name += std::to_string(ctx);
+                kv_name += "/";
+                kv_name += is;
+                kv_name += th;
+                benchmark::RegisterBenchmark(kv_name.c_str(),
+                                             [=](benchmark::State& s) {
+                                                 bm_decode(s, ctx, isa, t, isa == Isa::kAvx512Bf16,
+                                                           true);
+                                             })
                     ->Unit(benchmark::kMicrosecond)
                     ->UseRealTime()
                     ->MinTime(0.2);

@@ -22,7 +22,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 int run_dry(const RunOptions& o, const runtime::SessionOptions& so, const model::Model& model,
             const runtime::PreparedPrompt& prompt) {
     const model::ModelConfig& cfg = model.config();
-    runtime::RunShape shape{.prompt_tokens = int(prompt.ids.size()), .n_predict = o.n_predict};
+    runtime::RunShape shape{.prompt_tokens = int(prompt.ids.size()),
+                            .n_predict = o.n_predict,
+                            .kv_type = runtime::session_kv_type(so)};
     for (const image::PreprocessedImage& im : prompt.images) {
         shape.image_patches.push_back(im.grid_t * im.grid_h * im.grid_w);
     }
@@ -31,8 +33,8 @@ int run_dry(const RunOptions& o, const runtime::SessionOptions& so, const model:
     // (tokenizer, libraries) now that the model folder is open.
     const int tokens = shape.prompt_tokens + o.n_predict;
     const double weights_mb = double(model.weights().mapped_bytes()) / kMiB;
-    const double kv_mb = double(tokens) * 2 * cfg.text.num_hidden_layers *
-                         cfg.text.num_key_value_heads * cfg.text.head_dim * sizeof(float) / kMiB;
+    const double kv_mb =
+        double(tokens) * runtime::kv_bytes_per_token(cfg.text, shape.kv_type) / kMiB;
     int image_tokens = 0;
     for (const runtime::ImageInfo& info : prompt.infos) image_tokens += info.tokens;
     const double visual_mb = double(image_tokens) * cfg.text.hidden_size * sizeof(float) *

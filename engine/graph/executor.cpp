@@ -253,6 +253,7 @@ void run_op(const OpRun& r, const op::Attention& p) {
     if (p.use_cache) {
         a.k = p.kv.k;
         a.v = p.kv.v;
+        a.kv_type = p.kv.type;
         a.k_row_stride = a.v_row_stride = p.head_dim;
         a.k_head_stride = a.v_head_stride = p.kv.head_stride;
     } else {
@@ -266,18 +267,27 @@ void run_op(const OpRun& r, const op::Attention& p) {
     r.pool.parallel_for(nt, [&](int t) { r.k.attention_task(a, t, nt); });
 }
 
+// K (after RoPE) and V rows into the arena: copied for f32, rounded to nearest even for bf16.
 void run_op(const OpRun& r, const op::StoreKv& p) {
     const TensorDesc& kd = r.in_desc(0);
     const TensorDesc& vd = r.in_desc(1);
     const float* k = r.in(0);
     const float* v = r.in(1);
-    const std::size_t row_bytes = sizeof(float) * p.head_dim;
+    const bool bf16 = p.kv.type == kernels::KvType::kBF16;
+    auto store = [&](void* arena, std::ptrdiff_t dst, const float* src) {
+        if (bf16) {
+            auto* out = static_cast<base::bf16*>(arena) + dst;
+            for (int d = 0; d < p.head_dim; ++d) out[d] = base::f32_to_bf16(src[d]);
+        } else {
+            std::memcpy(static_cast<float*>(arena) + dst, src, sizeof(float) * p.head_dim);
+        }
+    };
     for (int i = 0; i < kd.rows; ++i) {
         for (int h = 0; h < p.n_kv_heads; ++h) {
             const std::ptrdiff_t dst =
                 h * p.kv.head_stride + std::ptrdiff_t(p.pos0 + i) * p.head_dim;
-            std::memcpy(p.kv.k + dst, k + i * kd.stride + h * p.head_dim, row_bytes);
-            std::memcpy(p.kv.v + dst, v + i * vd.stride + h * p.head_dim, row_bytes);
+            store(p.kv.k, dst, k + i * kd.stride + h * p.head_dim);
+            store(p.kv.v, dst, v + i * vd.stride + h * p.head_dim);
         }
     }
 }

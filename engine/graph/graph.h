@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/tensor.h"
+#include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "kernels/types.h"
 
@@ -40,24 +41,28 @@ struct WeightRef {
     int rows = 0, cols = 0;
 };
 
-// Where a layer's keys and values live: [kv_head][pos][head_dim] for one layer.
+// Where a layer's keys and values live: [kv_head][pos][head_dim] for one layer, elements of
+// `type` (f32, or bf16 outside f32 precision: StoreKv rounds to it, attention widens from it).
 struct KvLayerView {
-    float* k = nullptr;
-    float* v = nullptr;
+    void* k = nullptr;
+    void* v = nullptr;
     std::ptrdiff_t head_stride = 0;  // elements between heads (max_ctx * head_dim)
+    kernels::KvType type = kernels::KvType::kF32;
 };
 
 // One sequence's keys and values for every layer, as the graph builders see them: layer il's
-// keys start at base + il * layer_stride, its values half a layer later. The owner of the arena
-// (runtime/kv_cache.h) hands this out; builders never see the arena itself.
+// keys start il * layer_stride elements after base, its values half a layer later. The owner of
+// the arena (runtime/kv_cache.h) hands this out; builders never see the arena itself.
 struct KvCacheView {
-    float* base = nullptr;
+    void* base = nullptr;
     std::ptrdiff_t layer_stride = 0;  // elements from one layer's keys to the next's (2 * half)
     std::ptrdiff_t head_stride = 0;   // elements between heads (max_ctx * head_dim)
+    kernels::KvType type = kernels::KvType::kF32;
 
     KvLayerView layer(int il) const {
-        float* k = base + std::ptrdiff_t(il) * layer_stride;
-        return {.k = k, .v = k + layer_stride / 2, .head_stride = head_stride};
+        const auto elem = std::ptrdiff_t(kernels::kv_type_bytes(type));
+        std::byte* k = static_cast<std::byte*>(base) + std::ptrdiff_t(il) * layer_stride * elem;
+        return {.k = k, .v = k + layer_stride / 2 * elem, .head_stride = head_stride, .type = type};
     }
 };
 

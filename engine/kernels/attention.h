@@ -13,6 +13,12 @@
 // max_ctx * head_dim. out must not overlap q, k or v. n_heads % n_kv_heads == 0; n_kv_heads == 0
 // means n_heads. No alignment required.
 //
+// K and V are f32 or bf16 (kv_type; q and out are always f32; strides count elements). bf16 K/V
+// (the text KV arena outside f32 precision) are widened exactly at the points where the kernels
+// load them, so every tier's result equals its result on f32 K/V holding the same values; the
+// bf16-product kernel (round_bf16) reads them as they are, since it rounds K and V to bf16
+// anyway.
+//
 // Performance: K/V rows with row stride == head_dim (the KV arena, or a head-major qkv layout)
 // are read in place; other strides (the fused [N, 3072] qkv rows) are copied per 64-key block,
 // which costs about 10 % at N = 784. Scratch is per thread (kernels/scratch.h), so there is no
@@ -38,6 +44,11 @@
 
 namespace qvl::kernels {
 
+// Element type of K and V: 4-byte floats or bf16 (the upper half of a float, base/bf16.h).
+enum class KvType : std::uint8_t { kF32, kBF16 };
+
+inline constexpr std::size_t kv_type_bytes(KvType t) { return t == KvType::kBF16 ? 2 : 4; }
+
 struct AttentionArgs {
     int n_q = 0;
     int n_kv = 0;
@@ -46,9 +57,9 @@ struct AttentionArgs {
     int head_dim = 0;
     const float* q = nullptr;
     std::ptrdiff_t q_row_stride = 0, q_head_stride = 0;
-    const float* k = nullptr;
+    const void* k = nullptr;  // float or bf16 elements, see kv_type
     std::ptrdiff_t k_row_stride = 0, k_head_stride = 0;
-    const float* v = nullptr;
+    const void* v = nullptr;
     std::ptrdiff_t v_row_stride = 0, v_head_stride = 0;
     float* out = nullptr;
     std::ptrdiff_t out_row_stride = 0, out_head_stride = 0;
@@ -60,6 +71,7 @@ struct AttentionArgs {
     // kAvx512Bf16) and the shape suits it (head_dim % 16 == 0, <= 128), whatever n_q (decode
     // too: a row's result must not depend on how many rows come with it). Elsewhere f32.
     bool round_bf16 = false;
+    KvType kv_type = KvType::kF32;
 };
 
 // A good task count for n_threads workers (>= 1 whenever there is work).

@@ -29,4 +29,12 @@ bool attention_task(const AttentionArgs& a, int task, int num_tasks, AttentionTa
 // (always 0 today: every row sees a prefix of the keys).
 void attention_key_range(const AttentionArgs& a, int i, int* lo, int* hi);
 
+// For kernels without bf16 K/V loads of their own (the portable one): the arguments of the same
+// problem reading, for task t, the keys and values it needs (kv head t.kv_head, keys below the
+// task's last visible one) widened to f32 in this thread's kScratchAttentionKV buffer. Head
+// strides are 0, so every kv head maps onto that copy: only task t may run with the result.
+// The values are exactly the bf16 ones, so the kernel computes what it would on f32 K/V holding
+// them. f32 arguments come back unchanged.
+AttentionArgs attention_widen_kv(const AttentionArgs& a, const AttentionTask& t);
+
 }  // namespace qvl::kernels

@@ -48,14 +48,35 @@ double time_matmul(base::ThreadPool* pool, const kernels::KernelTable& kernels,
 
 }  // namespace
 
-MachineRates probe_rates(const SessionOptions& options) {
-    const kernels::KernelTable& kernels = kernels::kernels_for(
-        options.isa ? kernels::resolve_isa(*options.isa) : kernels::best_isa());
+namespace {
+
+const kernels::KernelTable& session_kernels(const SessionOptions& options) {
+    return kernels::kernels_for(options.isa ? kernels::resolve_isa(*options.isa)
+                                            : kernels::best_isa());
+}
+
+kernels::GemmPrecision session_gemm_precision(const SessionOptions& options,
+                                              const kernels::KernelTable& kernels) {
     const Precision precision = options.precision;
-    const kernels::GemmPrecision gemm_precision =
-        precision == Precision::kF32 || (precision == Precision::kAuto && !kernels.bf16_products)
-            ? kernels::GemmPrecision::kF32
-            : kernels::GemmPrecision::kBF16;
+    return precision == Precision::kF32 || (precision == Precision::kAuto && !kernels.bf16_products)
+               ? kernels::GemmPrecision::kF32
+               : kernels::GemmPrecision::kBF16;
+}
+
+}  // namespace
+
+kernels::KvType session_kv_type(const SessionOptions& options) {
+    return kv_type_for(session_gemm_precision(options, session_kernels(options)));
+}
+
+double kv_bytes_per_token(const model::TextConfig& text, kernels::KvType type) {
+    return 2.0 * text.num_hidden_layers * text.num_key_value_heads * text.head_dim *
+           double(kernels::kv_type_bytes(type));
+}
+
+MachineRates probe_rates(const SessionOptions& options) {
+    const kernels::KernelTable& kernels = session_kernels(options);
+    const kernels::GemmPrecision gemm_precision = session_gemm_precision(options, kernels);
     base::ThreadPool pool(options.threads > 0 ? options.threads
                                               : base::cpu_features().physical_cores);
     MachineRates rates;
@@ -101,11 +122,11 @@ CostEstimate estimate_cost(const model::ModelConfig& config, const RunShape& sha
     const double head = 2.0 * h * tc.vocab_size;
     c.prefill_gflop =
         (2 * t * layer_params * tc.num_hidden_layers + pair * t * (t + 1) / 2 + head) * 1e-9;
-    // Decode: every text weight (bf16) and the KV cache (f32) once per token.
+    // Decode: every text weight (bf16) and the KV cache (f32 or bf16) once per token.
     const double weight_bytes = 2.0 * (layer_params * tc.num_hidden_layers + h * tc.vocab_size);
-    const double kv_bytes_per_token = 2.0 * tc.num_hidden_layers * kv * sizeof(float);
     const double mean_ctx = t + shape.n_predict / 2.0;
-    c.decode_gbytes_per_token = (weight_bytes + kv_bytes_per_token * mean_ctx) * 1e-9;
+    c.decode_gbytes_per_token =
+        (weight_bytes + kv_bytes_per_token(tc, shape.kv_type) * mean_ctx) * 1e-9;
 
     const double gflops = std::max(rates.matmul_gflops, 1e-3);
     c.vision_ms = c.vision_gflop / gflops * 1e3;

@@ -22,11 +22,19 @@ struct MachineRates {
 };
 MachineRates probe_rates(const SessionOptions& options);
 
+// The KV element type a session with these options will use (kv_type_for its precision with
+// kAuto resolved for its kernel tier, as Session resolves it).
+kernels::KvType session_kv_type(const SessionOptions& options);
+
 struct RunShape {
     std::vector<int> image_patches;  // per image, all frames
     int prompt_tokens = 0;           // image pads expanded
     int n_predict = 0;
+    kernels::KvType kv_type = kernels::KvType::kF32;  // of the KV cache decode reads
 };
+
+// Bytes of KV cache per token (keys and values of every layer) in elements of `type`.
+double kv_bytes_per_token(const model::TextConfig& text, kernels::KvType type);
 
 struct CostEstimate {
     double vision_gflop = 0, prefill_gflop = 0, decode_gbytes_per_token = 0;

@@ -17,22 +17,27 @@ base::Status check_context_fits(std::int64_t used, std::int64_t n_new, std::int6
                        capacity);
 }
 
+kernels::KvType kv_type_for(kernels::GemmPrecision gemm_precision) {
+    return gemm_precision == kernels::GemmPrecision::kF32 ? kernels::KvType::kF32
+                                                          : kernels::KvType::kBF16;
+}
+
 bool KvCache::arena_bytes(int n_layers, int n_kv_heads, int head_dim, int max_ctx, int n_slots,
-                          std::uint64_t* bytes) {
+                          kernels::KvType type, std::uint64_t* bytes) {
     return n_layers >= 0 && n_kv_heads >= 0 && head_dim >= 0 && max_ctx >= 0 && n_slots >= 0 &&
            base::checked_product(
                {std::uint64_t(n_slots), std::uint64_t(n_layers), 2, std::uint64_t(n_kv_heads),
-                std::uint64_t(max_ctx), std::uint64_t(head_dim), sizeof(float)},
+                std::uint64_t(max_ctx), std::uint64_t(head_dim), kernels::kv_type_bytes(type)},
                bytes);
 }
 
 base::Result<KvCache> KvCache::create(int n_layers, int n_kv_heads, int head_dim, int max_ctx,
-                                      int n_slots) {
+                                      int n_slots, kernels::KvType type) {
     if (n_slots < 1) {
         return base::error(base::ErrorCode::kInvalidArgument, "kv cache needs at least one slot");
     }
     std::uint64_t bytes = 0;
-    if (!arena_bytes(n_layers, n_kv_heads, head_dim, max_ctx, n_slots, &bytes)) {
+    if (!arena_bytes(n_layers, n_kv_heads, head_dim, max_ctx, n_slots, type, &bytes)) {
         return base::error(base::ErrorCode::kResourceExhausted,
                            "kv cache for {} slots of {} tokens overflows the address space",
                            n_slots, max_ctx);
@@ -44,6 +49,7 @@ base::Result<KvCache> KvCache::create(int n_layers, int n_kv_heads, int head_dim
     kv.n_kv_heads_ = n_kv_heads;
     kv.head_dim_ = head_dim;
     kv.max_ctx_ = max_ctx;
+    kv.type_ = type;
     kv.slots_.resize(std::size_t(n_slots));
     return kv;
 }
@@ -51,9 +57,12 @@ base::Result<KvCache> KvCache::create(int n_layers, int n_kv_heads, int head_dim
 graph::KvCacheView KvCache::view(int slot) {
     const std::ptrdiff_t head_stride = std::ptrdiff_t(max_ctx_) * head_dim_;
     const std::ptrdiff_t layer_stride = 2 * head_stride * n_kv_heads_;
-    return {.base = buffer_.as<float>() + std::ptrdiff_t(slot) * layer_stride * n_layers_,
-            .layer_stride = layer_stride,
-            .head_stride = head_stride};
+    const auto elem = std::ptrdiff_t(kernels::kv_type_bytes(type_));
+    return {
+        .base = buffer_.as<std::byte>() + std::ptrdiff_t(slot) * layer_stride * n_layers_ * elem,
+        .layer_stride = layer_stride,
+        .head_stride = head_stride,
+        .type = type_};
 }
 
 }  // namespace qvl::runtime

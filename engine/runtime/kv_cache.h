@@ -1,5 +1,6 @@
 // The KV arena: one allocation at session start holding keys and values for every slot (one
-// sequence each) and every layer, laid out [slot][layer][k|v][kv_head][pos][head_dim] in f32, so
+// sequence each) and every layer, laid out [slot][layer][k|v][kv_head][pos][head_dim] in f32 or
+// bf16 (kv_type_for below: half the bytes, and half what decode attention reads), so
 // decode attention streams each head's keys contiguously and a slot's region never moves. Tracks
 // per slot how many positions are filled and the M-RoPE delta (the two differ after an image;
 // confusing them shifts every generated token). The slot argument defaults to 0, the only slot of
@@ -13,6 +14,8 @@
 #include "base/aligned_buffer.h"
 #include "base/status.h"
 #include "graph/graph.h"
+#include "kernels/attention.h"
+#include "kernels/gemm.h"
 
 namespace qvl::runtime {
 
@@ -23,13 +26,21 @@ namespace qvl::runtime {
 base::Status check_context_fits(std::int64_t used, std::int64_t n_new, std::int64_t capacity,
                                 std::string_view what);
 
+// The one rule for the KV element type of a session whose matrix products run in
+// `gemm_precision` (its precision with kAuto resolved): bf16 where they round to bf16 (kBF16,
+// kBF16All; Hugging Face keeps a bf16 checkpoint's cache in bf16 too), f32 in f32 precision, so
+// the float64 goldens stay exact there.
+kernels::KvType kv_type_for(kernels::GemmPrecision gemm_precision);
+
 class KvCache {
   public:
     static base::Result<KvCache> create(int n_layers, int n_kv_heads, int head_dim, int max_ctx,
-                                        int n_slots = 1);
-    // Bytes an arena of these dimensions takes; false when the product overflows.
+                                        int n_slots = 1,
+                                        kernels::KvType type = kernels::KvType::kF32);
+    // Bytes an arena of these dimensions and element type takes; false when the product
+    // overflows.
     static bool arena_bytes(int n_layers, int n_kv_heads, int head_dim, int max_ctx, int n_slots,
-                            std::uint64_t* bytes);
+                            kernels::KvType type, std::uint64_t* bytes);
 
     graph::KvCacheView view(int slot = 0);
     int slots() const { return int(slots_.size()); }
@@ -49,6 +60,7 @@ class KvCache {
         slots_[slot].rope_delta = 0;
     }
     std::size_t bytes() const { return buffer_.size(); }
+    kernels::KvType type() const { return type_; }
 
   private:
     struct Slot {
@@ -57,6 +69,7 @@ class KvCache {
     };
     base::AlignedBuffer buffer_;
     int n_layers_ = 0, n_kv_heads_ = 0, head_dim_ = 0, max_ctx_ = 0;
+    kernels::KvType type_ = kernels::KvType::kF32;
     std::vector<Slot> slots_;
 };
 

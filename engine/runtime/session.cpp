@@ -152,7 +152,8 @@ base::Status Session::reserve() {
     std::uint64_t kv_bytes = 0, visual_bytes = 0, scratch_bytes = 0, fixed = 0;
     const bool sizes_ok =
         KvCache::arena_bytes(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
-                             options_.ctx_size, options_.slots, &kv_bytes) &&
+                             options_.ctx_size, options_.slots, kv_type_for(gemm_precision_),
+                             &kv_bytes) &&
         base::checked_product(
             {1 + vc.deepstack_visual_indexes.size(), std::uint64_t(options_.ctx_size),
              std::uint64_t(tc.hidden_size), sizeof(float)},
@@ -166,8 +167,9 @@ base::Status Session::reserve() {
     QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(),
                                 sizes_ok ? fixed : ~std::uint64_t(0), 0, available));
 
-    QVL_ASSIGN_OR_RETURN(kv_, KvCache::create(tc.num_hidden_layers, tc.num_key_value_heads,
-                                              tc.head_dim, options_.ctx_size, options_.slots));
+    QVL_ASSIGN_OR_RETURN(
+        kv_, KvCache::create(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
+                             options_.ctx_size, options_.slots, kv_type_for(gemm_precision_)));
     vision_inputs_.reserve(vc, max_patches_);
     const int rows = std::max(chunk_, options_.slots);
     text_cos_.resize(std::size_t(rows) * tc.head_dim / 2);

@@ -153,6 +153,9 @@ class Session {
     int slots() const { return kv_.slots(); }
     int context_used(int slot = 0) const { return kv_.size(slot); }
     int context_size() const { return kv_.capacity(); }
+    // The KV arena: its element type (kv_type_for the precision in effect) and size.
+    kernels::KvType kv_type() const { return kv_.type(); }
+    std::size_t kv_bytes() const { return kv_.bytes(); }
     int max_image_tokens() const { return max_image_tokens_; }
     int threads() const { return pool_->size(); }
     kernels::Isa isa() const { return kernels_->isa; }

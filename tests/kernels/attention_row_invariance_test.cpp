@@ -2,12 +2,14 @@
 // arena) is bit-identical whether the row is computed in one prefill call of all rows, in a
 // chunked prefill (any chunk sizes), as a decode step (n_q = 1), or with any task split. Prefix
 // reuse and batched decode rely on it: a cached prefix must hold exactly what a cold prefill
-// would have written, and a sequence's decode logits must not depend on the batch.
+// would have written, and a sequence's decode logits must not depend on the batch. The same
+// holds with the arena in bf16 (KvType::kBF16, the default outside f32 precision).
 #include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "base/bf16.h"
 #include "kernel_test_util.h"
 #include "kernels/attention.h"
 #include "kernels/kernel_table.h"
@@ -15,8 +17,8 @@
 namespace qvl::kernels {
 namespace {
 
-// (tier, round_bf16, head_dim, query heads per kv head)
-using Param = std::tuple<Isa, bool, int, int>;
+// (tier, round_bf16, head_dim, query heads per kv head, K/V element type)
+using Param = std::tuple<Isa, bool, int, int, KvType>;
 
 class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
   protected:
@@ -24,7 +26,7 @@ class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
     static constexpr int kPositions = 150;  // crosses 64-key blocks and 32-item granules
 
     void SetUp() override {
-        std::tie(isa_, round_bf16_, head_dim_, group_) = GetParam();
+        std::tie(isa_, round_bf16_, head_dim_, group_, kv_type_) = GetParam();
         n_heads_ = kKvHeads * group_;
         row_ = n_heads_ * head_dim_;
         max_ctx_ = kPositions + 3;
@@ -32,6 +34,10 @@ class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
         kv_.resize(2 * std::size_t(kKvHeads) * max_ctx_ * head_dim_);
         testing::fill_uniform(q_.data(), q_.size(), -2.0f, 2.0f, 11 + head_dim_ + group_);
         testing::fill_uniform(kv_.data(), kv_.size(), -2.0f, 2.0f, 12 + head_dim_ * group_);
+        if (kv_type_ == KvType::kBF16) {
+            kv16_.resize(kv_.size());
+            for (std::size_t i = 0; i < kv_.size(); ++i) kv16_[i] = base::f32_to_bf16(kv_[i]).bits;
+        }
     }
 
     // Rows [q0, q0 + n) against keys [0, q0 + n), written to out rows [q0, q0 + n).
@@ -44,8 +50,15 @@ class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
         a.q = q_.data() + std::size_t(q0) * row_;
         a.q_row_stride = row_;
         a.q_head_stride = head_dim_;
-        a.k = kv_.data();
-        a.v = kv_.data() + std::size_t(kKvHeads) * max_ctx_ * head_dim_;
+        const std::size_t v_off = std::size_t(kKvHeads) * max_ctx_ * head_dim_;
+        if (kv_type_ == KvType::kBF16) {
+            a.k = kv16_.data();
+            a.v = kv16_.data() + v_off;
+        } else {
+            a.k = kv_.data();
+            a.v = kv_.data() + v_off;
+        }
+        a.kv_type = kv_type_;
         a.k_row_stride = a.v_row_stride = head_dim_;
         a.k_head_stride = a.v_head_stride = std::ptrdiff_t(max_ctx_) * head_dim_;
         a.out = out->data() + std::size_t(q0) * row_;
@@ -79,7 +92,9 @@ class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
     Isa isa_ = Isa::kScalar;
     bool round_bf16_ = false;
     int head_dim_ = 0, group_ = 0, n_heads_ = 0, row_ = 0, max_ctx_ = 0;
+    KvType kv_type_ = KvType::kF32;
     std::vector<float> q_, kv_;
+    std::vector<std::uint16_t> kv16_;
 };
 
 TEST_P(AttentionRowInvarianceTest, PrefillChunkedAndDecodeRowsAreBitIdentical) {
@@ -109,15 +124,16 @@ TEST_P(AttentionRowInvarianceTest, PrefillChunkedAndDecodeRowsAreBitIdentical) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-    const auto& [isa, bf16, hd, group] = info.param;
+    const auto& [isa, bf16, hd, group, kv_type] = info.param;
     return std::string(isa_name(isa)) + (bf16 ? "_bf16" : "_f32") + "_hd" + std::to_string(hd) +
-           "_group" + std::to_string(group);
+           "_group" + std::to_string(group) + (kv_type == KvType::kBF16 ? "_kvbf16" : "_kvf32");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionRowInvarianceTest,
                          ::testing::Combine(::testing::ValuesIn(all_isas()), ::testing::Bool(),
                                             ::testing::Values(64, 128, 16),
-                                            ::testing::Values(1, 2, 4)),
+                                            ::testing::Values(1, 2, 4),
+                                            ::testing::Values(KvType::kF32, KvType::kBF16)),
                          param_name);
 
 }  // namespace

@@ -81,7 +81,8 @@ struct Problem {
                     double dot = 0;
                     for (int d = 0; d < head_dim; ++d) {
                         dot += double(a.q[i * a.q_row_stride + h * a.q_head_stride + d]) *
-                               a.k[j * a.k_row_stride + g * a.k_head_stride + d];
+                               static_cast<const float*>(
+                                   a.k)[j * a.k_row_stride + g * a.k_head_stride + d];
                     }
                     s[j] = visible ? dot * a.scale : -INFINITY;
                     max = std::max(max, s[j]);
@@ -91,7 +92,8 @@ struct Problem {
                 for (int d = 0; d < head_dim; ++d) {
                     double acc = 0;
                     for (int j = 0; j < n_kv; ++j) {
-                        acc += s[j] * a.v[j * a.v_row_stride + g * a.v_head_stride + d];
+                        acc += s[j] * static_cast<const float*>(
+                                          a.v)[j * a.v_row_stride + g * a.v_head_stride + d];
                     }
                     o[i * a.out_row_stride + h * a.out_head_stride + d] = float(acc / sum);
                 }
@@ -184,7 +186,7 @@ TEST_P(AttentionTest, SharpScoresPickOneValue) {
     }
     for (int d = 0; d < 16; ++d) p.q[d] = 10.0f;
     p.run(GetParam(), 1);
-    const float* v = p.args.v + 23 * 16;
+    const float* v = static_cast<const float*>(p.args.v) + 23 * 16;
     EXPECT_TRUE(all_close(p.out.data(), v, 16, 1e-6, 1e-6));
 }
 

@@ -1,63 +1,113 @@
 // The KV arena: its size, the strides of the view the graph builders write through (every
 // (layer, k|v, head, position, dim) slot distinct and inside the allocation), the two counters
-// (filled positions and the M-RoPE delta) and the refusal of a size that overflows.
+// (filled positions and the M-RoPE delta) and the refusal of a size that overflows, for f32
+// and bf16 arenas.
 #include "runtime/kv_cache.h"
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace qvl::runtime {
 namespace {
 
-TEST(KvCache, SizeAndViewStrides) {
+// Both element types: f32 (f32 precision) and bf16 (every other precision), the latter half
+// the bytes for the same dimensions.
+class KvCacheTypeTest : public ::testing::TestWithParam<kernels::KvType> {};
+
+TEST_P(KvCacheTypeTest, SizeAndViewStrides) {
     const int layers = 3, heads = 2, head_dim = 8, ctx = 5;
-    base::Result<KvCache> kv = KvCache::create(layers, heads, head_dim, ctx);
+    const kernels::KvType type = GetParam();
+    const std::size_t elem = type == kernels::KvType::kBF16 ? 2 : 4;
+    base::Result<KvCache> kv = KvCache::create(layers, heads, head_dim, ctx, 2, type);
     ASSERT_TRUE(kv.ok()) << kv.status().message();
     KvCache& c = kv.value();
-    EXPECT_EQ(c.bytes(), std::size_t(2) * layers * heads * ctx * head_dim * sizeof(float));
+    EXPECT_EQ(c.type(), type);
+    EXPECT_EQ(c.bytes(), std::size_t(2) * 2 * layers * heads * ctx * head_dim * elem);
+    std::uint64_t bytes = 0;
+    ASSERT_TRUE(KvCache::arena_bytes(layers, heads, head_dim, ctx, 2, type, &bytes));
+    EXPECT_EQ(bytes, c.bytes());
     EXPECT_EQ(c.capacity(), ctx);
     EXPECT_EQ(c.size(), 0);
     const graph::KvCacheView view = c.view();
+    EXPECT_EQ(view.type, type);
     EXPECT_EQ(view.head_stride, ctx * head_dim);
     EXPECT_EQ(view.layer_stride, 2 * heads * ctx * head_dim);
     const graph::KvLayerView l1 = view.layer(1);
-    EXPECT_EQ(l1.k, view.base + view.layer_stride);
-    EXPECT_EQ(l1.v, l1.k + heads * ctx * head_dim);
+    const auto* base = static_cast<const std::byte*>(view.base);
+    EXPECT_EQ(l1.k, base + view.layer_stride * elem);
+    EXPECT_EQ(l1.v, static_cast<const std::byte*>(l1.k) + heads * ctx * head_dim * elem);
     EXPECT_EQ(l1.head_stride, view.head_stride);
+    EXPECT_EQ(l1.type, type);
+    // Slot 1 starts where slot 0's layers end.
+    EXPECT_EQ(c.view(1).base, base + layers * view.layer_stride * elem);
 }
 
-TEST(KvCache, EverySlotIsDistinctAndInside) {
-    const int layers = 2, heads = 3, head_dim = 4, ctx = 7;
-    base::Result<KvCache> kv = KvCache::create(layers, heads, head_dim, ctx);
+template <class E>
+void expect_slots_tile_the_arena(kernels::KvType type) {
+    const int layers = 2, heads = 3, head_dim = 4, ctx = 7, slots = 2;
+    base::Result<KvCache> kv = KvCache::create(layers, heads, head_dim, ctx, slots, type);
     ASSERT_TRUE(kv.ok());
-    const graph::KvCacheView view = kv.value().view();
-    const float* begin = view.base;
-    const float* end = view.base + kv.value().bytes() / sizeof(float);
-    float value = 0;
+    ASSERT_EQ(kv.value().view().base, kv.value().view(0).base);
+    const E* begin = static_cast<const E*>(kv.value().view().base);
+    const E* end = begin + kv.value().bytes() / sizeof(E);
+    E value = 0;
     auto for_each_slot = [&](auto&& fn) {
-        for (int l = 0; l < layers; ++l) {
-            const graph::KvLayerView lv = view.layer(l);
-            for (float* base : {lv.k, lv.v}) {
-                for (int h = 0; h < heads; ++h) {
-                    for (int p = 0; p < ctx; ++p) {
-                        for (int d = 0; d < head_dim; ++d) {
-                            fn(base + h * lv.head_stride + p * head_dim + d);
+        for (int s = 0; s < slots; ++s) {
+            const graph::KvCacheView view = kv.value().view(s);
+            for (int l = 0; l < layers; ++l) {
+                const graph::KvLayerView lv = view.layer(l);
+                for (void* base : {lv.k, lv.v}) {
+                    for (int h = 0; h < heads; ++h) {
+                        for (int p = 0; p < ctx; ++p) {
+                            for (int d = 0; d < head_dim; ++d) {
+                                fn(static_cast<E*>(base) + h * lv.head_stride + p * head_dim + d);
+                            }
                         }
                     }
                 }
             }
         }
     };
-    for_each_slot([&](float* slot) {
+    for_each_slot([&](E* slot) {
         ASSERT_TRUE(slot >= begin && slot < end);
         *slot = value++;
     });
-    const std::size_t n_floats = kv.value().bytes() / sizeof(float);
-    EXPECT_EQ(value, float(n_floats));  // the slots tile the buffer
+    EXPECT_EQ(std::size_t(value), kv.value().bytes() / sizeof(E));  // the slots tile the buffer
     value = 0;
-    for_each_slot([&](float* slot) { EXPECT_EQ(*slot, value++); });
+    for_each_slot([&](E* slot) { EXPECT_EQ(*slot, value++); });
+}
+
+TEST_P(KvCacheTypeTest, EverySlotIsDistinctAndInside) {
+    if (GetParam() == kernels::KvType::kBF16) {
+        expect_slots_tile_the_arena<std::uint16_t>(GetParam());
+    } else {
+        expect_slots_tile_the_arena<float>(GetParam());
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(BothTypes, KvCacheTypeTest,
+                         ::testing::Values(kernels::KvType::kF32, kernels::KvType::kBF16),
+                         [](const ::testing::TestParamInfo<kernels::KvType>& info) {
+                             return std::string(info.param == kernels::KvType::kBF16 ? "bf16"
+                                                                                     : "f32");
+                         });
+
+TEST(KvCache, Bf16ArenaIsHalfTheF32One) {
+    // 4 slots x 4096 tokens of Qwen3-VL-2B (28 layers, 8 kv heads of 128): 3.5 GiB in f32,
+    // 1.75 GiB in bf16.
+    std::uint64_t f32 = 0, bf16 = 0;
+    ASSERT_TRUE(KvCache::arena_bytes(28, 8, 128, 4096, 4, kernels::KvType::kF32, &f32));
+    ASSERT_TRUE(KvCache::arena_bytes(28, 8, 128, 4096, 4, kernels::KvType::kBF16, &bf16));
+    EXPECT_EQ(f32, 3758096384u);
+    EXPECT_EQ(bf16, f32 / 2);
+}
+
+TEST(KvCache, ElementTypeFollowsThePrecision) {
+    EXPECT_EQ(kv_type_for(kernels::GemmPrecision::kF32), kernels::KvType::kF32);
+    EXPECT_EQ(kv_type_for(kernels::GemmPrecision::kBF16), kernels::KvType::kBF16);
 }
 
 TEST(KvCache, CountersAdvanceAndClear) {

@@ -37,12 +37,13 @@ TEST(ContextFits, BoundaryAndMessage) {
 
 TEST(KvBytes, MatchesTheArenaCreateAllocates) {
     std::uint64_t bytes = 0;
-    ASSERT_TRUE(KvCache::arena_bytes(3, 2, 16, 40, 1, &bytes));
+    ASSERT_TRUE(KvCache::arena_bytes(3, 2, 16, 40, 1, kernels::KvType::kF32, &bytes));
     EXPECT_EQ(bytes, 2u * 3 * 2 * 16 * 40 * sizeof(float));
     auto kv = KvCache::create(3, 2, 16, 40);
     ASSERT_TRUE(kv.ok());
     EXPECT_EQ(kv->bytes(), bytes);
-    EXPECT_FALSE(KvCache::arena_bytes(1 << 30, 1 << 30, 1 << 30, 1 << 30, 1, &bytes));
+    EXPECT_FALSE(KvCache::arena_bytes(1 << 30, 1 << 30, 1 << 30, 1 << 30, 1, kernels::KvType::kBF16,
+                                      &bytes));
     EXPECT_FALSE(KvCache::create(1 << 30, 1 << 30, 1 << 30, 1 << 30).ok());
 }
 

@@ -117,13 +117,14 @@ void attention_row(const AttentionArgs& a, const float* q, const float* k, const
 }
 
 template <class Arch>
-void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
-    if (a.head_dim > 512) return ref::attention_run_task(a, task, num_tasks);
+void attention_run_task(const AttentionArgs& args, int task, int num_tasks) {
+    if (args.head_dim > 512) return ref::attention_run_task(args, task, num_tasks);
     AttentionTask t;
-    if (!attention_task(a, task, num_tasks, &t)) return;
+    if (!attention_task(args, task, num_tasks, &t)) return;
+    const AttentionArgs a = attention_widen_kv(args, t);  // bf16 K/V: f32 copies of this task's
     const int group = a.n_heads / attention_kv_heads(a);
-    const float* k = a.k + t.kv_head * a.k_head_stride;
-    const float* v = a.v + t.kv_head * a.v_head_stride;
+    const float* k = static_cast<const float*>(a.k) + t.kv_head * a.k_head_stride;
+    const float* v = static_cast<const float*>(a.v) + t.kv_head * a.v_head_stride;
     for (int i = t.row_begin; i < t.row_end; ++i) {
         int lo, hi;
         attention_key_range(a, i, &lo, &hi);

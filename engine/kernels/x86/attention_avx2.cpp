@@ -11,11 +11,14 @@
 // fell into: identical for any thread count. Decode (one query row) reads K and V in place,
 // once for each pair of query heads, since repacking them would only add traffic; it computes
 // every row exactly as the tiles do, so a decoded row equals the same row of a prefill.
+// bf16 K/V are widened (exactly) where they are read: in the repacking, and at decode's loads.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
@@ -54,6 +57,15 @@ inline __m256 exp2_ps(__m256 x) {
     // from prefill rows in the last bit.
     __asm__("" : "+x"(r));
     return r;
+}
+
+// K/V elements widened to f32: the identity for f32, a 16-bit shift for bf16 (exact).
+inline float widen(float x) { return x; }
+inline float widen(std::uint16_t x) { return std::bit_cast<float>(std::uint32_t(x) << 16); }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const std::uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
 inline float hmax(__m256 v) {
@@ -106,8 +118,10 @@ struct PackedKV {
     int first = 0;              // first block (absolute key / 64)
 };
 
-// Repacks keys [key_lo, key_hi) of kv head g; keys of the covered blocks outside that range
-// are zero (their weights are masked to exactly zero, and 0 * 0 adds nothing).
+// Repacks keys [key_lo, key_hi) of kv head g (elements E: float or bf16 bits); keys of the
+// covered blocks outside that range are zero (their weights are masked to exactly zero, and
+// 0 * 0 adds nothing).
+template <class E>
 PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
     const int hd = a.head_dim;
     const int first = key_lo / kKeys;
@@ -116,8 +130,8 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
     auto* kt = static_cast<float*>(detail::thread_scratch(
         detail::kScratchAttentionKV, 2 * sizeof(float) * block_floats * std::size_t(n_blocks)));
     float* v = kt + block_floats * n_blocks;
-    const float* kg = a.k + g * a.k_head_stride;
-    const float* vg = a.v + g * a.v_head_stride;
+    const E* kg = static_cast<const E*>(a.k) + g * a.k_head_stride;
+    const E* vg = static_cast<const E*>(a.v) + g * a.v_head_stride;
     for (int b = 0; b < n_blocks; ++b) {
         float* ktb = kt + block_floats * b;
         float* vb = v + block_floats * b;
@@ -130,10 +144,10 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
                 std::fill(vrow, vrow + hd, 0.0f);
                 continue;
             }
-            const float* krow = kg + std::ptrdiff_t(key) * a.k_row_stride;
-            for (int d = 0; d < hd; ++d) ktb[d * kKeys + j] = krow[d];
-            std::copy(vg + std::ptrdiff_t(key) * a.v_row_stride,
-                      vg + std::ptrdiff_t(key) * a.v_row_stride + hd, vrow);
+            const E* krow = kg + std::ptrdiff_t(key) * a.k_row_stride;
+            const E* vsrc = vg + std::ptrdiff_t(key) * a.v_row_stride;
+            for (int d = 0; d < hd; ++d) ktb[d * kKeys + j] = widen(krow[d]);
+            for (int d = 0; d < hd; ++d) vrow[d] = widen(vsrc[d]);
         }
     }
     return {kt, v, first};
@@ -303,7 +317,11 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
             if (hi > lo) key_lo = std::min(key_lo, lo), key_hi = std::max(key_hi, hi);
         }
     }
-    const PackedKV kv = key_hi > key_lo ? pack_kv(a, task.kv_head, key_lo, key_hi) : PackedKV{};
+    PackedKV kv;
+    if (key_hi > key_lo) {
+        kv = a.kv_type == KvType::kBF16 ? pack_kv<std::uint16_t>(a, task.kv_head, key_lo, key_hi)
+                                        : pack_kv<float>(a, task.kv_head, key_lo, key_hi);
+    }
     Tile tile;
     int rows[kRows];
     for (int h = task.kv_head * group; h < (task.kv_head + 1) * group; ++h) {
@@ -336,7 +354,7 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
 
 // Decode: one query row. The P (1 or 2) heads of a pair share every K and V row load; for
 // Qwen3-VL's two query heads per kv head K and V are read once per step.
-template <int P>
+template <int P, class E>
 void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi) {
     const int hd = a.head_dim;
     const float qscale = a.scale * kLog2e;
@@ -351,8 +369,8 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
         m[p] = -INFINITY;
         l[p] = 0.0f;
     }
-    const float* kg = a.k + g * a.k_head_stride;
-    const float* vg = a.v + g * a.v_head_stride;
+    const E* kg = static_cast<const E*>(a.k) + g * a.k_head_stride;
+    const E* vg = static_cast<const E*>(a.v) + g * a.v_head_stride;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int j0 = lo; j0 < hi; j0 += kKeys) {
         const int nk = std::min(kKeys, hi - j0);
@@ -366,10 +384,8 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
             for (int c = 0; c < hd; c += 8) {
                 __m256 kt[8];
                 for (int x = 0; x < 8; ++x) {
-                    kt[x] =
-                        x < n8
-                            ? _mm256_loadu_ps(kg + std::ptrdiff_t(j0 + j + x) * a.k_row_stride + c)
-                            : _mm256_setzero_ps();
+                    kt[x] = x < n8 ? load8(kg + std::ptrdiff_t(j0 + j + x) * a.k_row_stride + c)
+                                   : _mm256_setzero_ps();
                 }
                 transpose8(kt);
                 for (int dd = 0; dd < 8; ++dd) {
@@ -407,7 +423,7 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
             m[p] = m_new;
         }
         // o = o * alpha + P V, 32 columns at a time: each V row chunk loaded once for all heads.
-        const float* v0 = vg + std::ptrdiff_t(j0) * a.v_row_stride;
+        const E* v0 = vg + std::ptrdiff_t(j0) * a.v_row_stride;
         int c = 0;
         for (; c + 32 <= hd; c += 32) {
             __m256 acc[P][4];
@@ -418,9 +434,9 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
                 }
             }
             for (int jj = 0; jj < nk; ++jj) {
-                const float* vr = v0 + std::ptrdiff_t(jj) * a.v_row_stride + c;
+                const E* vr = v0 + std::ptrdiff_t(jj) * a.v_row_stride + c;
                 __m256 vv[4];
-                for (int w = 0; w < 4; ++w) vv[w] = _mm256_loadu_ps(vr + 8 * w);
+                for (int w = 0; w < 4; ++w) vv[w] = load8(vr + 8 * w);
                 for (int p = 0; p < P; ++p) {
                     const __m256 w8 = _mm256_broadcast_ss(&s[p][jj]);
                     for (int w = 0; w < 4; ++w) acc[p][w] = _mm256_fmadd_ps(w8, vv[w], acc[p][w]);
@@ -436,7 +452,7 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
                 acc[p] = _mm256_mul_ps(_mm256_load_ps(o[p] + c), _mm256_set1_ps(alpha[p]));
             }
             for (int jj = 0; jj < nk; ++jj) {
-                const __m256 vv = _mm256_loadu_ps(v0 + std::ptrdiff_t(jj) * a.v_row_stride + c);
+                const __m256 vv = load8(v0 + std::ptrdiff_t(jj) * a.v_row_stride + c);
                 for (int p = 0; p < P; ++p) {
                     acc[p] = _mm256_fmadd_ps(_mm256_broadcast_ss(&s[p][jj]), vv, acc[p]);
                 }
@@ -451,6 +467,7 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
     }
 }
 
+template <class E>
 void decode_run_task(const AttentionArgs& a, const AttentionTask& t) {
     const int group = a.n_heads / attention_kv_heads(a);
     for (int r = t.row_begin; r < t.row_end; ++r) {
@@ -465,8 +482,8 @@ void decode_run_task(const AttentionArgs& a, const AttentionTask& t) {
             }
             continue;
         }
-        for (; h + 2 <= h_end; h += 2) decode_heads<2>(a, t.kv_head, h, r, lo, hi);
-        if (h < h_end) decode_heads<1>(a, t.kv_head, h, r, lo, hi);
+        for (; h + 2 <= h_end; h += 2) decode_heads<2, E>(a, t.kv_head, h, r, lo, hi);
+        if (h < h_end) decode_heads<1, E>(a, t.kv_head, h, r, lo, hi);
     }
 }
 
@@ -479,7 +496,10 @@ void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
     }
     AttentionTask t;
     if (!attention_task(a, task, num_tasks, &t)) return;
-    if (a.n_q == 1) return decode_run_task(a, t);
+    if (a.n_q == 1) {
+        return a.kv_type == KvType::kBF16 ? decode_run_task<std::uint16_t>(a, t)
+                                          : decode_run_task<float>(a, t);
+    }
     tiled_run_task(a, t);
 }
 

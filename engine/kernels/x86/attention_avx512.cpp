@@ -6,6 +6,9 @@
 // Decode path (a few items, long context): keys in lanes, K and V rows streamed once for the
 // query heads sharing them, every lane computed exactly as a flash lane (bit-identical rows).
 //
+// bf16 K/V are widened (exactly) where they are read: into the dense block copies of the flash
+// path, and at the decode path's loads.
+//
 // GCC 12 reports the undefined lanes inside _mm512_reduce_*_ps and friends as (maybe-)
 // uninitialized; a false positive, silenced for this file only.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -109,6 +112,20 @@ void copy_rows(const float* src, std::ptrdiff_t stride, int rows, int cols, int 
     }
 }
 
+// widen_rows: copy_rows for bf16 sources, widening each element to f32.
+void widen_rows(const std::uint16_t* src, std::ptrdiff_t stride, int rows, int cols, int next,
+                float* dst) {
+    for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < cols; c += 16) {
+            if (r < next && c % 32 == 0) {
+                _mm_prefetch(reinterpret_cast<const char*>(src + (kKeyBlock + r) * stride + c),
+                             _MM_HINT_T1);
+            }
+            _mm512_store_ps(dst + r * cols + c, load16(src + r * stride + c));
+        }
+    }
+}
+
 void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
                  const int* hi);
 
@@ -129,8 +146,16 @@ struct F32Tiles {
     static void load_kv(const AttentionArgs& a, int g, int j0, int nb, int next, Operands* o) {
         const int hd = a.head_dim;
         const std::ptrdiff_t k_stride = a.k_row_stride, v_stride = a.v_row_stride;
-        const float* kb = a.k + g * a.k_head_stride + j0 * k_stride;
-        const float* vb = a.v + g * a.v_head_stride + j0 * v_stride;
+        if (a.kv_type == KvType::kBF16) {
+            const auto* k16 = static_cast<const std::uint16_t*>(a.k);
+            const auto* v16 = static_cast<const std::uint16_t*>(a.v);
+            widen_rows(k16 + g * a.k_head_stride + j0 * k_stride, k_stride, nb, hd, next, o->kpack);
+            widen_rows(v16 + g * a.v_head_stride + j0 * v_stride, v_stride, nb, hd, next, o->vpack);
+            o->k = o->kpack, o->v = o->vpack, o->k_stride = o->v_stride = hd;
+            return;
+        }
+        const float* kb = static_cast<const float*>(a.k) + g * a.k_head_stride + j0 * k_stride;
+        const float* vb = static_cast<const float*>(a.v) + g * a.v_head_stride + j0 * v_stride;
         o->k = kb, o->v = vb, o->k_stride = k_stride, o->v_stride = v_stride;
         if (k_stride != hd) {
             copy_rows(kb, k_stride, nb, hd, next, o->kpack);
@@ -162,11 +187,11 @@ struct F32Tiles {
 // whichever path computes it (row invariance, kernels/attention.h); this path only skips the
 // empty lanes of a one-row flash block. K is transposed 16 x 16 in registers.
 
-template <int NH>
+template <int NH, class E>
 void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
     const int hd = a.head_dim;
-    const float* kg = a.k + g * a.k_head_stride;
-    const float* vg = a.v + g * a.v_head_stride;
+    const E* kg = static_cast<const E*>(a.k) + g * a.k_head_stride;
+    const E* vg = static_cast<const E*>(a.v) + g * a.v_head_stride;
     const __m512 qscale = _mm512_set1_ps(a.scale * kLog2e);
     alignas(64) float qs[NH][kMaxHeadDim];
     alignas(64) float o[NH][kMaxHeadDim];
@@ -192,10 +217,8 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
             for (int d0 = 0; d0 < hd; d0 += 16) {
                 __m512 kt[16];
                 for (int r = 0; r < 16; ++r) {
-                    kt[r] =
-                        r < nk
-                            ? _mm512_loadu_ps(kg + std::ptrdiff_t(j0 + j + r) * a.k_row_stride + d0)
-                            : _mm512_setzero_ps();
+                    kt[r] = r < nk ? load16(kg + std::ptrdiff_t(j0 + j + r) * a.k_row_stride + d0)
+                                   : _mm512_setzero_ps();
                 }
                 transpose16(kt);
                 for (int dd = 0; dd < 16; ++dd) {
@@ -231,9 +254,9 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
                 }
             }
             for (int j = 0; j < nb; ++j) {
-                const float* vp = vg + std::ptrdiff_t(j0 + j) * a.v_row_stride + d0;
+                const E* vp = vg + std::ptrdiff_t(j0 + j) * a.v_row_stride + d0;
                 for (int v = 0; v < nv; ++v) {
-                    const __m512 vv = _mm512_loadu_ps(vp + 16 * v);
+                    const __m512 vv = load16(vp + 16 * v);
                     for (int h = 0; h < NH; ++h) {
                         acc[h][v] = _mm512_fmadd_ps(vv, _mm512_set1_ps(s[h][j]), acc[h][v]);
                     }
@@ -253,23 +276,33 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
     }
 }
 
-void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
-                 const int* hi) {
+template <class E>
+void decode_rows_of(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
+                    const int* hi) {
     for (int rr = 0; rr < n_rows; ++rr) {
         switch (group) {
             case 1:
-                decode_row<1>(a, g, row0 + rr, lo, hi[rr]);
+                decode_row<1, E>(a, g, row0 + rr, lo, hi[rr]);
                 break;
             case 2:
-                decode_row<2>(a, g, row0 + rr, lo, hi[rr]);
+                decode_row<2, E>(a, g, row0 + rr, lo, hi[rr]);
                 break;
             case 3:
-                decode_row<3>(a, g, row0 + rr, lo, hi[rr]);
+                decode_row<3, E>(a, g, row0 + rr, lo, hi[rr]);
                 break;
             default:
-                decode_row<4>(a, g, row0 + rr, lo, hi[rr]);
+                decode_row<4, E>(a, g, row0 + rr, lo, hi[rr]);
                 break;
         }
+    }
+}
+
+void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
+                 const int* hi) {
+    if (a.kv_type == KvType::kBF16) {
+        decode_rows_of<std::uint16_t>(a, g, group, row0, n_rows, lo, hi);
+    } else {
+        decode_rows_of<float>(a, g, group, row0, n_rows, lo, hi);
     }
 }
 

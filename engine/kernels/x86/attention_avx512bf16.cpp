@@ -10,6 +10,8 @@
 //   V2[key/2][d]     pairs of keys (2i, 2i+1) (per task; keys it does not read are zero)
 //   Pt2[key/2][item] pairs of adjacent keys  (per flash block and key block)
 // so St = K2 · Qt2 broadcasts a K2 pair against 32 items, and Ot += V2 · Pt2 a V2 pair.
+// bf16 K/V (the KV arena outside f32 precision) already hold what the rounding would give, so
+// they are copied as they are: the same numbers as from f32 K/V, reading half the bytes.
 // GCC 12's AVX-512 intrinsic headers build _mm512_undefined_*() from a self-initialised variable,
 // which -W(maybe-)uninitialized reports once inlined here; the value is never read.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -23,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/scratch.h"
 #include "kernels/x86/attention_flash.h"
@@ -33,13 +36,39 @@ namespace {
 
 using namespace x86;
 
-// 16 + 16 f32 values rounded to bf16 and interleaved: lane i = (lo[i], hi[i]).
-inline __m512i pairs16(__m512 lo, __m512 hi) {
-    const __m512i both = __m512i(_mm512_cvtne2ps_pbh(hi, lo));  // lo[0..15], hi[0..15]
+// 16 + 16 bf16 values (lo[0..15], hi[0..15]) interleaved: lane i = (lo[i], hi[i]).
+inline __m512i interleave16(__m512i both) {
     const __m512i interleave =
         _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
                          21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     return _mm512_permutexvar_epi16(interleave, both);
+}
+
+// 16 + 16 f32 values rounded to bf16 and interleaved: lane i = (lo[i], hi[i]).
+inline __m512i pairs16(__m512 lo, __m512 hi) {
+    return interleave16(__m512i(_mm512_cvtne2ps_pbh(hi, lo)));
+}
+
+// The same from 16 + 16 bf16 values (null: zeros), which need no rounding.
+inline __m512i pairs16(const std::uint16_t* lo, const std::uint16_t* hi) {
+    const __m256i l = lo != nullptr ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo))
+                                    : _mm256_setzero_si256();
+    const __m256i h = hi != nullptr ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi))
+                                    : _mm256_setzero_si256();
+    return interleave16(_mm512_inserti64x4(_mm512_castsi256_si512(l), h, 1));
+}
+
+// 2 x 16 consecutive K elements as 16 bf16 pairs (f32 rounded, bf16 as they are); n = 16 or
+// 32 elements (the upper half zero for 16).
+inline __m512 k_pairs(const float* p, int n) {
+    if (n == 32) return __m512(_mm512_cvtne2ps_pbh(_mm512_loadu_ps(p + 16), _mm512_loadu_ps(p)));
+    return _mm512_castsi512_ps(
+        _mm512_zextsi256_si512(__m256i(_mm512_cvtneps_pbh(_mm512_loadu_ps(p)))));
+}
+inline __m512 k_pairs(const std::uint16_t* p, int n) {
+    if (n == 32) return _mm512_castsi512_ps(_mm512_loadu_si512(p));
+    return _mm512_castsi512_ps(
+        _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
 }
 
 // St[r][0:32] = sum_p K2[r][p] · Qt2[p][0:32] for r < MR (p over head_dim / 2 pairs).
@@ -103,11 +132,11 @@ inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, i
 // roundings, the same vdpbf16ps pairs in the same order, the same 64-key blocks and softmax
 // steps), so a decoded row is bit-identical to the same row of a prefill; it only skips the
 // empty lanes of a one-row flash block and the per-task K/V conversion.
-template <int NH>
+template <int NH, class E>
 void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
     const int hd = a.head_dim;
-    const float* kg = a.k + g * a.k_head_stride;
-    const float* vg = a.v + g * a.v_head_stride;
+    const E* kg = static_cast<const E*>(a.k) + g * a.k_head_stride;
+    const E* vg = static_cast<const E*>(a.v) + g * a.v_head_stride;
     const __m512 qscale = _mm512_set1_ps(a.scale * kLog2e);
     alignas(64) std::uint32_t q2[NH][kMaxHeadDim / 2];
     alignas(64) float o[NH][kMaxHeadDim];
@@ -140,16 +169,8 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
                 const int np = std::min(16, hd / 2 - c);
                 __m512 kt[16];
                 for (int r = 0; r < 16; ++r) {
-                    const float* kp = kg + std::ptrdiff_t(j0 + j + r) * a.k_row_stride + 2 * c;
-                    if (r >= nk) {
-                        kt[r] = zero;
-                    } else if (np == 16) {
-                        kt[r] = __m512(
-                            _mm512_cvtne2ps_pbh(_mm512_loadu_ps(kp + 16), _mm512_loadu_ps(kp)));
-                    } else {
-                        kt[r] = _mm512_castsi512_ps(_mm512_zextsi256_si512(
-                            __m256i(_mm512_cvtneps_pbh(_mm512_loadu_ps(kp)))));
-                    }
+                    const E* kp = kg + std::ptrdiff_t(j0 + j + r) * a.k_row_stride + 2 * c;
+                    kt[r] = r < nk ? k_pairs(kp, 2 * np) : zero;
                 }
                 transpose16(kt);
                 for (int pp = 0; pp < np; ++pp) {
@@ -186,10 +207,21 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
         }
         const int key_pairs = (first + nb + 1) / 2;
         const int k0 = j0 - first;  // even
-        auto v_row = [&](int key, int d) {
-            return key >= lo && key < hi
-                       ? _mm512_loadu_ps(vg + std::ptrdiff_t(key) * a.v_row_stride + d)
-                       : zero;
+        auto v_pairs = [&](int key, int d) {
+            if constexpr (std::is_same_v<E, float>) {
+                auto row = [&](int k) {
+                    return k >= lo && k < hi
+                               ? _mm512_loadu_ps(vg + std::ptrdiff_t(k) * a.v_row_stride + d)
+                               : zero;
+                };
+                return pairs16(row(key), row(key + 1));
+            } else {
+                auto row = [&](int k) {
+                    return k >= lo && k < hi ? vg + std::ptrdiff_t(k) * a.v_row_stride + d
+                                             : nullptr;
+                };
+                return pairs16(row(key), row(key + 1));
+            }
         };
         for (int d0 = 0; d0 < hd; d0 += 64) {
             const int nv = std::min(4, (hd - d0) / 16);
@@ -210,7 +242,7 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
                 }
                 for (int v = 0; v < nv; ++v) {
                     const int d = d0 + 16 * v;
-                    const __m512bh vv = __m512bh(pairs16(v_row(key, d), v_row(key + 1, d)));
+                    const __m512bh vv = __m512bh(v_pairs(key, d));
                     for (int h = 0; h < NH; ++h) acc[h][v] = _mm512_dpbf16_ps(acc[h][v], vv, pb[h]);
                 }
             }
@@ -228,22 +260,61 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
     }
 }
 
-void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
-                 const int* hi) {
+template <class E>
+void decode_rows_of(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
+                    const int* hi) {
     for (int rr = 0; rr < n_rows; ++rr) {
         switch (group) {
             case 1:
-                decode_row<1>(a, g, row0 + rr, lo, hi[rr]);
+                decode_row<1, E>(a, g, row0 + rr, lo, hi[rr]);
                 break;
             case 2:
-                decode_row<2>(a, g, row0 + rr, lo, hi[rr]);
+                decode_row<2, E>(a, g, row0 + rr, lo, hi[rr]);
                 break;
             case 3:
-                decode_row<3>(a, g, row0 + rr, lo, hi[rr]);
+                decode_row<3, E>(a, g, row0 + rr, lo, hi[rr]);
                 break;
             default:
-                decode_row<4>(a, g, row0 + rr, lo, hi[rr]);
+                decode_row<4, E>(a, g, row0 + rr, lo, hi[rr]);
                 break;
+        }
+    }
+}
+
+void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
+                 const int* hi) {
+    if (a.kv_type == KvType::kBF16) {
+        decode_rows_of<std::uint16_t>(a, g, group, row0, n_rows, lo, hi);
+    } else {
+        decode_rows_of<float>(a, g, group, row0, n_rows, lo, hi);
+    }
+}
+
+// begin_task's conversion for bf16 K/V, keys [base, end) with those outside [key_lo, key_hi)
+// zero: K2 rows are the K rows as they are, V2 pairs interleave two V rows.
+void copy_task_kv(const AttentionArgs& a, int g, int key_lo, int key_hi, int base, int end,
+                  std::uint32_t* k2, std::uint32_t* v2) {
+    const int hd = a.head_dim;
+    const auto* kg = static_cast<const std::uint16_t*>(a.k) + g * a.k_head_stride;
+    const auto* vg = static_cast<const std::uint16_t*>(a.v) + g * a.v_head_stride;
+    auto visible = [&](int key) { return key >= key_lo && key < key_hi; };
+    for (int key = base; key < end; ++key) {
+        std::uint32_t* dst = k2 + std::size_t(key - base) * (hd / 2);
+        if (visible(key)) {
+            std::memcpy(dst, kg + std::ptrdiff_t(key) * a.k_row_stride, sizeof(std::uint16_t) * hd);
+        } else {
+            std::memset(dst, 0, sizeof(std::uint16_t) * hd);
+        }
+    }
+    for (int key = base; key < end; key += 2) {
+        std::uint32_t* dst = v2 + std::size_t(key - base) / 2 * hd;
+        const std::uint16_t* r0 =
+            visible(key) ? vg + std::ptrdiff_t(key) * a.v_row_stride : nullptr;
+        const std::uint16_t* r1 =
+            visible(key + 1) ? vg + std::ptrdiff_t(key + 1) * a.v_row_stride : nullptr;
+        for (int c = 0; c < hd; c += 16) {
+            _mm512_store_si512(dst + c, pairs16(r0 != nullptr ? r0 + c : nullptr,
+                                                r1 != nullptr ? r1 + c : nullptr));
         }
     }
 }
@@ -290,8 +361,10 @@ struct Bf16Tiles {
         std::uint32_t* v2 = k2 + n * std::size_t(hd / 2);
         o->k2 = k2;
         o->v2 = v2;
-        const float* kg = a.k + g * a.k_head_stride;
-        const float* vg = a.v + g * a.v_head_stride;
+        if (a.kv_type == KvType::kBF16)
+            return copy_task_kv(a, g, key_lo, key_hi, o->base, end, k2, v2);
+        const float* kg = static_cast<const float*>(a.k) + g * a.k_head_stride;
+        const float* vg = static_cast<const float*>(a.v) + g * a.v_head_stride;
         constexpr int kAhead = 24;  // rows prefetched ahead (strided rows defeat the prefetcher)
         auto row = [&](const float* head, std::ptrdiff_t stride, int key, int c) {
             if (key < key_lo || key >= key_hi) return _mm512_setzero_ps();

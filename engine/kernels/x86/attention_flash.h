@@ -111,15 +111,24 @@ inline void transpose16(__m512 r[16]) {
     }
 }
 
-// Prefetches rows [r0, min(r1, hi)) of a [row][stride] matrix, n floats each, into L1: the
-// decode paths read 16 rows a column chunk at a time, which hardware prefetchers follow badly.
-inline void prefetch_rows(const float* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
+// Prefetches rows [r0, min(r1, hi)) of a [row][stride] matrix, n elements E each (float or
+// bf16 bits), into L1: the decode paths read 16 rows a column chunk at a time, which hardware
+// prefetchers follow badly.
+template <class E>
+inline void prefetch_rows(const E* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
     for (int r = r0; r < std::min(r1, hi); ++r) {
-        for (int c = 0; c < n; c += 16) {
+        for (int c = 0; c < n; c += 64 / int(sizeof(E))) {
             _mm_prefetch(reinterpret_cast<const char*>(m + std::ptrdiff_t(r) * stride + c),
                          _MM_HINT_T0);
         }
     }
+}
+
+// 16 K/V elements as f32: a load for f32, a 16-bit shift for bf16 (exact).
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const std::uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 // Calls tile(std::integral_constant<int, R>{}, j) over keys [0, n) in tiles of R = 8 keys and

@@ -1,0 +1,107 @@
+// The StoreKv op: K and V rows go to their [kv_head][pos][head_dim] places in the arena, copied
+// for an f32 arena and rounded to the nearest bf16 (ties to even) for a bf16 one, and nothing
+// outside the stored positions is touched.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/bf16.h"
+#include "base/thread_pool.h"
+#include "graph/builder.h"
+#include "graph/executor.h"
+#include "graph/planner.h"
+#include "kernels/kernel_table.h"
+
+namespace qvl::graph {
+namespace {
+
+constexpr int kHeads = 2, kHeadDim = 4, kCtx = 6, kRows = 3, kPos0 = 2;
+
+// Values whose bf16 rounding differs from truncation (1 + 3 * 2^-9 rounds up), ties (1 + 2^-8
+// rounds to even, down; 1 + 3 * 2^-8 rounds to even, up) and plain ones.
+float input_value(int i) {
+    const float special[] = {1.0f + 3.0f / 512, 1.0f + 1.0f / 256, 1.0f + 3.0f / 256,
+                             -1.0f - 3.0f / 512};
+    return i % 5 < 4 ? special[i % 5] * float(1 + i % 7) : 0.1f * float(i) - 1.3f;
+}
+
+// Runs one StoreKv of kRows rows at kPos0 into an arena of type `type` filled with 0xAB bytes.
+std::vector<std::byte> store(kernels::KvType type, std::vector<float>* k, std::vector<float>* v) {
+    const int cols = kHeads * kHeadDim;
+    k->resize(std::size_t(kRows) * cols);
+    v->resize(k->size());
+    for (std::size_t i = 0; i < k->size(); ++i) {
+        (*k)[i] = input_value(int(i));
+        (*v)[i] = -input_value(int(i) + 3);
+    }
+    const std::size_t elem = kernels::kv_type_bytes(type);
+    const std::size_t half = std::size_t(kHeads) * kCtx * kHeadDim;
+    std::vector<std::byte> kv(2 * half * elem, std::byte{0xAB});
+    const KvLayerView view{
+        .k = kv.data(), .v = kv.data() + half * elem, .head_stride = kCtx * kHeadDim, .type = type};
+    Graph g;
+    GraphBuilder b(&g, kernels::GemmPrecision::kF32);
+    const Tensor kt = b.input("k", k->data(), kRows, cols);
+    const Tensor vt = b.input("v", v->data(), kRows, cols);
+    b.store_kv("store", kt, vt, view, kPos0, kHeads, kHeadDim);
+    Planner planner;
+    auto arena = base::AlignedBuffer::allocate(std::max<std::size_t>(planner.plan(g), 64), "test");
+    EXPECT_TRUE(arena.ok());
+    base::ThreadPool pool(1);
+    Executor executor(&pool, kernels::best_table());
+    executor.run(g, arena.value().data());
+    return kv;
+}
+
+TEST(StoreKv, Bf16ArenaHoldsTheRoundedRows) {
+    std::vector<float> k, v;
+    const std::vector<std::byte> kv = store(kernels::KvType::kBF16, &k, &v);
+    const auto* arena = reinterpret_cast<const std::uint16_t*>(kv.data());
+    const std::size_t half = std::size_t(kHeads) * kCtx * kHeadDim;
+    int rounded_up = 0;
+    for (int h = 0; h < kHeads; ++h) {
+        for (int p = 0; p < kCtx; ++p) {
+            for (int d = 0; d < kHeadDim; ++d) {
+                const std::size_t at = std::size_t(h) * kCtx * kHeadDim + p * kHeadDim + d;
+                if (p < kPos0 || p >= kPos0 + kRows) {
+                    EXPECT_EQ(arena[at], 0xABAB) << "touched position " << p;
+                    EXPECT_EQ(arena[half + at], 0xABAB) << "touched position " << p;
+                    continue;
+                }
+                const std::size_t src =
+                    std::size_t(p - kPos0) * kHeads * kHeadDim + h * kHeadDim + d;
+                EXPECT_EQ(arena[at], base::f32_to_bf16(k[src]).bits) << "k " << h << " " << p;
+                EXPECT_EQ(arena[half + at], base::f32_to_bf16(v[src]).bits)
+                    << "v " << h << " " << p;
+                std::uint32_t bits;
+                std::memcpy(&bits, &k[src], sizeof bits);
+                rounded_up += arena[at] != std::uint16_t(bits >> 16);
+            }
+        }
+    }
+    EXPECT_GT(rounded_up, 0) << "no value where rounding differs from truncation";
+}
+
+TEST(StoreKv, F32ArenaHoldsTheRowsExactly) {
+    std::vector<float> k, v;
+    const std::vector<std::byte> kv = store(kernels::KvType::kF32, &k, &v);
+    const auto* arena = reinterpret_cast<const float*>(kv.data());
+    const std::size_t half = std::size_t(kHeads) * kCtx * kHeadDim;
+    for (int h = 0; h < kHeads; ++h) {
+        for (int r = 0; r < kRows; ++r) {
+            const std::size_t at = std::size_t(h) * kCtx * kHeadDim + (kPos0 + r) * kHeadDim;
+            const std::size_t src = std::size_t(r) * kHeads * kHeadDim + h * kHeadDim;
+            for (int d = 0; d < kHeadDim; ++d) {
+                EXPECT_EQ(arena[at + d], k[src + d]);
+                EXPECT_EQ(arena[half + at + d], v[src + d]);
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace qvl::graph
