@@ -1,5 +1,5 @@
 // `--weights q8` against the float64 goldens: for every golden case the last logits keep a
-// cosine >= 0.998 with the reference, and the greedy tokens equal the bf16 path's (both runs use
+// cosine >= 0.999 with the reference at the default block size (0.998 at the others), and the greedy tokens equal the bf16 path's (both runs use
 // bf16 matrix products, so the only difference is the int8 text weights). Prints the error of
 // each block size beside bf16's (the table of the int8 report).
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "model/quantize.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "support/golden.h"
@@ -94,10 +95,12 @@ TEST_P(GoldenQ8Test, CloseToReferenceAndSameTokensAsBf16) {
         std::printf("| %s | q8/%d | err %.3g | cos %.6f | tokens %s |\n", GetParam().c_str(), block,
                     test::relative_error(q8.logits, ref), cos,
                     q8.tokens == bf16.tokens ? "all = bf16" : "diverge");
-        // The session's KV cache is bf16 too (as in every non-f32 precision), one more
-        // rounding on top of the int8 weights: on the tiny checkpoint's nearly flat logits the
-        // worst case (multi_image, block 32) measured 0.99861 with it, 0.99910 with an f32 KV.
-        EXPECT_GE(cos, 0.998);
+        // The gate, 0.999, holds for what --weights q8 ships (block 64, the default of
+        // model::QuantizeOptions). The session's KV cache is bf16 too (as in every non-f32
+        // precision), one more rounding on top of the int8 weights: on the tiny checkpoint's
+        // nearly flat logits the other block sizes' worst case (multi_image, block 32) measured
+        // 0.99861 with it, 0.99910 with an f32 KV, so they are held to 0.998.
+        EXPECT_GE(cos, block == model::QuantizeOptions{}.block ? 0.999 : 0.998);
         // The tiny checkpoint has random weights: its logits are nearly flat, and even f32 vs
         // bf16 agree only on the first token (golden_test's loose tier). So the first greedy
         // token must equal bf16's unless the reference itself separates the two picks by less
