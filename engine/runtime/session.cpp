@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <limits>
 
 #include "base/check.h"
 #include "base/checked_math.h"
 #include "base/cpu_features.h"
 #include "base/log.h"
+#include "base/timer.h"
 #include "graph/builder.h"
 #include "graph/trace.h"
 #include "model/mrope.h"
@@ -116,9 +118,7 @@ Session::Session(const model::Model& model, const SessionOptions& options)
           options.pin_threads)),
       executor_(pool_.get(), *kernels_) {
     executor_.enable_profile(options.profile);
-    if (!options.trace_dir.empty()) {
-        executor_.set_observer(graph::make_trace_observer(options.trace_dir));
-    }
+    if (!options.trace_dir.empty()) set_observer(graph::make_trace_observer(options.trace_dir));
 }
 
 base::Result<std::unique_ptr<Session>> Session::create(const model::Model& model,
@@ -201,12 +201,14 @@ base::Status Session::reserve() {
     // Worst-case graphs: the largest image and a full prefill chunk with every row visual.
     graph_.nodes.reserve(kGraphReserve);
     graph_.tensors.reserve(kGraphReserve);
-    std::size_t arena_bytes = 0;
+    vision_graph_.nodes.reserve(kGraphReserve);
+    vision_graph_.tensors.reserve(kGraphReserve);
+    std::size_t vision_bytes = 0, arena_bytes = 0;
     {
-        graph_.clear();
-        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
+        graph::GraphBuilder g(&vision_graph_, gemm_precision_, attention_precision_);
         model::build_vision_graph(g, vc, model_->weights().vision(), vision_inputs_.worst_case());
-        arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
+        vision_bytes = planner_.plan(vision_graph_);
+        vision_graph_.clear();
     }
     {
         graph_.clear();
@@ -237,10 +239,30 @@ base::Status Session::reserve() {
         arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
     }
     graph_.clear();
+    // With several slots the vision tower has an arena of its own, so that decode steps of the
+    // other slots can run between its pieces; with one, nothing decodes meanwhile: it shares.
+    const bool own_vision_arena = options_.slots > 1;
+    std::uint64_t all_arenas = std::max(arena_bytes, vision_bytes);
+    if (own_vision_arena && !base::checked_add(arena_bytes, vision_bytes, &all_arenas)) {
+        all_arenas = ~std::uint64_t(0);
+    }
     // Refuse now, with the numbers, rather than be killed half-way through a prefill.
-    QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), fixed, arena_bytes, available));
-    QVL_ASSIGN_OR_RETURN(arena_,
-                         base::AlignedBuffer::allocate(arena_bytes, "activation arena", false));
+    QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), fixed, all_arenas, available));
+    if (own_vision_arena) {
+        QVL_ASSIGN_OR_RETURN(vision_arena_, base::AlignedBuffer::allocate(
+                                                vision_bytes, "vision activation arena", false));
+    }
+    QVL_ASSIGN_OR_RETURN(arena_, base::AlignedBuffer::allocate(
+                                     std::size_t(own_vision_arena ? arena_bytes : all_arenas),
+                                     "activation arena", false));
+    return base::Status();
+}
+
+base::Status Session::refuse_while_encoding(const char* what) const {
+    if (vision_job_.active && vision_arena_.empty()) {
+        return base::error(ErrorCode::kInvalidArgument,
+                           "{} while an image is being encoded in a one-slot session", what);
+    }
     return base::Status();
 }
 
@@ -300,11 +322,19 @@ base::Status Session::add_encoded_image(const model::ImageGrid& grid,
 
 void Session::reset() {
     for (int i = 0; i < kv_.slots(); ++i) reset_slot(i);
-    images_.clear();
-    visual_rows_used_ = 0;
+    clear_images();
 }
 
 base::Status Session::encode_image(const image::PreprocessedImage& image) {
+    QVL_TRY(begin_encode_image(image));
+    for (bool done = false; !done;) {
+        QVL_TRY(encode_image_next(std::numeric_limits<double>::infinity(), &done));
+    }
+    return base::Status();
+}
+
+base::Status Session::begin_encode_image(const image::PreprocessedImage& image) {
+    vision_job_.active = false;
     return guarded("encoding an image", [&]() -> base::Status {
         const model::VisionConfig& vc = model_->config().vision;
         const int m = vc.spatial_merge_size;
@@ -333,25 +363,52 @@ base::Status Session::encode_image(const image::PreprocessedImage& image) {
             return base::error(ErrorCode::kInvalidArgument,
                                "image has neither its resized pixels nor its pixel_values");
         }
-        graph_.clear();
-        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
-        const model::VisionGraphOutputs out = model::build_vision_graph(g, vc, w, in);
-        run_graph();
+        vision_graph_.clear();
+        graph::GraphBuilder g(&vision_graph_, gemm_precision_, attention_precision_);
+        vision_job_.out = model::build_vision_graph(g, vc, w, in);
+        const std::size_t need = planner_.plan(vision_graph_);
+        QVL_CHECK(need <= (vision_arena_.empty() ? arena_.size() : vision_arena_.size()),
+                  "vision graph larger than the reserved arena");
+        vision_job_.next_node = 0;
+        vision_job_.tokens = tokens;
+        vision_job_.grid = {.t = image.grid_t, .h = image.grid_h / m, .w = image.grid_w / m};
+        vision_job_.active = true;
+        return base::Status();
+    });
+}
 
+base::Status Session::encode_image_next(double budget_ms, bool* done) {
+    *done = false;
+    if (!vision_job_.active) {
+        return base::error(ErrorCode::kInvalidArgument, "no image encode in progress");
+    }
+    return guarded("encoding an image", [&]() -> base::Status {
+        // The vision observer sees this piece's nodes only (decode steps may run in between).
+        if (vision_observer_) executor_.set_observer(vision_observer_);
+        const double deadline = base::now_ms() + std::max(0.0, budget_ms);
+        vision_job_.next_node = executor_.run_range(
+            vision_graph_, vision_arena(), vision_job_.next_node, vision_graph_.nodes.size(),
+            std::min(deadline, graph::Executor::kNoDeadline));
+        if (vision_observer_) executor_.set_observer(observer_);
+        if (vision_job_.next_node < vision_graph_.nodes.size()) return base::Status();
+
+        vision_job_.active = false;
+        const int tokens = vision_job_.tokens;
+        QVL_TRY(check_context_fits(visual_rows_used_, tokens, kv_.capacity(), "the images"));
         const int out_hidden = model_->config().text.hidden_size;
         const std::size_t bytes = std::size_t(tokens) * out_hidden * sizeof(float);
         const std::size_t row0 = std::size_t(visual_rows_used_) * out_hidden;
+        const model::VisionGraphOutputs& out = vision_job_.out;
         std::memcpy(visual_.as<float>() + row0,
-                    executor_.data(graph_, out.image_embeds, arena_.data()), bytes);
+                    executor_.data(vision_graph_, out.image_embeds, vision_arena()), bytes);
         for (std::size_t j = 0; j < out.deepstack.size(); ++j) {
             std::memcpy(deepstack_ptrs_[j] + row0,
-                        executor_.data(graph_, out.deepstack[j], arena_.data()), bytes);
+                        executor_.data(vision_graph_, out.deepstack[j], vision_arena()), bytes);
         }
         images_.push_back(
-            {.n_tokens = tokens,
-             .first_row = visual_rows_used_,
-             .grid = {.t = image.grid_t, .h = image.grid_h / m, .w = image.grid_w / m}});
+            {.n_tokens = tokens, .first_row = visual_rows_used_, .grid = vision_job_.grid});
         visual_rows_used_ += tokens;
+        *done = true;
         return base::Status();
     });
 }
@@ -365,6 +422,7 @@ base::Status Session::prefill(int slot, std::span<const std::int32_t> ids) {
 }
 
 base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids) {
+    QVL_TRY(refuse_while_encoding("cannot prefill"));
     return guarded("prefill", [&]() -> base::Status {
         const model::ModelConfig& cfg = model_->config();
         const int n = int(ids.size());
@@ -394,6 +452,7 @@ base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids)
 
 base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
                                             std::span<const model::ImageGrid> kept_grids) {
+    QVL_TRY(refuse_while_encoding("cannot prefill"));
     if (slot < 0 || slot >= kv_.slots()) {
         return base::error(ErrorCode::kInvalidArgument, "no slot {}", slot);
     }
@@ -436,15 +495,19 @@ base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32
     });
 }
 
-base::Status Session::prefill_next(bool* done) {
+base::Status Session::prefill_next(bool* done, int max_tokens) {
     *done = false;
     if (job_.slot < 0) {
         return base::error(ErrorCode::kInvalidArgument, "no prefill in progress");
     }
+    if (max_tokens < 1) {
+        return base::error(ErrorCode::kInvalidArgument, "prefill chunk of {} tokens", max_tokens);
+    }
+    QVL_TRY(refuse_while_encoding("cannot prefill"));
     return guarded("prefill", [&]() -> base::Status {
         const int n = int(job_.ids.size());
         const int offset = job_.offset;
-        const int len = std::min(chunk_, n - offset);
+        const int len = std::min({chunk_, max_tokens, n - offset});
         for (int i = 0; i < len; ++i) {
             chunk_pos_t_[i] = std::int32_t(job_.pos.t[offset + i] + job_.base_pos);
             chunk_pos_h_[i] = std::int32_t(job_.pos.h[offset + i] + job_.base_pos);
@@ -520,6 +583,7 @@ base::Status Session::decode_batch(std::span<const int> slots,
                                    std::span<const std::int32_t> tokens) {
     const model::TextConfig& tc = model_->config().text;
     const int m = int(slots.size());
+    QVL_TRY(refuse_while_encoding("cannot decode"));
     if (m == 0 || m > kv_.slots() || tokens.size() != slots.size()) {
         return base::error(ErrorCode::kInvalidArgument,
                            "decode batch of {} slots and {} tokens (the session has {} slots)", m,
