@@ -41,10 +41,8 @@ TEST_P(VisionPieces, BitIdenticalToOneEncode) {
     auto piece_session = make_session(2, GetParam());
     ASSERT_TRUE(whole_session && piece_session);
     std::vector<std::string> whole_names, piece_names;
-    whole_session->set_vision_observer(
-        [&](const std::string& name, const float*, int, int, std::ptrdiff_t) {
-            whole_names.push_back(name);
-        });
+    whole_session->set_vision_observer([&](const std::string& name, const float*, int, int,
+                                           std::ptrdiff_t) { whole_names.push_back(name); });
     ASSERT_TRUE(whole_session->encode_image(p.images[0]).ok());
     const std::vector<float> whole = whole_session->image_feature_levels(0);
     ASSERT_FALSE(whole.empty());
@@ -91,8 +89,7 @@ TEST_P(VisionPieces, BitIdenticalToOneEncode) {
 INSTANTIATE_TEST_SUITE_P(Precisions, VisionPieces,
                          ::testing::Values(Precision::kF32, Precision::kBF16All),
                          [](const auto& info) {
-                             return std::string(info.param == Precision::kF32 ? "f32"
-                                                                              : "bf16_all");
+                             return std::string(info.param == Precision::kF32 ? "f32" : "bf16_all");
                          });
 
 TEST(VisionPieces, BudgetRunsSeveralNodesAndAbandonWorks) {
