@@ -94,8 +94,7 @@ bool Engine::Impl::vision_piece(Job& j, double budget_ms) {
         st = session->encode_image_next(budget_ms, &done);
         if (st.ok() && done && image_cache) {
             const int last = int(i - j.kept_images);  // among the pending images
-            image_cache->insert(j.image_hashes[i], j.grids[i],
-                                session->image_feature_levels(last));
+            image_cache->insert(j.image_hashes[i], j.grids[i], session->image_feature_levels(last));
         }
     }
     j.result.timings.vision += t.elapsed_ms();
