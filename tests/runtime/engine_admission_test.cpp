@@ -173,20 +173,37 @@ TEST(EngineAdmission, RequestsArrivingTogetherStartDecodingTogether) {
     std::vector<Progress> p(cases.size());
     std::vector<int> first_order(cases.size(), -1), second_order(cases.size(), -1);
     int events = 0;
-    {
-        const std::lock_guard<std::mutex> lock(board.mu);  // all four queued before any runs
-        for (std::size_t i = 0; i < cases.size(); ++i) {
-            Request r = tracked(board, &p[i], test_util::case_prompt(cases[i]), 4);
-            auto inner = r.on_text;
-            r.on_text = [&, i, inner](std::string_view piece, std::int32_t token) {
-                inner(piece, token);
-                const std::lock_guard<std::mutex> l(board.mu);
-                if (p[i].tokens == 1) first_order[i] = events++;
-                if (p[i].tokens == 2) second_order[i] = events++;
-            };
-            ASSERT_TRUE(engine->submit(std::move(r)).ok());
+    // The four must be queued before the scheduler looks at the queue: it is held inside the
+    // on_done of an earlier request until they are.
+    std::mutex gate;
+    std::unique_lock<std::mutex> gate_lock(gate);
+    Progress opener;
+    bool held = false;
+    Request first = tracked(board, &opener, test_util::case_prompt("golden/text_only"), 1);
+    auto opener_done = first.on_done;
+    first.on_done = [&, opener_done](const RequestResult& res) {
+        {
+            const std::lock_guard<std::mutex> lock(board.mu);
+            held = true;
         }
+        board.cv.notify_all();
+        const std::lock_guard<std::mutex> wait_for_the_test(gate);
+        opener_done(res);
+    };
+    ASSERT_TRUE(engine->submit(std::move(first)).ok());
+    ASSERT_TRUE(board.wait([&] { return held; }));
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        Request r = tracked(board, &p[i], test_util::case_prompt(cases[i]), 4);
+        auto inner = r.on_text;
+        r.on_text = [&, i, inner](std::string_view piece, std::int32_t token) {
+            inner(piece, token);
+            const std::lock_guard<std::mutex> l(board.mu);
+            if (p[i].tokens == 1) first_order[i] = events++;
+            if (p[i].tokens == 2) second_order[i] = events++;
+        };
+        ASSERT_TRUE(engine->submit(std::move(r)).ok());
     }
+    gate_lock.unlock();
     ASSERT_TRUE(board.wait([&] {
         for (const Progress& q : p) {
             if (!q.done) return false;
