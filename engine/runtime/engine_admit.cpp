@@ -45,18 +45,20 @@ void Engine::Impl::step() {
 
 void Engine::Impl::admit_within(double budget_ms) {
     const double deadline = base::now_ms() + budget_ms;
-    for (;;) {
-        admit_piece(deadline - base::now_ms());
-        if (admitting < 0) return;
+    admit_piece(budget_ms);
+    while (admitting >= 0) {
         const double left = deadline - base::now_ms();
         if (left <= 0) return;
-        // Not worth a prefill chunk that would overshoot the budget by more than half of it.
+        // Another piece in this step only if it fits what is left: a prefill chunk of at least
+        // the floor at the measured rate (unknown rate: not in this step), or vision nodes
+        // (they stop at the deadline, overshooting by at most one node).
         const Job& j = *slots[admitting];
         const bool prefill_next = j.next_image >= j.req.prompt.images.size();
-        if (prefill_next && prefill_ms_per_token > 0 &&
-            kMinBudgetedPrefillChunk * prefill_ms_per_token > left + 0.5 * budget_ms) {
+        if (prefill_next &&
+            (prefill_ms_per_token <= 0 || kMinBudgetedPrefillChunk * prefill_ms_per_token > left)) {
             return;
         }
+        admit_piece(left);
     }
 }
 
