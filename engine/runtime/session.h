@@ -100,7 +100,8 @@ class Session {
     // is spent (at least one node; a budget of infinity runs them all) and sets *done after the
     // last, when the image's features join those waiting for the next prefill. The features are
     // bit-identical whatever the pieces. The vision graph and its activations have an arena of
-    // their own when the session has several slots, so decode steps may run between the pieces
+    // their own when the session has several slots (sized for the largest image: 544 MiB for
+    // the 2B model at 4096 visual tokens), so decode steps may run between the pieces
     // (with one slot it shares the activation arena and the session refuses a decode or prefill
     // until the encode ends). clear_images() or reset() abandons an encode in progress.
     base::Status begin_encode_image(const image::PreprocessedImage& image);
