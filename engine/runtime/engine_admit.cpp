@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "base/log.h"
 #include "base/timer.h"
 #include "runtime/engine_impl.h"
 
@@ -44,11 +45,24 @@ void Engine::Impl::step() {
 }
 
 void Engine::Impl::admit_within(double budget_ms) {
-    const double deadline = base::now_ms() + budget_ms;
+    const double start = base::now_ms(), deadline = start + budget_ms;
+    int pieces = 0;
+    // Steps far over the budget (one long vision node, the 64-token chunk floor on a slow
+    // machine) are worth knowing about when choosing the budget: logged at -v.
+    const auto report = [&] {
+        const double ms = base::now_ms() - start;
+        if (ms > 2 * budget_ms) {
+            base::log(base::LogLevel::kInfo,
+                      "admission step of {:.0f} ms ({} pieces; prefill {:.1f} ms/token) over a "
+                      "{} ms budget",
+                      ms, pieces, prefill_ms_per_token, budget_ms);
+        }
+    };
     admit_piece(budget_ms);
+    ++pieces;
     while (admitting >= 0) {
         const double left = deadline - base::now_ms();
-        if (left <= 0) return;
+        if (left <= 0) return report();
         // Another piece in this step only if it fits what is left: a prefill chunk of at least
         // the floor at the measured rate (unknown rate: not in this step), or vision nodes
         // (they stop at the deadline, overshooting by at most one node).
@@ -56,10 +70,12 @@ void Engine::Impl::admit_within(double budget_ms) {
         const bool prefill_next = j.next_image >= j.req.prompt.images.size();
         if (prefill_next &&
             (prefill_ms_per_token <= 0 || kMinBudgetedPrefillChunk * prefill_ms_per_token > left)) {
-            return;
+            return report();
         }
         admit_piece(left);
+        ++pieces;
     }
+    report();
 }
 
 // Tokens of the next prefill chunk to fit budget_ms at the measured rate.
