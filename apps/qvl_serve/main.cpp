@@ -64,6 +64,7 @@ base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const
     eo.ctx_size = o.ctx_size;
     eo.max_image_tokens = o.image_max_tokens;
     eo.precision = precision;
+    eo.admission_budget_ms = o.admission_budget_ms;
     QVL_ASSIGN_OR_RETURN(std::unique_ptr<EngineBackend> engine,
                          EngineBackend::create(m, eo, o.max_queue));
     return std::unique_ptr<Backend>(std::move(engine));

@@ -34,6 +34,11 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
     app.add_option("--max-queue", o->max_queue, "Requests waiting for a slot before 503")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
+    app.add_option("--admission-budget-ms", o->admission_budget_ms,
+                   "While others stream, admit a new request (image, prompt) in pieces of about "
+                   "this long between their tokens (0: whole images and 512-token chunks)")
+        ->check(CLI::Range(0.0, 1e6))
+        ->capture_default_str();
     app.add_option("--api-key", o->api_key,
                    "Require 'Authorization: Bearer KEY' on /v1/* (default: $QVL_API_KEY)");
     app.add_option("--allowed-media-dir", o->allowed_media_dir,

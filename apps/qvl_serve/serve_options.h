@@ -16,10 +16,13 @@ struct ServeOptions {
     int threads = 0;                 // -t, --threads (0: physical cores)
     int image_max_tokens = 0;        // --image-max-tokens (0: the model's default budget)
     int max_queue = 64;              // --max-queue
-    std::string api_key;             // --api-key, else QVL_API_KEY
-    std::string allowed_media_dir;   // --allowed-media-dir
-    int max_body_mb = 64;            // --max-body-mb
-    int max_images = 64;             // --max-images: image parts per request
+    // --admission-budget-ms: longest stretch of admitting a new request between two decode
+    // steps of the running ones (runtime::EngineOptions::admission_budget_ms; 0: unbounded).
+    double admission_budget_ms = 500;
+    std::string api_key;                              // --api-key, else QVL_API_KEY
+    std::string allowed_media_dir;                    // --allowed-media-dir
+    int max_body_mb = 64;                             // --max-body-mb
+    int max_images = 64;                              // --max-images: image parts per request
     std::uint64_t max_image_pixels = 8192ull * 8192;  // --max-image-pixels: per decoded image
     int http_threads = 64;                            // --http-threads: connections served at once
     int verbosity = 0;                                // -v / -q

@@ -325,8 +325,12 @@ void run_op(const OpRun& r, const op::ScatterRows& p) {
 
 }  // namespace
 
-void Executor::run(const Graph& g, std::byte* arena) {
-    for (const Node& n : g.nodes) {
+std::size_t Executor::run_range(const Graph& g, std::byte* arena, std::size_t first,
+                                std::size_t last, double deadline_ms) {
+    QVL_CHECK(first <= last && last <= g.nodes.size(), "node range outside the graph");
+    std::size_t next = first;
+    while (next < last) {
+        const Node& n = g.nodes[next++];
         if (!profile_on_) {
             run_node(g, n, arena);
         } else {
@@ -343,6 +347,7 @@ void Executor::run(const Graph& g, std::byte* arena) {
             const TensorDesc& d = g.tensors[n.out.id];
             observer_(full_name(n), data(g, n.out, arena), d.rows, d.cols, d.stride);
         }
+        if (deadline_ms < kNoDeadline && base::now_ms() >= deadline_ms) break;
     }
     // Tasks go to whichever thread is free, so this run may have grown the kernel scratch on
     // one thread only; level all threads now so that the next run of a shape seen so far does
@@ -351,6 +356,7 @@ void Executor::run(const Graph& g, std::byte* arena) {
         pool_->run_on_each_thread([](int) { kernels::reserve_thread_scratch(); });
         scratch_generation_ = kernels::scratch_generation();
     }
+    return next;
 }
 
 void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {

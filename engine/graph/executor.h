@@ -41,7 +41,15 @@ class Executor {
     void set_observer(Observer observer) { observer_ = std::move(observer); }
 
     // Runs g with activations placed in arena (>= Planner::plan(g) bytes, 64-byte aligned).
-    void run(const Graph& g, std::byte* arena);
+    void run(const Graph& g, std::byte* arena) { run_range(g, arena, 0, g.nodes.size()); }
+
+    // Runs the nodes [first, last) of g in order: a graph run in pieces, with the arena left
+    // untouched in between, computes exactly what run() computes (the same nodes, the same
+    // kernels). Stops early, after at least one node, once base::now_ms() reaches deadline_ms.
+    // Returns the index of the next node to run (last when the range is done).
+    std::size_t run_range(const Graph& g, std::byte* arena, std::size_t first, std::size_t last,
+                          double deadline_ms = kNoDeadline);
+    static constexpr double kNoDeadline = 1e300;
 
     // Address of tensor t of the last graph run (valid while the arena is untouched).
     float* data(const Graph& g, Tensor t, std::byte* arena) const;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/timer.h"
+#include "runtime/engine_impl.h"
 #include "runtime/image_cache.h"
 #include "runtime/sampler.h"
 #include "text/tokenizer.h"
@@ -16,28 +17,9 @@
 namespace qvl::runtime {
 
 using base::ErrorCode;
+using engine_detail::Job;
 
 namespace {
-
-// One request from submit to on_done.
-struct Job {
-    RequestId id = 0;
-    Request req;
-    RequestResult result;
-    double submitted_ms = 0, first_token_ms = 0;
-    std::unique_ptr<Sampler> sampler;
-    std::unique_ptr<text::StreamDecoder> stream;
-    std::size_t streamed = 0;  // bytes of result.text already passed to on_text
-    std::size_t next_image = 0;
-    // Identity of each image (content hash) and its merged grid, in prompt order.
-    std::vector<ImageKey> image_hashes;
-    std::vector<model::ImageGrid> grids;
-    int keep = 0;                 // prompt tokens reused from the slot's KV
-    std::size_t kept_images = 0;  // images whose pads lie in those tokens
-    bool prefill_started = false;
-    bool stop_string = false;   // ended on a stop string: the text was cut, nothing to flush
-    std::int32_t pending = -1;  // sampled token whose decode step is still to run
-};
 
 // Bytes at the end of text that could begin one of the stop strings (held back from streaming).
 std::size_t stop_prefix_hold(std::string_view text, const std::vector<std::string>& stops) {
@@ -56,49 +38,6 @@ std::size_t stop_prefix_hold(std::string_view text, const std::vector<std::strin
 int merge_size(const model::Model& m) { return m.config().vision.spatial_merge_size; }
 
 }  // namespace
-
-struct Engine::Impl {
-    const model::Model* model = nullptr;
-    EngineOptions options;
-    std::unique_ptr<Session> session;
-    std::vector<std::int32_t> default_stops;
-
-    mutable std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::unique_ptr<Job>> queue;  // guarded by mu
-    std::vector<RequestId> cancels;          // guarded by mu
-    bool stop = false;                       // guarded by mu
-    bool forget = false;                     // guarded by mu: forget_prefixes() was called
-    RequestId next_id = 1;                   // guarded by mu
-    int busy = 0;                            // guarded by mu
-
-    // Scheduler thread only.
-    std::vector<std::unique_ptr<Job>> slots;
-    // The images whose features a slot's KV holds (for prefix reuse), in order.
-    struct SlotImages {
-        std::vector<ImageKey> hashes;
-        std::vector<model::ImageGrid> grids;
-    };
-    std::vector<SlotImages> slot_images;
-    std::unique_ptr<ImageFeatureCache> image_cache;  // null: off
-    int admitting = -1;  // the slot whose images / prefill are under way
-    std::vector<RequestId> cancels_now;
-    std::vector<std::unique_ptr<Job>> dropped;
-    std::vector<int> batch_slots;
-    std::vector<std::int32_t> batch_tokens;
-    std::thread thread;
-
-    void run();
-    int reusable_prefix(int slot, const Job& j, std::size_t* kept_images) const;
-    int pick_slot(Job& j) const;
-    void step();
-    void admit_piece();
-    void decode_step();
-    void take_token(int slot);
-    bool emit_text(Job& j, std::int32_t token);
-    void finish(int slot, const char* reason, base::Status error = {});
-    void finish_job(Job& j, const char* reason, base::Status error);
-};
 
 void Engine::Impl::run() {
     for (;;) {
@@ -138,6 +77,8 @@ void Engine::Impl::run() {
                     ++busy;
                 }
             }
+            more_waiting =
+                !queue.empty() && std::find(slots.begin(), slots.end(), nullptr) != slots.end();
         }
         for (std::unique_ptr<Job>& j : dropped) finish_job(*j, "cancelled", {});
         dropped.clear();
@@ -221,108 +162,6 @@ int Engine::Impl::pick_slot(Job& j) const {
     return best;
 }
 
-void Engine::Impl::step() {
-    if (admitting >= 0) admit_piece();
-    decode_step();
-}
-
-void Engine::Impl::admit_piece() {
-    const int slot = admitting;
-    Job& j = *slots[slot];
-    const std::vector<image::PreprocessedImage>& images = j.req.prompt.images;
-    if (!j.prefill_started && j.result.timings.queue == 0) {
-        j.result.timings.queue = base::now_ms() - j.submitted_ms;
-        session->clear_images();
-    }
-    if (j.next_image < images.size()) {  // one image per piece
-        const base::Timer t;
-        if (j.next_image == j.kept_images && j.req.on_vision_node) {
-            session->set_observer(j.req.on_vision_node);
-        }
-        const std::size_t i = j.next_image++;
-        const std::vector<float>* cached =
-            image_cache ? image_cache->find(j.image_hashes[i], j.grids[i]) : nullptr;
-        base::Status st;
-        if (cached != nullptr) {
-            st = session->add_encoded_image(j.grids[i], *cached);
-            ++j.result.image_cache_hits;
-        } else {
-            st = session->encode_image(images[i]);
-            if (st.ok() && image_cache) {
-                const int last = int(i - j.kept_images);  // among the pending images
-                image_cache->insert(j.image_hashes[i], j.grids[i],
-                                    session->image_feature_levels(last));
-            }
-        }
-        j.result.timings.vision += t.elapsed_ms();
-        if (j.next_image == images.size() && j.req.on_vision_node) session->set_observer({});
-        if (!st.ok()) finish(slot, "error", st);
-        return;
-    }
-    const base::Timer t;
-    if (!j.prefill_started) {
-        if (j.req.after_vision) j.req.after_vision(*session);
-        j.prefill_started = true;
-        slot_images[std::size_t(slot)] = {};
-        base::Status st;
-        if (j.keep > 0) {
-            st = session->begin_prefill_reusing(
-                slot, j.req.prompt.ids, j.keep,
-                std::span<const model::ImageGrid>(j.grids).first(j.kept_images));
-        } else {
-            session->reset_slot(slot);
-            st = session->begin_prefill(slot, j.req.prompt.ids);
-        }
-        if (!st.ok()) {
-            finish(slot, "error", st);
-            return;
-        }
-    }
-    bool done = false;
-    const base::Status st = session->prefill_next(&done);
-    j.result.timings.prefill += t.elapsed_ms();
-    if (!st.ok()) {
-        finish(slot, "error", st);
-        return;
-    }
-    if (done) {
-        admitting = -1;
-        slot_images[std::size_t(slot)] = {j.image_hashes, j.grids};
-        if (j.req.after_prefill) j.req.after_prefill(session->logits(slot));
-        // The repetition penalty counts the prompt's ids (from penalty_from, checked at submit).
-        j.sampler->begin(
-            std::span<const std::int32_t>(j.req.prompt.ids).subspan(j.req.penalty_from));
-        if (j.req.params.n_predict <= 0) {
-            finish(slot, "length");
-        } else {
-            take_token(slot);
-        }
-    }
-}
-
-void Engine::Impl::decode_step() {
-    batch_slots.clear();
-    batch_tokens.clear();
-    for (int s = 0; s < int(slots.size()); ++s) {
-        if (slots[s] != nullptr && s != admitting && slots[s]->pending >= 0) {
-            batch_slots.push_back(s);
-            batch_tokens.push_back(slots[s]->pending);
-        }
-    }
-    if (batch_slots.empty()) return;
-    const base::Status st = session->decode_batch(batch_slots, batch_tokens);
-    for (int s : batch_slots) {
-        if (slots[s] == nullptr) continue;  // finished by a callback's cancel? (not possible)
-        slots[s]->pending = -1;
-        ++slots[s]->result.decode_steps;
-        if (!st.ok()) {
-            finish(s, "error", st);
-        } else {
-            take_token(s);
-        }
-    }
-}
-
 // Samples the slot's next token from its logits, streams it, and either ends the request or
 // leaves the token for the next decode step.
 void Engine::Impl::take_token(int slot) {
@@ -392,7 +231,7 @@ bool Engine::Impl::emit_text(Job& j, std::int32_t token) {
 void Engine::Impl::finish(int slot, const char* reason, base::Status error) {
     if (admitting == slot) {
         admitting = -1;
-        if (slots[slot]->req.on_vision_node) session->set_observer({});
+        if (slots[slot]->req.on_vision_node) session->set_vision_observer({});
         session->clear_images();
         session->reset_slot(slot);
         slot_images[std::size_t(slot)] = {};

@@ -15,26 +15,17 @@
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
 #include "runtime/memory_budget.h"
+#include "runtime/session_guarded.h"
 
 namespace qvl::runtime {
 
 using base::ErrorCode;
+using session_detail::guarded;
 
 namespace {
 
 // Headroom for the graph's node and tensor tables (the 2B model's largest graph has ~450 nodes).
 constexpr std::size_t kGraphReserve = 4096;
-
-// The engine neither throws nor catches, except here at the public boundary: a stray
-// bad_alloc from a std container becomes a Status instead of a crash.
-template <class Fn>
-base::Status guarded(const char* what, Fn&& fn) {
-    try {
-        return fn();
-    } catch (const std::exception& e) {
-        return base::error(ErrorCode::kResourceExhausted, "{}: {}", what, e.what());
-    }
-}
 
 }  // namespace
 
@@ -116,9 +107,7 @@ Session::Session(const model::Model& model, const SessionOptions& options)
           options.pin_threads)),
       executor_(pool_.get(), *kernels_) {
     executor_.enable_profile(options.profile);
-    if (!options.trace_dir.empty()) {
-        executor_.set_observer(graph::make_trace_observer(options.trace_dir));
-    }
+    if (!options.trace_dir.empty()) set_observer(graph::make_trace_observer(options.trace_dir));
 }
 
 base::Result<std::unique_ptr<Session>> Session::create(const model::Model& model,
@@ -203,12 +192,14 @@ base::Status Session::reserve() {
     // Worst-case graphs: the largest image and a full prefill chunk with every row visual.
     graph_.nodes.reserve(kGraphReserve);
     graph_.tensors.reserve(kGraphReserve);
-    std::size_t arena_bytes = 0;
+    vision_graph_.nodes.reserve(kGraphReserve);
+    vision_graph_.tensors.reserve(kGraphReserve);
+    std::size_t vision_bytes = 0, arena_bytes = 0;
     {
-        graph_.clear();
-        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
+        graph::GraphBuilder g(&vision_graph_, gemm_precision_, attention_precision_);
         model::build_vision_graph(g, vc, model_->weights().vision(), vision_inputs_.worst_case());
-        arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
+        vision_bytes = planner_.plan(vision_graph_);
+        vision_graph_.clear();
     }
     {
         graph_.clear();
@@ -239,10 +230,22 @@ base::Status Session::reserve() {
         arena_bytes = std::max(arena_bytes, planner_.plan(graph_));
     }
     graph_.clear();
+    // With several slots the vision tower has an arena of its own, so that decode steps of the
+    // other slots can run between its pieces; with one, nothing decodes meanwhile: it shares.
+    const bool own_vision_arena = options_.slots > 1;
+    std::uint64_t all_arenas = std::max(arena_bytes, vision_bytes);
+    if (own_vision_arena && !base::checked_add(arena_bytes, vision_bytes, &all_arenas)) {
+        all_arenas = ~std::uint64_t(0);
+    }
     // Refuse now, with the numbers, rather than be killed half-way through a prefill.
-    QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), fixed, arena_bytes, available));
-    QVL_ASSIGN_OR_RETURN(arena_,
-                         base::AlignedBuffer::allocate(arena_bytes, "activation arena", false));
+    QVL_TRY(check_memory_budget(model_->weights().mapped_bytes(), fixed, all_arenas, available));
+    if (own_vision_arena) {
+        QVL_ASSIGN_OR_RETURN(vision_arena_, base::AlignedBuffer::allocate(
+                                                vision_bytes, "vision activation arena", false));
+    }
+    QVL_ASSIGN_OR_RETURN(arena_, base::AlignedBuffer::allocate(
+                                     std::size_t(own_vision_arena ? arena_bytes : all_arenas),
+                                     "activation arena", false));
     return base::Status();
 }
 
@@ -252,110 +255,9 @@ void Session::run_graph() {
     executor_.run(graph_, arena_.data());
 }
 
-std::span<const float> Session::image_features(int image) const {
-    if (image < 0 || image >= int(images_.size())) return {};
-    const int hidden = model_->config().text.hidden_size;
-    const EncodedImage& e = images_[image];
-    return {visual_.as<float>() + std::size_t(e.first_row) * hidden,
-            std::size_t(e.n_tokens) * hidden};
-}
-
-std::vector<float> Session::image_feature_levels(int image) const {
-    std::vector<float> out;
-    if (image < 0 || image >= int(images_.size())) return out;
-    const std::size_t hidden = std::size_t(model_->config().text.hidden_size);
-    const EncodedImage& e = images_[std::size_t(image)];
-    const std::size_t n = std::size_t(e.n_tokens) * hidden;
-    const std::size_t row0 = std::size_t(e.first_row) * hidden;
-    out.reserve(n * (1 + deepstack_ptrs_.size()));
-    out.insert(out.end(), visual_.as<float>() + row0, visual_.as<float>() + row0 + n);
-    for (const float* level : deepstack_ptrs_)
-        out.insert(out.end(), level + row0, level + row0 + n);
-    return out;
-}
-
-base::Status Session::add_encoded_image(const model::ImageGrid& grid,
-                                        std::span<const float> levels) {
-    const std::size_t hidden = std::size_t(model_->config().text.hidden_size);
-    const std::int64_t tokens = std::int64_t(grid.t) * grid.h * grid.w;
-    if (tokens < 1 || tokens > max_image_tokens_ ||
-        levels.size() != std::size_t(tokens) * hidden * (1 + deepstack_ptrs_.size())) {
-        return base::error(ErrorCode::kInvalidArgument,
-                           "image features of {} values do not match a {}x{}x{} grid",
-                           levels.size(), grid.t, grid.h, grid.w);
-    }
-    if (visual_rows_used_ + tokens > kv_.capacity()) {
-        return base::error(ErrorCode::kOutOfRange, "images need {} tokens but the context holds {}",
-                           visual_rows_used_ + tokens, kv_.capacity());
-    }
-    const std::size_t n = std::size_t(tokens) * hidden;
-    const std::size_t row0 = std::size_t(visual_rows_used_) * hidden;
-    std::copy(levels.begin(), levels.begin() + std::ptrdiff_t(n), visual_.as<float>() + row0);
-    for (std::size_t l = 0; l < deepstack_ptrs_.size(); ++l) {
-        const auto src = levels.begin() + std::ptrdiff_t((l + 1) * n);
-        std::copy(src, src + std::ptrdiff_t(n), deepstack_ptrs_[l] + row0);
-    }
-    images_.push_back({.n_tokens = int(tokens), .first_row = visual_rows_used_, .grid = grid});
-    visual_rows_used_ += int(tokens);
-    return base::Status();
-}
-
 void Session::reset() {
     for (int i = 0; i < kv_.slots(); ++i) reset_slot(i);
-    images_.clear();
-    visual_rows_used_ = 0;
-}
-
-base::Status Session::encode_image(const image::PreprocessedImage& image) {
-    return guarded("encoding an image", [&]() -> base::Status {
-        const model::VisionConfig& vc = model_->config().vision;
-        const int m = vc.spatial_merge_size;
-        const int n = image.num_patches();
-        const int tokens = image.num_image_tokens();
-        if (n > max_patches_) {
-            return base::error(ErrorCode::kOutOfRange,
-                               "image of {} visual tokens is over this session's budget of {}",
-                               tokens, max_image_tokens_);
-        }
-        QVL_TRY(check_context_fits(visual_rows_used_, tokens, kv_.capacity(), "the images"));
-        const model::VisionWeights& w = model_->weights().vision();
-        model::VisionGraphInputs in =
-            vision_inputs_.prepare(vc, w, image.grid_t, image.grid_h, image.grid_w, *kernels_);
-        const bool fused =
-            fused_patch_embed_ && image.grid_t == 1 &&
-            image.resized.rgb.size() == std::size_t(image.resized_height) * image.resized_width * 3;
-        if (fused) {  // patches gathered from the resized image inside the GEMM packing
-            in.rgb = image.resized.rgb.data();
-            in.image_height = image.resized_height;
-            in.image_width = image.resized_width;
-            in.lut = pixel_lut_;
-        } else if (image.pixel_values.size() == std::size_t(n) * w.patch_embed.cols) {
-            in.pixel_values = const_cast<float*>(image.pixel_values.data());
-        } else {
-            return base::error(ErrorCode::kInvalidArgument,
-                               "image has neither its resized pixels nor its pixel_values");
-        }
-        graph_.clear();
-        graph::GraphBuilder g(&graph_, gemm_precision_, attention_precision_);
-        const model::VisionGraphOutputs out = model::build_vision_graph(g, vc, w, in);
-        run_graph();
-
-        const int out_hidden = model_->config().text.hidden_size;
-        const std::size_t bytes = std::size_t(tokens) * out_hidden * sizeof(float);
-        const std::size_t row0 = std::size_t(visual_rows_used_) * out_hidden;
-        std::memcpy(visual_.as<float>() + row0,
-                    executor_.data(graph_, out.image_embeds, arena_.data()), bytes);
-        for (std::size_t j = 0; j < out.deepstack.size(); ++j) {
-            std::memcpy(deepstack_ptrs_[j] + row0,
-                        executor_.data(graph_, out.deepstack[j], arena_.data()), bytes);
-        }
-        images_.push_back(
-            {.n_tokens = tokens,
-             .first_row = visual_rows_used_,
-             .grid = {.t = image.grid_t, .h = image.grid_h / m, .w = image.grid_w / m}});
-        visual_rows_used_ += tokens;
-        return base::Status();
-    });
+    clear_images();
 }
 
 base::Status Session::prefill(std::span<const std::int32_t> ids) { return prefill(0, ids); }
@@ -367,6 +269,7 @@ base::Status Session::prefill(int slot, std::span<const std::int32_t> ids) {
 }
 
 base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids) {
+    QVL_TRY(refuse_while_encoding("cannot prefill"));
     return guarded("prefill", [&]() -> base::Status {
         const model::ModelConfig& cfg = model_->config();
         const int n = int(ids.size());
@@ -396,6 +299,7 @@ base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids)
 
 base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
                                             std::span<const model::ImageGrid> kept_grids) {
+    QVL_TRY(refuse_while_encoding("cannot prefill"));
     if (slot < 0 || slot >= kv_.slots()) {
         return base::error(ErrorCode::kInvalidArgument, "no slot {}", slot);
     }
@@ -438,15 +342,19 @@ base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32
     });
 }
 
-base::Status Session::prefill_next(bool* done) {
+base::Status Session::prefill_next(bool* done, int max_tokens) {
     *done = false;
     if (job_.slot < 0) {
         return base::error(ErrorCode::kInvalidArgument, "no prefill in progress");
     }
+    if (max_tokens < 1) {
+        return base::error(ErrorCode::kInvalidArgument, "prefill chunk of {} tokens", max_tokens);
+    }
+    QVL_TRY(refuse_while_encoding("cannot prefill"));
     return guarded("prefill", [&]() -> base::Status {
         const int n = int(job_.ids.size());
         const int offset = job_.offset;
-        const int len = std::min(chunk_, n - offset);
+        const int len = std::min({chunk_, max_tokens, n - offset});
         for (int i = 0; i < len; ++i) {
             chunk_pos_t_[i] = std::int32_t(job_.pos.t[offset + i] + job_.base_pos);
             chunk_pos_h_[i] = std::int32_t(job_.pos.h[offset + i] + job_.base_pos);
@@ -522,6 +430,7 @@ base::Status Session::decode_batch(std::span<const int> slots,
                                    std::span<const std::int32_t> tokens) {
     const model::TextConfig& tc = model_->config().text;
     const int m = int(slots.size());
+    QVL_TRY(refuse_while_encoding("cannot decode"));
     if (m == 0 || m > kv_.slots() || tokens.size() != slots.size()) {
         return base::error(ErrorCode::kInvalidArgument,
                            "decode batch of {} slots and {} tokens (the session has {} slots)", m,

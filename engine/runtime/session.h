@@ -26,6 +26,7 @@
 #include "kernels/kernel_table.h"
 #include "model/model.h"
 #include "model/mrope.h"
+#include "model/vision_encoder.h"
 #include "model/vision_inputs.h"
 #include "runtime/kv_cache.h"
 
@@ -91,7 +92,21 @@ class Session {
 
     // Runs the vision tower on a preprocessed image; its features wait for the next prefill,
     // which splices them into that image's run of <|image_pad|> tokens.
+    // encode_image = begin_encode_image, then encode_image_next until done.
     base::Status encode_image(const image::PreprocessedImage& image);
+    // The same in bounded pieces, so a scheduler can run decode steps of other slots in
+    // between: begin_encode_image checks the image and builds its vision graph (the image
+    // must outlive the encode); each encode_image_next runs graph nodes in order until budget_ms
+    // is spent (at least one node; a budget of infinity runs them all) and sets *done after the
+    // last, when the image's features join those waiting for the next prefill. The features are
+    // bit-identical whatever the pieces. The vision graph and its activations have an arena of
+    // their own when the session has several slots (sized for the largest image: 544 MiB for
+    // the 2B model at 4096 visual tokens), so decode steps may run between the pieces
+    // (with one slot it shares the activation arena and the session refuses a decode or prefill
+    // until the encode ends). clear_images() or reset() abandons an encode in progress.
+    base::Status begin_encode_image(const image::PreprocessedImage& image);
+    base::Status encode_image_next(double budget_ms, bool* done);
+    bool encoding_image() const { return vision_job_.active; }
     // Prefills ids (image pads expanded, one run per encoded image, in order) after what the
     // cache holds. Leaves the last position's logits in logits(). kOutOfRange if it would not
     // fit the KV arena.
@@ -115,7 +130,9 @@ class Session {
     // (encode_image) are those of the rest.
     base::Status begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
                                        std::span<const model::ImageGrid> kept_grids);
-    base::Status prefill_next(bool* done);
+    // max_tokens (>= 1) caps this chunk below kMaxPrefillChunk: a scheduler sizes chunks to a
+    // time budget. Results are identical for any chunking.
+    base::Status prefill_next(bool* done, int max_tokens = kMaxPrefillChunk);
     // One decode step for several slots in one pass: slots[i] (distinct) decodes tokens[i]. The
     // matrix products run over all rows at once; each slot's logits are bit-identical to what
     // the same step gives it alone.
@@ -135,10 +152,12 @@ class Session {
     // grid in merged tokens.
     base::Status add_encoded_image(const model::ImageGrid& grid, std::span<const float> levels);
     void reset();
-    // Drops the images encoded for the next prefill (an abandoned admission).
+    // Drops the images encoded for the next prefill and any encode in progress (an abandoned
+    // admission).
     void clear_images() {
         images_.clear();
         visual_rows_used_ = 0;
+        vision_job_.active = false;
     }
     // Empties one slot's KV (the pending images stay).
     void reset_slot(int slot) {
@@ -168,7 +187,15 @@ class Session {
     const model::Model& model() const { return *model_; }
     const graph::Profile& profile() const { return executor_.profile(); }
     // Sees every node output by name (traces, tests). Empty function: off.
-    void set_observer(graph::Observer observer) { executor_.set_observer(std::move(observer)); }
+    void set_observer(graph::Observer observer) {
+        observer_ = std::move(observer);
+        executor_.set_observer(observer_);
+    }
+    // Sees the vision tower's node outputs instead, only while encode pieces run (decode steps
+    // between them stay unobserved by it). Empty function: the set_observer one applies.
+    void set_vision_observer(graph::Observer observer) { vision_observer_ = std::move(observer); }
+    // Bytes of the vision tower's own activation arena (0: it shares the activation arena).
+    std::size_t vision_arena_bytes() const { return vision_arena_.size(); }
 
   private:
     Session(const model::Model& model, const SessionOptions& options);
@@ -177,6 +204,10 @@ class Session {
     base::Status run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset, int n,
                                    int visual_base);
     void run_graph();
+    std::byte* vision_arena() {
+        return vision_arena_.size() > 0 ? vision_arena_.data() : arena_.data();
+    }
+    base::Status refuse_while_encoding(const char* what) const;
 
     struct EncodedImage {
         int n_tokens = 0;
@@ -216,6 +247,18 @@ class Session {
         int offset = 0, visual_seen = 0;
     };
     PrefillJob job_;
+    // The image whose vision graph (vision_graph_) runs in pieces.
+    struct VisionJob {
+        bool active = false;
+        std::size_t next_node = 0;
+        int tokens = 0;
+        model::ImageGrid grid;
+        model::VisionGraphOutputs out;
+    };
+    VisionJob vision_job_;
+    graph::Graph vision_graph_;
+    base::AlignedBuffer vision_arena_;  // empty with one slot: the vision graph uses arena_
+    graph::Observer observer_, vision_observer_;
     std::vector<std::vector<std::int32_t>> history_;  // per slot, capacity ctx_size
     // Decode batch inputs, one row per slot, sized at create.
     std::vector<std::int32_t> decode_ids_;

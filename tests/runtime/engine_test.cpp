@@ -56,12 +56,15 @@ Request make_request(Results& results, RequestId* id_slot, PreparedPrompt prompt
     return r;
 }
 
-std::unique_ptr<Engine> make_engine(int slots, Precision precision, int ctx = 256) {
+std::unique_ptr<Engine> make_engine(
+    int slots, Precision precision, int ctx = 256,
+    double admission_budget_ms = EngineOptions{}.admission_budget_ms) {
     EngineOptions eo;
     eo.threads = 2;
     eo.slots = slots;
     eo.ctx_size = ctx;
     eo.precision = precision;
+    eo.admission_budget_ms = admission_budget_ms;
     auto e = Engine::create(test_util::tiny_model(), eo);
     EXPECT_TRUE(e.ok()) << e.status().message();
     return e.ok() ? std::move(e).value() : nullptr;
@@ -448,9 +451,9 @@ namespace qvl::runtime {
 namespace {
 
 // A running sequence keeps decoding while a long prompt is admitted: the prompt's prefill runs
-// in pieces with a decode step after each.
+// in pieces with a decode step after each (a tiny admission budget: one smallest chunk per step).
 TEST(Engine, RunningSequencesStreamDuringAnAdmission) {
-    auto engine = make_engine(2, Precision::kF32, 2400);
+    auto engine = make_engine(2, Precision::kF32, 2400, 1e-3);
     ASSERT_NE(engine, nullptr);
     Engine* e = engine.get();
     std::mutex mu;
@@ -494,10 +497,10 @@ TEST(Engine, RunningSequencesStreamDuringAnAdmission) {
     lock.lock();
     ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return done_a && done_b; }));
     ASSERT_GE(a_tokens_at_b_first, 0);
-    // Five prefill pieces, the first four at least each followed by a decode step of the running
-    // sequence (B's first token may come out before A's in the step that ends its prefill). A
-    // blocking admission would give at most two: one step before it and one after.
-    EXPECT_GE(a_tokens_at_b_first - a_tokens_at_submit, 4);
+    // 2200 / 64 prefill pieces, each followed by a decode step of the running sequence (B's
+    // first token may come out before A's in the step that ends its prefill). Whole 512-token
+    // chunks would give five; a blocking admission at most two.
+    EXPECT_GE(a_tokens_at_b_first - a_tokens_at_submit, 30);
     EXPECT_LT(a_tokens_at_b_first, 60) << "A finished before B's admission: the test saw nothing";
 }
 
