@@ -1,7 +1,8 @@
 // `--weights q8` against the float64 goldens: for every golden case the last logits keep a
-// cosine >= 0.999 with the reference at the default block size (0.998 at the others), and the greedy tokens equal the bf16 path's (both runs use
-// bf16 matrix products, so the only difference is the int8 text weights). Prints the error of
-// each block size beside bf16's (the table of the int8 report).
+// cosine >= 0.999 with the reference at the default block size (0.998 at the others), and the
+// greedy tokens equal the bf16 path's (both runs use bf16 matrix products, so the only difference
+// is the int8 text weights). Prints the error of each block size beside bf16's (the table of the
+// int8 report).
 #include <gtest/gtest.h>
 
 #include <algorithm>
