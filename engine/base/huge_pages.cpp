@@ -24,14 +24,4 @@ void advise_huge_pages(const void* data, std::size_t bytes) {
     }
 }
 
-void populate_pages(const void* data, std::size_t bytes, bool write) {
-    constexpr std::uintptr_t kPage = 4096;
-    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
-    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(kPage - 1);
-    if (data == nullptr || end <= begin) return;
-    constexpr int kMadvPopulateRead = 22, kMadvPopulateWrite = 23;  // Linux 5.14
-    madvise(reinterpret_cast<void*>(begin), end - begin,
-            write ? kMadvPopulateWrite : kMadvPopulateRead);
-}
-
 }  // namespace qvl::base

@@ -17,13 +17,6 @@ inline constexpr std::size_t kHugePageBytes = std::size_t(2) << 20;
 // Call before the memory is first touched; ranges under 4 MiB are left alone.
 void advise_huge_pages(const void* data, std::size_t bytes);
 
-// Maps every 4 KiB page inside [data, data + bytes) now, in one system call, instead of one
-// page fault per page on first touch: for memory about to be written (write = true; the kernel
-// zero-fills it) or file pages about to be read (write = false; page-cache hits). On this
-// project's VMs a 4 GiB buffer takes 1.45 s this way against 2.2 s of faults. Best effort:
-// kernels before Linux 5.14 refuse the advice and the pages fault in as before.
-void populate_pages(const void* data, std::size_t bytes, bool write);
-
 // v.reserve(n) (v empty) with the new storage advised as above. The capacity is rounded so that
 // malloc's mapping is a whole number of 2 MiB pages, which Linux places 2 MiB-aligned: then the
 // whole buffer, head and tail included, can be huge pages.
