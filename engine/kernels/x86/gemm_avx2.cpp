@@ -316,6 +316,7 @@ struct PanelStreamF32 {
         const __m256i odd_mask = _mm256_set1_epi32(int(0xffff0000u));
         const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
         for (std::ptrdiff_t t = t0; t <= t_full; ++t) {
+            detail::prefetch_panels<G>(w, panel_stride, t);
             const bool even_only = t == t_full;
             if (even_only && !odd_tail) break;
             __m256 even[2 * G], odd[2 * G];

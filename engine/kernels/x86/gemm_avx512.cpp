@@ -215,6 +215,7 @@ struct PanelStreamF32 {
         const __m512i odd_mask = _mm512_set1_epi32(int(0xffff0000u));
         const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
         for (std::ptrdiff_t t = t0; t < t_full; ++t) {
+            detail::prefetch_panels<G>(w, panel_stride, t);
             __m512 even[G], odd[G];
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {

@@ -216,6 +216,7 @@ struct PanelStreamBf16 {
             }
         }
         for (std::ptrdiff_t t = t0; t < t1; ++t) {
+            detail::prefetch_panels<G>(w, panel_stride, t);
             __m512bh b[G];
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
