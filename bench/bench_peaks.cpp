@@ -3,6 +3,8 @@
 // many runs (the machine is shared, and the best run is the one least disturbed).
 #include "bench_peaks.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -95,7 +97,7 @@ double measure_bf16(int threads) {
 }
 
 double measure_dram(int threads) {
-    constexpr std::size_t kBytes = std::size_t(256) << 20;  // 8x the L3
+    const std::size_t kBytes = beyond_cache_bytes();
     auto* buf = static_cast<std::byte*>(std::aligned_alloc(64, kBytes));
     if (buf == nullptr) return 0.0;
     std::memset(buf, 1, kBytes);  // real pages, not the shared zero page
@@ -121,6 +123,11 @@ double cached(int kind, int threads, double (*measure)(int)) {
 }
 
 }  // namespace
+
+std::size_t beyond_cache_bytes() {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return std::max(std::size_t(1) << 30, std::size_t(std::max(l3, 0L)) * 4);
+}
 
 double peak_gflops_f32(int threads) { return cached(0, threads, &measure_f32); }
 double peak_gflops_bf16(int threads) { return cached(1, threads, &measure_bf16); }

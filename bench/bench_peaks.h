@@ -5,10 +5,17 @@
 // loop concurrently; the figure is their total). Thread-safe.
 #pragma once
 
+#include <cstddef>
+
 namespace qvl::bench {
 
 double peak_gflops_f32(int threads);   // GFLOP/s (an FMA counts 2)
 double peak_gflops_bf16(int threads);  // GFLOP/s (a bf16 pair product-add counts 4 per lane)
 double dram_read_gbps(int threads);    // GB/s (1e9 bytes)
+
+// Bytes a working set needs to come from DRAM rather than the L3: 4x the L3 this process reports
+// (sysconf), at least 1 GiB. Some server parts have an L3 of 260 MB and more, where a fixed
+// 256 MiB buffer is mostly cache hits and reads ~40 % faster than DRAM.
+std::size_t beyond_cache_bytes();
 
 }  // namespace qvl::bench

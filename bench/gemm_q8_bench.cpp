@@ -76,7 +76,8 @@ Q8Fixture& fixture_for(const LinearShape& s, int m) {
     f->w.push_back(quantized(s.n, s.k, 1));
     if (s.gated) f->w2.push_back(quantized(s.n, s.k, 2));
     f->bytes = (f->w[0]->q.size() + f->w[0]->s.size() * sizeof(float)) * (s.gated ? 2 : 1);
-    const int copies = m <= 32 ? int(std::max<std::size_t>(1, (256u << 20) / f->bytes + 1)) : 1;
+    const int copies =
+        m <= 32 ? int(std::max<std::size_t>(1, beyond_cache_bytes() / f->bytes + 1)) : 1;
     for (int i = 1; i < copies; ++i) {
         f->w.push_back(copy_of(*f->w[0]));
         if (s.gated) f->w2.push_back(copy_of(*f->w2[0]));
