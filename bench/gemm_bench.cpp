@@ -280,7 +280,9 @@ int register_all() {
             if ((name == "text_gate_up" || name == "text_down" || name == "vision_qkv" ||
                  name == "vision_fc2") &&
                 m > 8 && m < 1000) {
-                for (int threads : {1, 2}) register_one(s, m, isas.back(), threads, true);
+                for (Isa isa : isas) {
+                    for (int threads : {1, 2}) register_one(s, m, isa, threads, true);
+                }
             }
         }
     }

@@ -36,6 +36,18 @@ std::string Profile::format() const {
         std::snprintf(line, sizeof line, "  %-32s %10.2f ms\n", layer.c_str(), ms);
         out += line;
     }
+    // The slowest nodes, each summed over the layers that repeat it: where a phase's time goes.
+    std::vector<std::pair<double, std::string>> nodes;
+    for (const auto& [name, ms] : ms_by_node) nodes.emplace_back(ms, name);
+    std::sort(nodes.rbegin(), nodes.rend());
+    constexpr std::size_t kTopNodes = 30;
+    if (nodes.size() > kTopNodes) nodes.resize(kTopNodes);
+    out += "qvl profile: slowest nodes (summed over layers)\n";
+    for (const auto& [ms, name] : nodes) {
+        std::snprintf(line, sizeof line, "  %-40s %10.2f ms %5.1f%%\n", name.c_str(), ms,
+                      total > 0 ? 100.0 * ms / total : 0.0);
+        out += line;
+    }
     return out;
 }
 
@@ -342,6 +354,8 @@ std::size_t Executor::run_range(const Graph& g, std::byte* arena, std::size_t fi
             const std::string layer =
                 n.layer >= 0 ? fmt::format("{}.{}", n.scope, n.layer) : std::string(n.scope);
             profile_.ms_by_layer[layer] += ms;
+            profile_.ms_by_node[n.layer >= 0 ? fmt::format("{}.*.{}", n.scope, n.name)
+                                             : full_name(n)] += ms;
         }
         if (observer_) {
             const TensorDesc& d = g.tensors[n.out.id];

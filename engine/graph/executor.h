@@ -21,6 +21,7 @@ struct Profile {
     std::array<double, std::size_t(OpKind::kCount)> ms_by_op{};
     std::array<long, std::size_t(OpKind::kCount)> calls_by_op{};
     std::map<std::string, double> ms_by_layer;  // "text.layers.3"
+    std::map<std::string, double> ms_by_node;   // "text.layers.*.gate_up": one node of every layer
     void clear() { *this = Profile(); }
     // Human-readable table, slowest first.
     std::string format() const;
