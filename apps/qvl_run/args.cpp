@@ -45,7 +45,7 @@ class QvlFormatter : public CLI::Formatter {
 struct NumberTexts {
     std::string n_predict, temperature, top_k, top_p, seed, ctx_size, threads;
     std::string weights;
-    std::string image_min_tokens, image_max_tokens, parallel;
+    std::string image_min_tokens, image_max_tokens, parallel, admission_budget;
     std::string repeat_penalty, presence_penalty;
 };
 
@@ -60,6 +60,7 @@ struct Flags {
     CLI::Option* batch = nullptr;
     CLI::Option* output = nullptr;
     CLI::Option* parallel = nullptr;
+    CLI::Option* admission_budget = nullptr;
     CLI::Option* interactive = nullptr;
 };
 
@@ -106,6 +107,12 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
                                 "--batch: conversations decoded at once (default 1)")
                      ->type_name("N")
                      ->group(in);
+    f.admission_budget =
+        app.add_option("--admission-budget-ms", t->admission_budget,
+                       "--batch: admit a conversation in pieces of about MS between the tokens "
+                       "of the running ones (default 500; 0: whole images, 512-token chunks)")
+            ->type_name("MS")
+            ->group(in);
     f.interactive = app.add_flag("--interactive", o->interactive,
                                  "Chat on stdin: one turn per line; /image PATH, /clear, /exit")
                         ->group(in);
@@ -328,6 +335,21 @@ std::optional<UsageError> convert_numbers(const CLI::App& app, const NumberTexts
         o->parallel = int(v);
     }
     float f = 0.0f;
+    if (given("--admission-budget-ms")) {
+        double ms = 0.0;
+        const std::string& text = t.admission_budget;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+        if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() ||
+            !std::isfinite(ms)) {
+            return UsageError{
+                fmt::format("--admission-budget-ms: '{}' is not a finite number", text), {}};
+        }
+        if (ms < 0.0 || ms > 1e6) {
+            return UsageError{
+                fmt::format("--admission-budget-ms: {} is outside [0, 1000000]", text), {}};
+        }
+        o->admission_budget_ms = ms;
+    }
     if (given("--temp")) {
         if (auto e = to_float("--temp", t.temperature, &f)) return e;
         if (f < 0.0f) return UsageError{fmt::format("--temp: {} is negative", t.temperature), {}};
@@ -399,8 +421,9 @@ std::optional<UsageError> check_combinations(const Flags& f, RunOptions* o,
 
     o->prompt_given = f.prompt->count() > 0;
     if (f.batch->count() > 0) return check_batch(f, o);
-    if (f.parallel->count() > 0 || f.output->count() > 0) {
-        return UsageError{"--parallel and -o/--output go with --batch FILE", {}};
+    if (f.parallel->count() > 0 || f.output->count() > 0 || f.admission_budget->count() > 0) {
+        return UsageError{"--parallel, --admission-budget-ms and -o/--output go with --batch FILE",
+                          {}};
     }
     std::vector<std::string> sources;
     if (o->prompt_given) sources.emplace_back("-p");

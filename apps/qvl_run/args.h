@@ -41,9 +41,12 @@ struct RunOptions {
     int verbosity = 0;         // -1 quiet, 0 normal, 1 verbose
     std::string batch_file;    // --batch: one request per JSON line (apps/qvl_run/batch.h)
     int parallel = 1;          // --parallel, in [1, 32]: conversations at once in --batch
-    std::string output_file;   // -o, --output: --batch results (default stdout)
-    bool version = false;      // --version (the caller prints it)
-    bool help = false;         // --help (already printed)
+    // --admission-budget-ms, in [0, 1e6]: --batch admits a conversation in pieces of about this
+    // long between the decode steps of the running ones (runtime::EngineOptions; 0: unbounded).
+    double admission_budget_ms = 500;
+    std::string output_file;  // -o, --output: --batch results (default stdout)
+    bool version = false;     // --version (the caller prints it)
+    bool help = false;        // --help (already printed)
 
     // Penalties; unset = the repetition penalty of generation_config.json, no presence penalty.
     std::optional<float> repeat_penalty;    // --repeat-penalty, > 0 (1 = off)

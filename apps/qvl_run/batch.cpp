@@ -230,6 +230,7 @@ int run_batch(const RunOptions& o, const EnvOptions& env, SamplingDefaults sampl
     runtime::EngineOptions eo;
     eo.slots = o.parallel;
     eo.max_queue = 2 * o.parallel;
+    eo.admission_budget_ms = o.admission_budget_ms;
     // Every session setting, the QVL_* environment included (QVL_ISA, QVL_TRACE): the same
     // session a single run would get, with --parallel slots.
     runtime::SessionOptions so;

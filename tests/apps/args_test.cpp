@@ -346,5 +346,37 @@ TEST(ArgsTest, PenaltyFlags) {
     EXPECT_NE(help.find("--presence-penalty"), std::string::npos);
 }
 
+TEST(ArgsTest, BatchFlags) {
+    Parsed p = parse({"-m", "d", "--batch", "in.jsonl"});
+    ASSERT_EQ(p.code, -1) << p.err;
+    EXPECT_EQ(p.options.batch_file, "in.jsonl");
+    EXPECT_EQ(p.options.parallel, 1);
+    EXPECT_EQ(p.options.admission_budget_ms, 500.0);
+    p = parse({"-m", "d", "--batch", "in.jsonl", "--parallel", "4", "--admission-budget-ms", "12.5",
+               "-o", "out.jsonl"});
+    ASSERT_EQ(p.code, -1) << p.err;
+    EXPECT_EQ(p.options.parallel, 4);
+    EXPECT_EQ(p.options.admission_budget_ms, 12.5);
+    EXPECT_EQ(p.options.output_file, "out.jsonl");
+    p = parse({"-m", "d", "--batch", "in.jsonl", "--admission-budget-ms", "0"});
+    ASSERT_EQ(p.code, -1) << p.err;
+    EXPECT_EQ(p.options.admission_budget_ms, 0.0);
+    const std::vector<std::string> batch = {"-m", "d", "--batch", "in.jsonl"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> v = batch;
+        v.insert(v.end(), extra.begin(), extra.end());
+        return v;
+    };
+    expect_usage_error(with({"--admission-budget-ms", "-1"}),
+                       "--admission-budget-ms: -1 is outside [0, 1000000]");
+    expect_usage_error(with({"--admission-budget-ms", "2e6"}), "--admission-budget-ms");
+    expect_usage_error(with({"--admission-budget-ms", "soon"}),
+                       "--admission-budget-ms: 'soon' is not a finite number");
+    expect_usage_error(with({"--parallel", "33"}), "--parallel");
+    expect_usage_error({"-m", "d", "-p", "x", "--admission-budget-ms", "10"},
+                       "go with --batch FILE");
+    EXPECT_NE(usage_text().find("--admission-budget-ms"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace qvl::app

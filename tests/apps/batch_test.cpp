@@ -21,9 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // stdout of a shell command (stderr discarded), and its exit code.
-std::string run_command(const std::string& cmd, int* code) {
+std::string run_command(const std::string& cmd, int* code,
+                        const std::string& err_path = "/dev/null") {
     std::string out;
-    std::FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+    std::FILE* p = popen((cmd + " 2>" + err_path).c_str(), "r");
     if (p == nullptr) return out;
     char buf[4096];
     std::size_t n = 0;
@@ -89,8 +90,10 @@ std::map<std::string, BatchResult> parse_output(const std::string& out) {
 const fs::path kTiny = test::test_data_dir() / "tiny-qwen3vl";
 
 std::map<std::string, BatchResult> run_batch(const testing::ScratchDir& dir, const std::string& env,
-                                             int* code) {
-    std::string file;
+                                             int* code, const std::string& flags = "",
+                                             const std::string& err_path = "/dev/null",
+                                             const std::string& first_line = "") {
+    std::string file = first_line;
     for (const std::string& name : test::golden_case_names()) {
         file += "{\"id\": \"" + name +
                 "\", \"n_predict\": 16, \"ignore_eos\": true, \"temperature\": 0, \"messages\": " +
@@ -102,8 +105,8 @@ std::map<std::string, BatchResult> run_batch(const testing::ScratchDir& dir, con
     const fs::path in = dir.write("in.jsonl", file);
     const fs::path out = dir.path() / "out.jsonl";
     run_command(env + " " + QVL_RUN_PATH + " -m " + kTiny.string() + " -t 2 -c 256 --batch " +
-                    in.string() + " --parallel 4 -o " + out.string(),
-                code);
+                    in.string() + " --parallel 4 -o " + out.string() + " " + flags,
+                code, err_path);
     return parse_output(read_file(out));
 }
 
@@ -123,6 +126,31 @@ TEST(Batch, F32GivesTheGoldenTokens) {
     EXPECT_NE(results.at("bad").error.find("in.jsonl:"), std::string::npos)
         << results.at("bad").error;
     EXPECT_NE(results.at("?").error.find("in.jsonl:"), std::string::npos);
+}
+
+// A microsecond admission budget cuts every vision tower and prompt into pieces between the
+// decode steps of the other conversations (each step then overruns it, which -v reports: the
+// flag reached the engine); the answers must not change.
+TEST(Batch, TinyAdmissionBudgetGivesTheGoldenTokens) {
+    const testing::ScratchDir dir;
+    int code = 0;
+    const std::string err = (dir.path() / "err.txt").string();
+    // A long answer first, so that the golden cases past the first three are admitted while it
+    // streams (requests that find nobody streaming are admitted whole, back to back).
+    const std::string long_answer =
+        "{\"id\": \"long\", \"n_predict\": 120, \"ignore_eos\": true, \"messages\": "
+        "[{\"role\": \"user\", \"content\": \"Tell a long story.\"}]}\n";
+    const auto results = run_batch(dir, "QVL_PRECISION=f32", &code,
+                                   "--admission-budget-ms 0.001 -v", err, long_answer);
+    EXPECT_EQ(code, 4);
+    EXPECT_NE(read_file(err).find("over a 0.001 ms budget"), std::string::npos) << read_file(err);
+    for (const std::string& name : test::golden_case_names()) {
+        SCOPED_TRACE(name);
+        const BatchResult& r = results.at(name);
+        ASSERT_TRUE(r.error.empty()) << r.error;
+        const auto golden = test::read_golden(test::test_data_dir() / name / "golden.safetensors");
+        EXPECT_EQ(r.tokens, golden.at("generated_ids").as_ints());
+    }
 }
 
 TEST(Batch, SameTextAsSingleRuns) {
