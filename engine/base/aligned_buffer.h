@@ -25,6 +25,13 @@ class AlignedBuffer {
     // the pages actually used (the kernel hands out zero pages lazily).
     static Result<AlignedBuffer> allocate(std::size_t bytes, const char* what, bool zero = true);
 
+    // Maps the pages of [offset, offset + bytes) now, in one system call, rather than one page
+    // fault each at first write (measured on a KVM guest: ~12 us per fault inside a prefill
+    // against ~1 us per page populated in bulk). Best effort: nothing happens where the kernel
+    // lacks MADV_POPULATE_WRITE (before Linux 5.14), and pages straddling the buffer's ends are
+    // left to fault. Cheap on pages already mapped. True when the kernel mapped a range.
+    bool populate(std::size_t offset, std::size_t bytes);
+
     std::byte* data() { return data_; }
     const std::byte* data() const { return data_; }
     std::size_t size() const { return size_; }

@@ -1,5 +1,7 @@
 #include "runtime/kv_cache.h"
 
+#include <algorithm>
+
 #include "base/checked_math.h"
 
 namespace qvl::runtime {
@@ -63,6 +65,19 @@ graph::KvCacheView KvCache::view(int slot) {
         .layer_stride = layer_stride,
         .head_stride = head_stride,
         .type = type_};
+}
+
+void KvCache::populate(int slot, int pos0, int n) {
+    n = std::min(n, max_ctx_ - pos0);
+    if (slot < 0 || slot >= slots() || pos0 < 0 || n <= 0) return;
+    const auto elem = std::size_t(kernels::kv_type_bytes(type_));
+    const std::size_t row = std::size_t(head_dim_) * elem;
+    const std::size_t region = std::size_t(max_ctx_) * row;  // one head's K or V
+    const std::size_t regions_per_slot = std::size_t(n_layers_) * 2 * n_kv_heads_;
+    for (std::size_t r = 0; r < regions_per_slot; ++r) {
+        const std::size_t at = (std::size_t(slot) * regions_per_slot + r) * region;
+        buffer_.populate(at + std::size_t(pos0) * row, std::size_t(n) * row);
+    }
 }
 
 }  // namespace qvl::runtime

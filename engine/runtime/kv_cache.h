@@ -43,6 +43,10 @@ class KvCache {
                             kernels::KvType type, std::uint64_t* bytes);
 
     graph::KvCacheView view(int slot = 0);
+    // Maps the arena pages positions [pos0, pos0 + n) of `slot` will be written to, in every
+    // layer and head, before a prefill chunk writes them (base::AlignedBuffer::populate: one
+    // call per region instead of a page fault per 4 KiB, ~70 ms of a 212-token prefill here).
+    void populate(int slot, int pos0, int n);
     int slots() const { return int(slots_.size()); }
     int size(int slot = 0) const { return slots_[slot].size; }
     int capacity() const { return max_ctx_; }

@@ -249,9 +249,19 @@ base::Status Session::reserve() {
     return base::Status();
 }
 
+void Session::populate_arena(bool vision, std::size_t need) {
+    const bool own = vision && !vision_arena_.empty();
+    base::AlignedBuffer& arena = own ? vision_arena_ : arena_;
+    std::size_t& done = own ? vision_arena_populated_ : arena_populated_;
+    if (need <= done) return;
+    arena.populate(done, need - done);
+    done = need;
+}
+
 void Session::run_graph() {
     const std::size_t need = planner_.plan(graph_);
     QVL_CHECK(need <= arena_.size(), "graph larger than the reserved arena");
+    populate_arena(false, need);
     executor_.run(graph_, arena_.data());
 }
 
@@ -409,6 +419,7 @@ base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> 
          .image_embeds = visual_.as<float>() + std::size_t(visual_base) * tc.hidden_size,
          .deepstack = chunk_deepstack_,
          .want_logits = last});
+    kv_.populate(slot, kv_.size(slot), n);
     run_graph();
     kv_.advance(n, slot);
     history_[std::size_t(slot)].insert(history_[std::size_t(slot)].end(), ids.begin() + offset,

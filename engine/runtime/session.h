@@ -204,6 +204,10 @@ class Session {
     base::Status run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset, int n,
                                    int visual_base);
     void run_graph();
+    // Maps the first `need` bytes of the activation arena (vision: the vision tower's) before a
+    // graph runs on them, once: what a plan uses is written anyway, and faulting it in a page at
+    // a time inside the first vision block cost tens of milliseconds.
+    void populate_arena(bool vision, std::size_t need);
     std::byte* vision_arena() {
         return vision_arena_.size() > 0 ? vision_arena_.data() : arena_.data();
     }
@@ -258,6 +262,7 @@ class Session {
     VisionJob vision_job_;
     graph::Graph vision_graph_;
     base::AlignedBuffer vision_arena_;  // empty with one slot: the vision graph uses arena_
+    std::size_t arena_populated_ = 0, vision_arena_populated_ = 0;  // populate_arena's marks
     graph::Observer observer_, vision_observer_;
     std::vector<std::vector<std::int32_t>> history_;  // per slot, capacity ctx_size
     // Decode batch inputs, one row per slot, sized at create.

@@ -116,6 +116,7 @@ base::Status Session::begin_encode_image(const image::PreprocessedImage& image) 
         const std::size_t need = planner_.plan(vision_graph_);
         QVL_CHECK(need <= (vision_arena_.empty() ? arena_.size() : vision_arena_.size()),
                   "vision graph larger than the reserved arena");
+        populate_arena(true, need);
         vision_job_.next_node = 0;
         vision_job_.tokens = tokens;
         vision_job_.grid = {.t = image.grid_t, .h = image.grid_h / m, .w = image.grid_w / m};
