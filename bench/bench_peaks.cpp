@@ -86,6 +86,14 @@ double measure_f32(int threads) {
     return 0.0;
 }
 
+double measure_f32_avx2(int threads) {
+    if (!kernels::isa_supported(Isa::kAvx2)) return 0.0;
+    constexpr std::int64_t kIters = 600'000;
+    const double s = best_of(
+        40, threads, [](int) { g_sink += std::uint64_t(avx2::fma_loop_ymm(kIters) != 0.0f); });
+    return threads * double(kIters) * 12 * 8 * 2 / s / 1e9;
+}
+
 double measure_bf16(int threads) {
     if (!kernels::isa_supported(Isa::kAvx512Bf16)) return 0.0;
     constexpr std::int64_t kIters = 600'000;  // ~2 ms at the nominal peak
@@ -131,6 +139,7 @@ std::size_t beyond_cache_bytes() {
 
 double peak_gflops_f32(int threads) { return cached(0, threads, &measure_f32); }
 double peak_gflops_bf16(int threads) { return cached(1, threads, &measure_bf16); }
+double peak_gflops_f32_avx2(int threads) { return cached(3, threads, &measure_f32_avx2); }
 double dram_read_gbps(int threads) { return cached(2, threads, &measure_dram); }
 
 }  // namespace qvl::bench

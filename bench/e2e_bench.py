@@ -76,6 +76,9 @@ def parse_args():
     p.add_argument("--precision", choices=("f32", "bf16", "bf16-all"),
                    help="QVL_PRECISION for qvl-run (default: its own choice, bf16 matrix "
                         "products where the CPU has AVX512_BF16)")
+    p.add_argument("--isa", choices=("scalar", "avx2", "avx512", "avx512bf16"),
+                   help="QVL_ISA for qvl-run: measure a lower kernel tier (avx2: the floors then "
+                        "use the AVX2 FMA peak, qvl-bench-kernels' peak/avx2_fp32 row)")
     p.add_argument("--no-measure-peaks", action="store_true",
                    help="do not run qvl-bench-kernels for the peaks")
     p.add_argument("--json", metavar="OUT", help="also write all figures to OUT as JSON")
@@ -174,6 +177,8 @@ def check_model_size(model_dir):
 
 def classify_peak(name):
     n = re.sub(r"threads[=:]\d+", "", name.lower())
+    if "avx2" in n:
+        return "avx2_f32"
     if "bf16" in n:
         return "bf16"
     if any(k in n for k in ("dram", "stream", "mem", "read", "bandwidth")):
@@ -210,6 +215,13 @@ def measure_peaks(args, thread_counts):
 def resolve_peaks(args, thread_counts):
     """Per thread count: values and where each came from."""
     measured = measure_peaks(args, thread_counts)
+    if args.isa in ("avx2", "scalar"):
+        # QVL_ISA=avx2 runs ymm FMAs and no bf16 dot product: its floors divide by the AVX2
+        # peak, whatever the CPU could do with AVX-512.
+        for t, kinds in measured.items():
+            kinds.pop("bf16", None)
+            if "avx2_f32" in kinds:
+                kinds["f32"] = kinds["avx2_f32"]
     peaks = {}
     for t in thread_counts:
         default = DEFAULT_PEAKS.get(t, {k: v * t / 2 for k, v in DEFAULT_PEAKS[2].items()})
@@ -255,10 +267,13 @@ def run_case(args, image_path, threads):
     env = dict(os.environ)
     if args.precision:
         env["QVL_PRECISION"] = args.precision
+    if args.isa:
+        env["QVL_ISA"] = args.isa
     if args.cold:
         drop_from_page_cache(args.model)
     log("e2e_bench: " + ("(cold) " if args.cold else "")
-        + (f"QVL_PRECISION={args.precision} " if args.precision else "") + shlex.join(cmd))
+        + (f"QVL_PRECISION={args.precision} " if args.precision else "")
+        + (f"QVL_ISA={args.isa} " if args.isa else "") + shlex.join(cmd))
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -473,6 +488,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="qvl_e2e_")
     report = {"model": args.model, "n_predict": args.n_predict, "question": QUESTION,
+              "isa": args.isa or "auto", "precision": args.precision or "auto",
               "peaks": {str(t): {k: {"value": v, "source": s} for k, (v, s) in p.items()}
                         for t, p in peaks.items()},
               "cases": []}

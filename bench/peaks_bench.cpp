@@ -1,6 +1,7 @@
 // peak/<kind>/threads=<t>: the machine limits every pct_peak counter divides by, as rows of their
 // own, so that scripts (bench/e2e_bench.py) read the same figures this process measured:
-// peak/fp32 and peak/bf16 carry GFLOPS, peak/dram carries GBps. The measurement happens once per
+// peak/fp32, peak/bf16 and peak/avx2_fp32 (the AVX2 tier's ymm FMA peak) carry GFLOPS, peak/dram
+// carries GBps. The measurement happens once per
 // process (bench_peaks.cpp); the timed loop only reports it.
 #include <benchmark/benchmark.h>
 
@@ -31,6 +32,9 @@ void report_peak(benchmark::State& state, double (*measure)(int), const char* co
             ->Iterations(1);
         benchmark::RegisterBenchmark(("peak/bf16" + suffix).c_str(), report_peak, &peak_gflops_bf16,
                                      "GFLOPS", threads)
+            ->Iterations(1);
+        benchmark::RegisterBenchmark(("peak/avx2_fp32" + suffix).c_str(), report_peak,
+                                     &peak_gflops_f32_avx2, "GFLOPS", threads)
             ->Iterations(1);
         benchmark::RegisterBenchmark(("peak/dram" + suffix).c_str(), report_peak, &dram_read_gbps,
                                      "GBps", threads)
