@@ -13,6 +13,8 @@
 namespace qvl::kernels::detail {
 namespace {
 
+constexpr std::ptrdiff_t kQ8PrefetchBytes = 4096;
+
 std::int32_t load_i32(const std::int8_t* p) {
     std::int32_t v;
     std::memcpy(&v, p, sizeof v);
@@ -39,6 +41,11 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
         __m256i lo[R], hi[R];
         for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
         for (int g = 0; g < groups; ++g) {
+            // The panels lie one after another: ask for the line kQ8PrefetchBytes ahead (this
+            // kernel spends enough instructions per byte that, left to the hardware prefetchers,
+            // a decode step read 21 GB/s of a 33 GB/s DRAM).
+            _mm_prefetch(reinterpret_cast<const char*>(blk + g * 64 + kQ8PrefetchBytes),
+                         _MM_HINT_T0);
             const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + g * 64));
             const __m256i w1 =
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + g * 64 + 32));
