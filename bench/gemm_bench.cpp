@@ -1,12 +1,12 @@
 // GEMM/GEMV on the Qwen3-VL-2B shapes: gemm/<shape>/M=<m>/<isa>/threads=<t> (counters GFLOPS and
-// pct_peak of the FP32 or BF16 peak this process measured) and gemv/<shape>/M=<m>/... for
-// m <= 8 (GBps of weight bytes and pct_peak of the measured DRAM read bandwidth; the weights
-// rotate over copies larger than the L3, so they come from DRAM as in decode).
-// gemm_cold/... rotates the weights the same way for m > 8 (weights from DRAM, as in the model).
-// Every row applies its layer's epilogue as the model does (bias, activation, in-place residual).
-// avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32. Every linear layer's shape
-// reads its weights in the load-time panel layout the model gives them (kernels/weight_panels.h);
-// only the patch embedding reads [n, k] bf16 as stored.
+// pct_peak of the FP32 or BF16 peak this process measured, the ymm FMA peak on avx2 rows) and
+// gemv/<shape>/M=<m>/... for m <= 8 (GBps of weight bytes and pct_peak of the measured DRAM read
+// bandwidth; the weights rotate over copies larger than the L3, so they come from DRAM as in
+// decode). gemm_cold/... rotates the weights the same way for m > 8 (weights from DRAM, as in the
+// model). Every row applies its layer's epilogue as the model does (bias, activation, in-place
+// residual). avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32. Every linear
+// layer's shape reads its weights in the load-time panel layout the model gives them
+// (kernels/weight_panels.h); only the patch embedding reads [n, k] bf16 as stored.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -129,6 +129,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
     const GemmPrecision prec = isa == Isa::kAvx512Bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32;
     const double peak = gemv                           ? dram_read_gbps(threads)
                         : prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads)
+                        : isa == Isa::kAvx2            ? peak_gflops_f32_avx2(threads)
                                                        : peak_gflops_f32(threads);
     Fixture& f = fixture_for(*s, m, cold);
     base::ThreadPool& pool = pool_for(threads);
@@ -203,8 +204,9 @@ void run_patch_embed(benchmark::State& state, int height, int width, Isa isa, in
     // the avx512 rows of the same shape are the FMA kernel.
     kernels::set_bf16_dot_for_gemm(true);
     const GemmPrecision prec = isa == Isa::kAvx512Bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32;
-    const double peak =
-        prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads) : peak_gflops_f32(threads);
+    const double peak = prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads)
+                        : isa == Isa::kAvx2          ? peak_gflops_f32_avx2(threads)
+                                                     : peak_gflops_f32(threads);
     constexpr int kOut = 1024, kK = 1536;
     std::vector<std::uint8_t> rgb(std::size_t(height) * width * 3);
     for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = std::uint8_t(i * 2654435761u >> 24);

@@ -2,7 +2,7 @@
 // <isa> (decode: GBps of int8 weights + scales streamed, pct_peak of the DRAM read bandwidth this
 // process measured; weights rotate over copies larger than the L3) and gemm_q8/<shape>/M=212/<isa>
 // (prefill: GOPS, pct_peak of an int8 peak estimated as 2x the measured BF16 peak on the VNNI
-// tier — vpdpbusd does twice vdpbf16ps's products — and 2x the FP32 peak on AVX2).
+// tier — vpdpbusd does twice vdpbf16ps's products — and 2x the ymm FP32 peak on AVX2).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -103,7 +103,7 @@ void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa) {
     const bool gemv = m <= 32;
     const double peak = gemv                      ? dram_read_gbps(kThreads)
                         : isa == Isa::kAvx512Bf16 ? 2.0 * peak_gflops_bf16(kThreads)
-                                                  : 2.0 * peak_gflops_f32(kThreads);
+                                                  : 2.0 * peak_gflops_f32_avx2(kThreads);
     Q8Fixture& f = fixture_for(*s, m);
     static base::ThreadPool pool(kThreads);
     std::size_t iter = 0;
