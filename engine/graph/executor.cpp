@@ -214,8 +214,26 @@ void run_op(const OpRun& r, const op::RmsNorm& p) {
         });
         return;
     }
-    // Contiguous rows (the builder checked): each group (head) is one row of `group` values.
-    r.parallel_rows(xd.rows * (xd.cols / p.group), p.group, [&](int r0, int r1) {
+    const int groups = xd.cols / p.group;
+    if (xd.stride != xd.cols) {
+        // Rows inside a wider tensor (q or k of a fused qkv product): one row's groups at a time.
+        const TensorDesc& od = r.out_desc();
+        r.parallel_rows(xd.rows, xd.cols, [&](int r0, int r1) {
+            for (int i = r0; i < r1; ++i) {
+                r.k.rms_norm_f32({.x = x + std::ptrdiff_t(i) * xd.stride,
+                                  .x_stride = p.group,
+                                  .w = p.w,
+                                  .y = out + std::ptrdiff_t(i) * od.stride,
+                                  .y_stride = p.group,
+                                  .rows = groups,
+                                  .dim = p.group,
+                                  .eps = p.eps});
+            }
+        });
+        return;
+    }
+    // Contiguous rows: each group (head) is one row of `group` values.
+    r.parallel_rows(xd.rows * groups, p.group, [&](int r0, int r1) {
         r.k.rms_norm_f32({.x = x + std::ptrdiff_t(r0) * p.group,
                           .x_stride = p.group,
                           .w = p.w,

@@ -71,10 +71,19 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
         const TextLayerWeights& l = w.layers[il];
         g.set_scope("text.layers", il);  // mirrors Qwen3VLTextDecoderLayer.forward
         Tensor h = g.rms_norm("input_norm", x, l.input_norm.data, eps);  // [n, d]
-        Tensor q = g.matmul("q", h, weight_ref(l.q));                    // [n, heads*hd]
-        Tensor k = g.matmul("k", h, weight_ref(l.k));                    // [n, kv_heads*hd]
-        Tensor v = g.matmul("v", h, weight_ref(l.v));                    // [n, kv_heads*hd]
-        q = g.rms_norm("q_norm", q, l.q_norm.data, eps, head_dim);       // per head, before RoPE
+        const int q_cols = n_heads * head_dim, kv_cols = n_kv_heads * head_dim;
+        Tensor q, k, v;               // [n, heads*hd], [n, kv_heads*hd], [n, kv_heads*hd]
+        if (l.qkv.data != nullptr) {  // one product: better blocked than three small ones
+            Tensor qkv = g.matmul("qkv", h, weight_ref(l.qkv));
+            q = g.view(qkv, 0, n, 0, q_cols);
+            k = g.view(qkv, 0, n, q_cols, kv_cols);
+            v = g.view(qkv, 0, n, q_cols + kv_cols, kv_cols);
+        } else {
+            q = g.matmul("q", h, weight_ref(l.q));
+            k = g.matmul("k", h, weight_ref(l.k));
+            v = g.matmul("v", h, weight_ref(l.v));
+        }
+        q = g.rms_norm("q_norm", q, l.q_norm.data, eps, head_dim);  // per head, before RoPE
         k = g.rms_norm("k_norm", k, l.k_norm.data, eps, head_dim);
         g.rope("q_rope", q, cos, sin, n_heads, head_dim);
         g.rope("k_rope", k, cos, sin, n_kv_heads, head_dim);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -47,6 +48,27 @@ std::vector<Matrix*> panel_targets(ModelWeights& w) {
         return m->type != kernels::WeightType::kBF16 || m->rows <= 0 || m->cols <= 0;
     });
     return targets;
+}
+
+// q, k and v of a layer as one matrix of their stacked rows, when the rearrangement left their
+// panels contiguous (whole panels each, same k): empty otherwise.
+Matrix stacked_rows(const Matrix& q, const Matrix& k, const Matrix& v) {
+    Matrix m;
+    for (const Matrix* p : {&q, &k, &v}) {
+        if (p->type != kernels::WeightType::kBF16Panels || p->cols != q.cols || p->ld != q.ld ||
+            p->rows % kernels::kPanelOutputs != 0) {
+            return Matrix{};
+        }
+    }
+    const auto* base = static_cast<const std::byte*>(q.data);
+    if (k.data != base + kernels::panel_bytes(q.rows, q.cols) ||
+        v.data != static_cast<const std::byte*>(k.data) + kernels::panel_bytes(k.rows, k.cols)) {
+        return Matrix{};
+    }
+    m = q;
+    m.rows = q.rows + k.rows + v.rows;
+    m.name = "self_attn.qkv (q_proj | k_proj | v_proj)";
+    return m;
 }
 
 }  // namespace
@@ -95,6 +117,7 @@ base::Result<std::unique_ptr<PanelWeights>> PanelWeights::rearrange(ModelWeights
         m->type = kernels::WeightType::kBF16Panels;
         m->ld = kernels::panel_pairs(m->cols);
     }
+    for (TextLayerWeights& l : w.mutable_text().layers) l.qkv = stacked_rows(l.q, l.k, l.v);
     return out;
 }
 
