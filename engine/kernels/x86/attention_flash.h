@@ -23,7 +23,10 @@
 //   load_kv(a, g, j0, nb, next, ops)      key block [j0, j0 + nb) of kv head g; `next` rows of
 //                                         the following block may be prefetched
 //   scores(ops, slot, qt, hd, nb, st)     St[0:nb][0:32]
-//   accumulate(ops, pt, j0, nb, hd, ot)   Ot += V^T Pt over the block (Pt rows nb.. unused)
+//   accumulate(ops, pt, j0, nb, hd, al0, al1, ot)
+//                                         Ot = Ot * alpha + V^T Pt over the block (Pt rows nb..
+//                                         unused; alpha: al0 for lanes 0-15, al1 for 16-31),
+//                                         the rescale product rounded before the first FMA
 //   try_small(a, g, group, row, n, lo, hi) -> bool: handle a block of n rows some other way
 //                                         (e.g. decode), false to use the flash path
 //
@@ -250,11 +253,26 @@ void flash_step(int hd, int j0, int nb, int slot, FlashBlock* b, FlashScratch<T>
                                                         _mm512_load_ps(sj + 16)));
         }
     }
-    __m512 mx0 = b->m0, mx1 = b->m1;
-    for (int j = 0; j < nb; ++j) {
-        mx0 = _mm512_max_ps(mx0, _mm512_load_ps(st + j * kItems));
-        mx1 = _mm512_max_ps(mx1, _mm512_load_ps(st + j * kItems + 16));
+    // Four independent max chains per half: one chain would wait out the max latency at every
+    // key. (The max is exact, so the grouping does not change the result.)
+    __m512 mx[2][4];
+    for (int c = 0; c < 4; ++c) mx[0][c] = b->m0, mx[1][c] = b->m1;
+    int jm = 0;
+    for (; jm + 4 <= nb; jm += 4) {
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            mx[0][c] = _mm512_max_ps(mx[0][c], _mm512_load_ps(st + (jm + c) * kItems));
+            mx[1][c] = _mm512_max_ps(mx[1][c], _mm512_load_ps(st + (jm + c) * kItems + 16));
+        }
     }
+    for (; jm < nb; ++jm) {
+        mx[0][0] = _mm512_max_ps(mx[0][0], _mm512_load_ps(st + jm * kItems));
+        mx[1][0] = _mm512_max_ps(mx[1][0], _mm512_load_ps(st + jm * kItems + 16));
+    }
+    const __m512 mx0 =
+        _mm512_max_ps(_mm512_max_ps(mx[0][0], mx[0][1]), _mm512_max_ps(mx[0][2], mx[0][3]));
+    const __m512 mx1 =
+        _mm512_max_ps(_mm512_max_ps(mx[1][0], mx[1][1]), _mm512_max_ps(mx[1][2], mx[1][3]));
     // A lane that has seen only masked keys keeps max -inf; subtract 0 there instead.
     const __m512 sub0 =
         _mm512_mask_mov_ps(mx0, _mm512_cmpeq_ps_mask(mx0, neg_inf), _mm512_setzero_ps());
@@ -276,16 +294,9 @@ void flash_step(int hd, int j0, int nb, int slot, FlashBlock* b, FlashScratch<T>
     }
     b->l0 = _mm512_fmadd_ps(b->l0, alpha0, sum0);
     b->l1 = _mm512_fmadd_ps(b->l1, alpha1, sum1);
-    const __mmask16 same = _mm512_cmpeq_ps_mask(alpha0, _mm512_set1_ps(1.0f)) &
-                           _mm512_cmpeq_ps_mask(alpha1, _mm512_set1_ps(1.0f));
-    if (same != 0xffff) {
-        for (int d = 0; d < hd; ++d) {
-            float* o = ot + d * kItems;
-            _mm512_store_ps(o, _mm512_mul_ps(_mm512_load_ps(o), alpha0));
-            _mm512_store_ps(o + 16, _mm512_mul_ps(_mm512_load_ps(o + 16), alpha1));
-        }
-    }
-    T::accumulate(s->ops, st, j0, nb, hd, ot);
+    // The rescale of Ot happens inside the product's tiles, as they load their accumulators: a
+    // separate pass would load and store all of Ot once more per key block.
+    T::accumulate(s->ops, st, j0, nb, hd, alpha0, alpha1, ot);
 }
 
 inline void flash_finish(const AttentionArgs& a, int g, int group, const FlashBlock& b,
