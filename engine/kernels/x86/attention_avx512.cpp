@@ -66,13 +66,18 @@ inline void qk_tile(const float* k, std::ptrdiff_t k_stride, const float* qt, in
 
 // Ot[r][0:32] = Ot[r][0:32] * alpha + sum_j v[j * v_stride + r] * Pt[j][0:32] for r < 8
 // (8 head dims; alpha is al0 for lanes 0-15, al1 for 16-31).
+template <bool kRescale>
 inline void pv_tile(const float* v, std::ptrdiff_t v_stride, const float* pt, int n_keys,
                     __m512 al0, __m512 al1, float* ot) {
     __m512 acc0[8], acc1[8];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
-        acc0[r] = _mm512_mul_ps(_mm512_load_ps(ot + r * kItems), al0);
-        acc1[r] = _mm512_mul_ps(_mm512_load_ps(ot + r * kItems + 16), al1);
+        acc0[r] = _mm512_load_ps(ot + r * kItems);
+        acc1[r] = _mm512_load_ps(ot + r * kItems + 16);
+        if constexpr (kRescale) {
+            acc0[r] = _mm512_mul_ps(acc0[r], al0);
+            acc1[r] = _mm512_mul_ps(acc1[r], al1);
+        }
     }
     for (int j = 0; j < n_keys; ++j) {
         const __m512 b0 = _mm512_load_ps(pt + j * kItems);
@@ -178,8 +183,14 @@ struct F32Tiles {
     }
     static void accumulate(const Operands& o, const float* pt, int, int nb, int hd, __m512 al0,
                            __m512 al1, float* ot) {
+        const bool rescale = needs_rescale(al0, al1);
         for (int d0 = 0; d0 < hd; d0 += 8) {
-            pv_tile(o.v + d0, o.v_stride, pt, nb, al0, al1, ot + d0 * kItems);
+            float* o_d = ot + d0 * kItems;
+            if (rescale) {
+                pv_tile<true>(o.v + d0, o.v_stride, pt, nb, al0, al1, o_d);
+            } else {
+                pv_tile<false>(o.v + d0, o.v_stride, pt, nb, al0, al1, o_d);
+            }
         }
     }
     static bool try_small(const AttentionArgs& a, int g, int group, int row, int n, int lo,

@@ -102,13 +102,18 @@ void qk_rows(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, int n
 
 // Ot[r][0:32] = Ot[r][0:32] * alpha + sum_p V2[p][r] · Pt2[p][0:32] for r < 8 head dims,
 // p < key_pairs (alpha is al0 for lanes 0-15, al1 for 16-31).
+template <bool kRescale>
 inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, int key_pairs,
                     __m512 al0, __m512 al1, float* ot) {
     __m512 acc0[8], acc1[8];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
-        acc0[r] = _mm512_mul_ps(_mm512_load_ps(ot + r * kItems), al0);
-        acc1[r] = _mm512_mul_ps(_mm512_load_ps(ot + r * kItems + 16), al1);
+        acc0[r] = _mm512_load_ps(ot + r * kItems);
+        acc1[r] = _mm512_load_ps(ot + r * kItems + 16);
+        if constexpr (kRescale) {
+            acc0[r] = _mm512_mul_ps(acc0[r], al0);
+            acc1[r] = _mm512_mul_ps(acc1[r], al1);
+        }
     }
     for (int p = 0; p < key_pairs; ++p) {
         const __m512bh b0 = __m512bh(_mm512_load_si512(pt2 + p * kItems));
@@ -414,8 +419,14 @@ struct Bf16Tiles {
             }
         }
         const std::uint32_t* v2 = o.v2 + std::size_t(j0 - first - o.base) / 2 * hd;
+        const bool rescale = needs_rescale(al0, al1);
         for (int d0 = 0; d0 < hd; d0 += 8) {
-            pv_tile(v2 + d0, hd, o.pt2, key_pairs, al0, al1, ot + d0 * kItems);
+            float* o_d = ot + d0 * kItems;
+            if (rescale) {
+                pv_tile<true>(v2 + d0, hd, o.pt2, key_pairs, al0, al1, o_d);
+            } else {
+                pv_tile<false>(v2 + d0, hd, o.pt2, key_pairs, al0, al1, o_d);
+            }
         }
     }
 

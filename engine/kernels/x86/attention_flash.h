@@ -37,7 +37,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -84,6 +83,13 @@ inline __m512 exp2_ps(__m512 x) {
     }
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
+}
+
+// Whether some lane's rescale factor differs from 1. Once the running maxima settle most key
+// blocks rescale nothing, and the tiles then skip the products (x * 1 == x: same result).
+inline bool needs_rescale(__m512 al0, __m512 al1) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return (_mm512_cmpeq_ps_mask(al0, one) & _mm512_cmpeq_ps_mask(al1, one)) != 0xffff;
 }
 
 // In-register transpose of a 16 x 16 block of 32-bit elements: r[i] holds row i on entry and
@@ -196,37 +202,28 @@ void flash_init(const AttentionArgs& a, int g, int group, int row0, int n_rows, 
     std::memset(s->ot[slot], 0, sizeof(float) * hd * kItems);
     const float qscale = a.scale * kLog2e;
     const float* q0 = a.q + row0 * a.q_row_stride + g * group * a.q_head_stride;
-    alignas(64) std::int32_t offset[kItems];
-    std::uint32_t valid = 0;
-    bool fits = true;  // gather offsets are int32
+    const float* lane_q[kItems];  // the lane's query row, or null for an empty lane
     for (int lane = 0; lane < kItems; ++lane) {
         const int hh = lane / rows_per_head, rr = lane % rows_per_head;
         b->lane_hi[lane] = b->hi_max;
-        offset[lane] = 0;
+        lane_q[lane] = nullptr;
         if (hh >= group || rr >= n_rows) continue;
         b->lane_hi[lane] = hi[rr];
-        valid |= 1u << lane;
-        const std::ptrdiff_t off = rr * a.q_row_stride + hh * a.q_head_stride;
-        fits = fits && off >= 0 && off + hd <= INT32_MAX;
-        offset[lane] = std::int32_t(off);
+        lane_q[lane] = q0 + rr * a.q_row_stride + hh * a.q_head_stride;
     }
-    if (fits) {  // Qt[d][lanes] by gathers: one instruction per 16 lanes
-        const __m512i off0 = _mm512_load_si512(offset), off1 = _mm512_load_si512(offset + 16);
-        const __mmask16 v0 = __mmask16(valid), v1 = __mmask16(valid >> 16);
-        const __m512 sc = _mm512_set1_ps(qscale);
-        for (int d = 0; d < hd; ++d) {
-            const __m512 g0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), v0, off0, q0 + d, 4);
-            const __m512 g1 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), v1, off1, q0 + d, 4);
-            _mm512_store_ps(qt + d * kItems, _mm512_mul_ps(g0, sc));
-            _mm512_store_ps(qt + d * kItems + 16, _mm512_mul_ps(g1, sc));
-        }
-    } else {
-        std::memset(qt, 0, sizeof(float) * hd * kItems);
-        for (int lane = 0; lane < kItems; ++lane) {
-            if ((valid >> lane & 1u) == 0) continue;
-            const int hh = lane / rows_per_head, rr = lane % rows_per_head;
-            const float* q = q0 + rr * a.q_row_stride + hh * a.q_head_stride;
-            for (int d = 0; d < hd; ++d) qt[d * kItems + lane] = q[d] * qscale;
+    // Qt[d][lanes] by 16 x 16 transposes of the lanes' rows: gathers (16 lines each, pages
+    // apart in the fused vision qkv) cost several times more.
+    const __m512 sc = _mm512_set1_ps(qscale);
+    for (int half = 0; half < kItems; half += 16) {
+        for (int d0 = 0; d0 < hd; d0 += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i) {
+                const float* q = lane_q[half + i];
+                r[i] =
+                    q != nullptr ? _mm512_mul_ps(_mm512_loadu_ps(q + d0), sc) : _mm512_setzero_ps();
+            }
+            transpose16(r);
+            for (int i = 0; i < 16; ++i) _mm512_store_ps(qt + (d0 + i) * kItems + half, r[i]);
         }
     }
     T::prepare_q(hd, qt, slot, &s->ops);
@@ -305,21 +302,23 @@ inline void flash_finish(const AttentionArgs& a, int g, int group, const FlashBl
     alignas(64) float inv_l[kItems];
     _mm512_store_ps(inv_l, _mm512_div_ps(_mm512_set1_ps(1.0f), b.l0));
     _mm512_store_ps(inv_l + 16, _mm512_div_ps(_mm512_set1_ps(1.0f), b.l1));
-    for (int hh = 0; hh < group; ++hh) {
-        for (int rr = 0; rr < b.n_rows; ++rr) {
-            const int lane = hh * rows_per_head + rr;
-            float* out =
-                a.out + (b.row0 + rr) * a.out_row_stride + (g * group + hh) * a.out_head_stride;
-            // Column `lane` of Ot, 16 head dims per gather.
-            const __m512i idx = _mm512_add_epi32(
-                _mm512_mullo_epi32(
-                    _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                    _mm512_set1_epi32(kItems)),
-                _mm512_set1_epi32(lane));
-            const __m512 inv = _mm512_set1_ps(inv_l[lane]);
-            for (int d = 0; d < a.head_dim; d += 16) {
-                const __m512 o = _mm512_i32gather_ps(idx, ot + d * kItems, 4);
-                _mm512_storeu_ps(out + d, _mm512_mul_ps(o, inv));
+    float* lane_out[kItems];  // the lane's output row, or null for an empty lane
+    for (int lane = 0; lane < kItems; ++lane) {
+        const int hh = lane / rows_per_head, rr = lane % rows_per_head;
+        lane_out[lane] = hh < group && rr < b.n_rows ? a.out + (b.row0 + rr) * a.out_row_stride +
+                                                           (g * group + hh) * a.out_head_stride
+                                                     : nullptr;
+    }
+    // Columns of Ot by 16 x 16 transposes (cheaper than a gather per 16 head dims).
+    for (int half = 0; half < kItems; half += 16) {
+        for (int d0 = 0; d0 < a.head_dim; d0 += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i) r[i] = _mm512_load_ps(ot + (d0 + i) * kItems + half);
+            transpose16(r);
+            for (int i = 0; i < 16; ++i) {
+                float* out = lane_out[half + i];
+                if (out == nullptr) continue;
+                _mm512_storeu_ps(out + d0, _mm512_mul_ps(r[i], _mm512_set1_ps(inv_l[half + i])));
             }
         }
     }
