@@ -128,7 +128,7 @@ void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows,
 
 // Traits of the shared flash driver (x86/attention_flash.h) for f32 products.
 struct F32Tiles {
-    static constexpr int kExpDegree = 6;
+    static constexpr int kExpDegree = 5;
     struct Operands {
         // K and V of the current key block: in place when the rows are dense f32 (the text KV
         // arena), else in the task's dense copy.
@@ -254,11 +254,11 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
             float mx = m[h];  // the flash lane's max_ps chain, in the same order
             for (int j = 0; j < nb; ++j) mx = mx > s[h][j] ? mx : s[h][j];
             const float sub = mx == -INFINITY ? 0.0f : mx;
-            alpha[h] = _mm512_cvtss_f32(exp2_ps<6>(_mm512_set1_ps(m[h] - sub)));
+            alpha[h] = _mm512_cvtss_f32(exp2_ps<F32Tiles::kExpDegree>(_mm512_set1_ps(m[h] - sub)));
             const __m512 subv = _mm512_set1_ps(sub);
             for (int j = 0; j < nb; j += 16) {
-                _mm512_store_ps(s[h] + j,
-                                exp2_ps<6>(_mm512_sub_ps(_mm512_load_ps(s[h] + j), subv)));
+                _mm512_store_ps(s[h] + j, exp2_ps<F32Tiles::kExpDegree>(
+                                              _mm512_sub_ps(_mm512_load_ps(s[h] + j), subv)));
             }
             float sum = 0.0f;
             for (int j = 0; j < nb; ++j) sum += s[h][j];
