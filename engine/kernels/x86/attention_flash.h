@@ -316,17 +316,24 @@ inline void flash_finish(const AttentionArgs& a, int g, int group, const FlashBl
                                                            (g * group + hh) * a.out_head_stride
                                                      : nullptr;
     }
-    // Columns of Ot by 16 x 16 transposes (cheaper than a gather per 16 head dims).
+    // Columns of Ot by 16 x 16 transposes (cheaper than a gather per 16 head dims), staged as
+    // rows in L1 and then written out row by row. Storing each transposed chunk straight to its
+    // 16 output rows (pages apart, all at one page offset) measured 2-5 % slower overall.
+    alignas(64) float rows[kItems][kMaxHeadDim];
     for (int half = 0; half < kItems; half += 16) {
         for (int d0 = 0; d0 < a.head_dim; d0 += 16) {
             __m512 r[16];
             for (int i = 0; i < 16; ++i) r[i] = _mm512_load_ps(ot + (d0 + i) * kItems + half);
             transpose16(r);
-            for (int i = 0; i < 16; ++i) {
-                float* out = lane_out[half + i];
-                if (out == nullptr) continue;
-                _mm512_storeu_ps(out + d0, _mm512_mul_ps(r[i], _mm512_set1_ps(inv_l[half + i])));
-            }
+            for (int i = 0; i < 16; ++i) _mm512_store_ps(rows[half + i] + d0, r[i]);
+        }
+    }
+    for (int lane = 0; lane < kItems; ++lane) {
+        float* out = lane_out[lane];
+        if (out == nullptr) continue;
+        const __m512 inv = _mm512_set1_ps(inv_l[lane]);
+        for (int d = 0; d < a.head_dim; d += 16) {
+            _mm512_storeu_ps(out + d, _mm512_mul_ps(_mm512_load_ps(rows[lane] + d), inv));
         }
     }
 }
