@@ -20,8 +20,8 @@
 // anyway.
 //
 // Performance: K/V rows with row stride == head_dim (the KV arena, or a head-major qkv layout)
-// are read in place; other strides (the fused [N, 3072] qkv rows) are copied per 64-key block,
-// which costs about 10 % at N = 784. Scratch is per thread (kernels/scratch.h), so there is no
+// are read in place; other strides (the fused [N, 3072] qkv rows) are copied to dense rows once
+// per task. Scratch is per thread (kernels/scratch.h), so there is no
 // allocation per call. The AVX-512 kernel handles head_dim % 16 == 0 up to 128, the AVX2 kernel
 // head_dim % 8 == 0 up to 256 (K/V repacked once per task); other head dims use a simpler
 // row-at-a-time kernel.

@@ -4,7 +4,8 @@
 // Per task (one kv head, a block of query rows) the keys it will read are repacked once:
 // K transposed per 64-key block ([d][64 keys]) so that scores are broadcast-FMAs over rows of
 // Kt, V copied dense ([key][head_dim]). Each tile then keeps 6 x 16 scores or 6 x 16 outputs
-// in 12 ymm accumulators: two loads and six broadcasts feed twelve FMAs.
+// in 12 ymm accumulators: two loads and six broadcasts feed twelve FMAs. Batches of 8 tiles
+// take the keys in L2-sized chunks, each chunk read by every tile of the batch in turn.
 //
 // Key blocks sit at absolute multiples of 64 and every row is computed on its own (masks,
 // running max and sum per row), so a row's result does not depend on which task or tile it
@@ -16,9 +17,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <climits>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
@@ -32,6 +35,7 @@ namespace {
 constexpr int kRows = 6;   // query rows per tile
 constexpr int kKeys = 64;  // keys per block
 constexpr int kMaxHd = 256;
+constexpr int kTileBatch = 8;  // tiles that share each pass over the packed keys
 constexpr float kLog2e = 1.4426950408889634f;
 
 // 2^x for x <= 0 (scores minus their running max): 2^n by the exponent bits, 2^f (|f| <= 1/2)
@@ -158,14 +162,20 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
 struct Tile {
     int n = 0, lo = 0;
     int hi[kRows] = {};
+    int rows[kRows] = {};  // the query rows of lanes < n
+    int head = 0;
+    int hi_min = 0, hi_max = 0;
     alignas(32) float q[kRows][kMaxHd];  // q * scale * log2(e)
     alignas(32) float o[kRows][kMaxHd];  // unnormalised output
     alignas(32) float s[kRows][kKeys];   // scores, then weights, of the current block
     float m[kRows], l[kRows], alpha[kRows];
 };
 
+// The tile functions below are always inlined into tile_step: compiled out of line, GCC kept
+// their accumulator arrays on the stack, a store per FMA.
+
 // s[r][c..c+16) = sum_d q[r][d] * kt[d][c..c+16) for the 16-key chunks below nk.
-void tile_scores(Tile* t, const float* kt, int hd, int nk) {
+[[gnu::always_inline]] inline void tile_scores(Tile* t, const float* kt, int hd, int nk) {
     for (int c = 0; c < nk; c += 16) {
         __m256 acc[kRows][2];
         for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
@@ -189,7 +199,7 @@ void tile_scores(Tile* t, const float* kt, int hd, int nk) {
 // Online softmax over the block's keys [j0, j0 + nk): scores of keys a row may not see become
 // weight 0; m, l and alpha (the rescale of the row's output) are updated. `full`: every row
 // sees every key of the block (no masks needed).
-void tile_softmax(Tile* t, int j0, int nk, bool full) {
+[[gnu::always_inline]] inline void tile_softmax(Tile* t, int j0, int nk, bool full) {
     const int n_vec = (nk + 7) / 8;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     alignas(32) float m_old[8] = {}, m_new[8] = {};
@@ -244,7 +254,8 @@ void tile_softmax(Tile* t, int j0, int nk, bool full) {
 
 // o[r][c..) = o[r][c..) * alpha[r] + sum_{j < nk} s[r][j] * v[j][c..) in chunks of W vectors.
 template <int W>
-void tile_accumulate_chunk(Tile* t, const float* v, int hd, int nk, int c) {
+[[gnu::always_inline]] inline void tile_accumulate_chunk(Tile* t, const float* v, int hd, int nk,
+                                                         int c) {
     __m256 acc[kRows][W];
     for (int r = 0; r < kRows; ++r) {
         const __m256 alpha = _mm256_set1_ps(t->alpha[r]);
@@ -265,20 +276,22 @@ void tile_accumulate_chunk(Tile* t, const float* v, int hd, int nk, int c) {
     }
 }
 
-void tile_accumulate(Tile* t, const float* v, int hd, int nk) {
+[[gnu::always_inline]] inline void tile_accumulate(Tile* t, const float* v, int hd, int nk) {
     int c = 0;
     for (; c + 16 <= hd; c += 16) tile_accumulate_chunk<2>(t, v, hd, nk, c);
     if (c < hd) tile_accumulate_chunk<1>(t, v, hd, nk, c);
 }
 
-// Runs one tile over its keys and writes its rows (head h, rows `rows`).
-void run_tile(const AttentionArgs& a, const PackedKV& kv, int h, const int* rows, Tile* t) {
+// Prepares a tile whose n, lo, hi, rows and head are set: Q scaled, O and the softmax state
+// cleared, unused rows given hi = lo and a zero query.
+void tile_begin(const AttentionArgs& a, Tile* t) {
     const int hd = a.head_dim;
     const float qscale = a.scale * kLog2e;
     int hi_max = t->lo;
     for (int r = 0; r < kRows; ++r) {
         if (r < t->n) {
-            const float* q = a.q + std::ptrdiff_t(rows[r]) * a.q_row_stride + h * a.q_head_stride;
+            const float* q =
+                a.q + std::ptrdiff_t(t->rows[r]) * a.q_row_stride + t->head * a.q_head_stride;
             for (int d = 0; d < hd; ++d) t->q[r][d] = q[d] * qscale;
             hi_max = std::max(hi_max, t->hi[r]);
         } else {
@@ -289,22 +302,53 @@ void run_tile(const AttentionArgs& a, const PackedKV& kv, int h, const int* rows
         t->m[r] = -INFINITY;
         t->l[r] = 0.0f;
     }
+    t->hi_max = hi_max;
+    t->hi_min = hi_max;
+    for (int r = 0; r < kRows; ++r) t->hi_min = std::min(t->hi_min, t->hi[r]);
+}
+
+// Key block blk (absolute keys [64 blk, 64 blk + 64)) for a tile that sees some of it.
+[[gnu::always_inline]] inline void tile_step(const PackedKV& kv, int hd, int blk, Tile* t) {
     const std::size_t block_floats = std::size_t(kKeys) * hd;
-    int hi_min = hi_max;
-    for (int r = 0; r < kRows; ++r) hi_min = std::min(hi_min, t->hi[r]);
-    for (int blk = t->lo / kKeys; blk * kKeys < hi_max; ++blk) {
-        const int j0 = blk * kKeys;
-        const int nk = std::min(kKeys, hi_max - j0);
-        const std::size_t off = block_floats * std::size_t(blk - kv.first);
-        tile_scores(t, kv.kt + off, hd, nk);
-        tile_softmax(t, j0, nk, j0 >= t->lo && j0 + nk <= hi_min && nk % 8 == 0);
-        tile_accumulate(t, kv.v + off, hd, nk);
+    const int j0 = blk * kKeys;
+    const int nk = std::min(kKeys, t->hi_max - j0);
+    const std::size_t off = block_floats * std::size_t(blk - kv.first);
+    tile_scores(t, kv.kt + off, hd, nk);
+    tile_softmax(t, j0, nk, j0 >= t->lo && j0 + nk <= t->hi_min && nk % 8 == 0);
+    tile_accumulate(t, kv.v + off, hd, nk);
+}
+
+void tile_end(const AttentionArgs& a, const Tile& t) {
+    for (int r = 0; r < t.n; ++r) {
+        float* out =
+            a.out + std::ptrdiff_t(t.rows[r]) * a.out_row_stride + t.head * a.out_head_stride;
+        const float inv = 1.0f / t.l[r];
+        for (int d = 0; d < a.head_dim; ++d) out[d] = t.o[r][d] * inv;
     }
-    for (int r = 0; r < t->n; ++r) {
-        float* out = a.out + std::ptrdiff_t(rows[r]) * a.out_row_stride + h * a.out_head_stride;
-        const float inv = 1.0f / t->l[r];
-        for (int d = 0; d < hd; ++d) out[d] = t->o[r][d] * inv;
+}
+
+// Runs n begun tiles over their keys and writes their rows. The keys go by in chunks of about
+// 256 KiB of packed K and V, each chunk run by every tile in turn (block by block, its state in
+// L1): the chunk stays in L2 for the whole batch, where one tile at a time over all keys
+// streamed the task's whole packed K and V (1.8 MB at N = 3520, beyond L2) once per 6 rows.
+// Interleaving the tiles at every block instead lost more to reloading their states.
+void run_tiles(const AttentionArgs& a, const PackedKV& kv, Tile* tiles, int n) {
+    const int chunk = std::max(1, (256 << 10) / (2 * kKeys * a.head_dim * int(sizeof(float))));
+    int blk_lo = INT_MAX, hi = 0;
+    for (int i = 0; i < n; ++i) {
+        blk_lo = std::min(blk_lo, tiles[i].lo / kKeys);
+        hi = std::max(hi, tiles[i].hi_max);
     }
+    for (int c0 = blk_lo; c0 * kKeys < hi; c0 += chunk) {
+        for (int i = 0; i < n; ++i) {
+            Tile& t = tiles[i];
+            for (int blk = std::max(c0, t.lo / kKeys); blk < c0 + chunk && blk * kKeys < t.hi_max;
+                 ++blk) {
+                tile_step(kv, a.head_dim, blk, &t);
+            }
+        }
+    }
+    for (int i = 0; i < n; ++i) tile_end(a, tiles[i]);
 }
 
 void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
@@ -322,8 +366,10 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
         kv = a.kv_type == KvType::kBF16 ? pack_kv<std::uint16_t>(a, task.kv_head, key_lo, key_hi)
                                         : pack_kv<float>(a, task.kv_head, key_lo, key_hi);
     }
-    Tile tile;
-    int rows[kRows];
+    // The tiles of a batch live in this thread's scratch.
+    auto* tiles = static_cast<Tile*>(
+        detail::thread_scratch(detail::kScratchAttention, sizeof(Tile) * kTileBatch));
+    int n_tiles = 0;
     for (int h = task.kv_head * group; h < (task.kv_head + 1) * group; ++h) {
         for (int r = task.row_begin; r < task.row_end;) {
             int lo, hi;
@@ -335,10 +381,12 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
                 continue;
             }
             // Gather up to kRows consecutive rows that see keys and share lo.
+            Tile& tile = *new (&tiles[n_tiles]) Tile;
             tile.n = 0;
             tile.lo = lo;
+            tile.head = h;
             while (true) {
-                rows[tile.n] = r;
+                tile.rows[tile.n] = r;
                 tile.hi[tile.n++] = hi;
                 ++r;
                 if (tile.n == kRows || r >= task.row_end) break;
@@ -347,9 +395,14 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
                 if (hi2 <= lo2 || lo2 != lo) break;
                 hi = hi2;
             }
-            run_tile(a, kv, h, rows, &tile);
+            tile_begin(a, &tile);
+            if (++n_tiles == kTileBatch) {
+                run_tiles(a, kv, tiles, n_tiles);
+                n_tiles = 0;
+            }
         }
     }
+    if (n_tiles > 0) run_tiles(a, kv, tiles, n_tiles);
 }
 
 // Decode: one query row. The P (1 or 2) heads of a pair share every K and V row load; for

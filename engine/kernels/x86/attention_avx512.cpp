@@ -6,8 +6,8 @@
 // Decode path (a few items, long context): keys in lanes, K and V rows streamed once for the
 // query heads sharing them, every lane computed exactly as a flash lane (bit-identical rows).
 //
-// bf16 K/V are widened (exactly) where they are read: into the dense block copies of the flash
-// path, and at the decode path's loads.
+// bf16 K/V are widened (exactly) where they are read: into the flash path's dense copy of the
+// task's keys, and at the decode path's loads.
 //
 // GCC 12 reports the undefined lanes inside _mm512_reduce_*_ps and friends as (maybe-)
 // uninitialized; a false positive, silenced for this file only.
@@ -26,6 +26,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
+#include "kernels/scratch.h"
 #include "kernels/simd/attention_simd.h"
 #include "kernels/x86/attention_flash.h"
 #include "kernels/x86/tier_entries.h"
@@ -63,14 +64,20 @@ inline void qk_tile(const float* k, std::ptrdiff_t k_stride, const float* qt, in
     }
 }
 
-// Ot[r][0:32] += sum_j v[j * v_stride + r] * Pt[j][0:32] for r < 8 (8 head dims).
+// Ot[r][0:32] = Ot[r][0:32] * alpha + sum_j v[j * v_stride + r] * Pt[j][0:32] for r < 8
+// (8 head dims; alpha is al0 for lanes 0-15, al1 for 16-31).
+template <bool kRescale>
 inline void pv_tile(const float* v, std::ptrdiff_t v_stride, const float* pt, int n_keys,
-                    float* ot) {
+                    __m512 al0, __m512 al1, float* ot) {
     __m512 acc0[8], acc1[8];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
         acc0[r] = _mm512_load_ps(ot + r * kItems);
         acc1[r] = _mm512_load_ps(ot + r * kItems + 16);
+        if constexpr (kRescale) {
+            acc0[r] = _mm512_mul_ps(acc0[r], al0);
+            acc1[r] = _mm512_mul_ps(acc1[r], al1);
+        }
     }
     for (int j = 0; j < n_keys; ++j) {
         const __m512 b0 = _mm512_load_ps(pt + j * kItems);
@@ -97,32 +104,22 @@ void qk_rows(const float* k, std::ptrdiff_t k_stride, const float* qt, int head_
     });
 }
 
-// Copies rows x cols floats (cols % 16 == 0) from rows `stride` apart into a dense buffer.
-// Rows 12 KiB apart sit in different pages, which hardware prefetchers do not cross, so the
-// same rows of the next key block (`next` of them) are prefetched into L2 along the way.
-void copy_rows(const float* src, std::ptrdiff_t stride, int rows, int cols, int next, float* dst) {
-    for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; c += 16) {
-            if (r < next) {
-                _mm_prefetch(reinterpret_cast<const char*>(src + (kKeyBlock + r) * stride + c),
-                             _MM_HINT_T1);
+// Copies keys [key_lo, key_hi) of one kv head (elements E: float or bf16 bits, rows `stride`
+// apart) into dense f32 rows [key - key_lo][hd]. Rows 12 KiB apart (the fused vision qkv) sit
+// in different pages, which hardware prefetchers do not cross: rows kAhead ahead are
+// prefetched in software.
+template <class E>
+void pack_rows(const E* head, std::ptrdiff_t stride, int key_lo, int key_hi, int hd, float* dst) {
+    constexpr int kAhead = 16;
+    for (int key = key_lo; key < key_hi; ++key) {
+        const E* src = head + std::ptrdiff_t(key) * stride;
+        if (key + kAhead < key_hi) {
+            for (int c = 0; c < hd; c += 64 / int(sizeof(E))) {
+                _mm_prefetch(reinterpret_cast<const char*>(src + kAhead * stride + c), _MM_HINT_T0);
             }
-            _mm512_store_ps(dst + r * cols + c, _mm512_loadu_ps(src + r * stride + c));
         }
-    }
-}
-
-// widen_rows: copy_rows for bf16 sources, widening each element to f32.
-void widen_rows(const std::uint16_t* src, std::ptrdiff_t stride, int rows, int cols, int next,
-                float* dst) {
-    for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; c += 16) {
-            if (r < next && c % 32 == 0) {
-                _mm_prefetch(reinterpret_cast<const char*>(src + (kKeyBlock + r) * stride + c),
-                             _MM_HINT_T1);
-            }
-            _mm512_store_ps(dst + r * cols + c, load16(src + r * stride + c));
-        }
+        float* d = dst + std::ptrdiff_t(key - key_lo) * hd;
+        for (int c = 0; c < hd; c += 16) _mm512_store_ps(d + c, load16(src + c));
     }
 }
 
@@ -131,46 +128,70 @@ void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows,
 
 // Traits of the shared flash driver (x86/attention_flash.h) for f32 products.
 struct F32Tiles {
-    static constexpr int kExpDegree = 6;
+    static constexpr int kExpDegree = 5;
     struct Operands {
-        // K and V rows far apart (the vision qkv rows are 12 KiB) alias in L1 when a tile walks
-        // 8 or 64 of them; such key blocks are first copied to dense [key][head_dim] buffers.
-        alignas(64) float kpack[kKeyBlock * kMaxHeadDim];
-        alignas(64) float vpack[kKeyBlock * kMaxHeadDim];
+        // K and V of the current key block: in place when the rows are dense f32 (the text KV
+        // arena), else in the task's dense copy.
         const float* k = nullptr;
         const float* v = nullptr;
         std::ptrdiff_t k_stride = 0, v_stride = 0;
+        // The task's keys [base, ...) as dense f32 rows (kScratchAttentionKV), or null.
+        const float* k_task = nullptr;
+        const float* v_task = nullptr;
+        int base = 0;
     };
     static void prepare_q(int, const float*, int, Operands*) {}
-    static void begin_task(const AttentionArgs&, int, int, int, Operands*) {}
-    static void load_kv(const AttentionArgs& a, int g, int j0, int nb, int next, Operands* o) {
+    // K/V rows far apart (the vision qkv rows are 12 KiB) alias in L1 and cost a TLB miss each
+    // when a tile walks 8 or 64 of them; bf16 rows need widening. Either way the task's keys
+    // are copied once to dense f32 rows, which every batch of query blocks then reads:
+    // copying per key block instead re-read K and V for every batch (~10 % at N = 784).
+    static void begin_task(const AttentionArgs& a, int g, int key_lo, int key_hi, Operands* o) {
         const int hd = a.head_dim;
-        const std::ptrdiff_t k_stride = a.k_row_stride, v_stride = a.v_row_stride;
+        o->k_task = o->v_task = nullptr;
+        if (a.kv_type == KvType::kF32 && a.k_row_stride == hd && a.v_row_stride == hd) return;
+        const std::size_t n = std::size_t(std::max(0, key_hi - key_lo)) * std::size_t(hd);
+        auto* k = static_cast<float*>(
+            detail::thread_scratch(detail::kScratchAttentionKV, 2 * n * sizeof(float)));
+        float* v = k + n;
         if (a.kv_type == KvType::kBF16) {
-            const auto* k16 = static_cast<const std::uint16_t*>(a.k);
-            const auto* v16 = static_cast<const std::uint16_t*>(a.v);
-            widen_rows(k16 + g * a.k_head_stride + j0 * k_stride, k_stride, nb, hd, next, o->kpack);
-            widen_rows(v16 + g * a.v_head_stride + j0 * v_stride, v_stride, nb, hd, next, o->vpack);
-            o->k = o->kpack, o->v = o->vpack, o->k_stride = o->v_stride = hd;
+            const auto* k16 = static_cast<const std::uint16_t*>(a.k) + g * a.k_head_stride;
+            const auto* v16 = static_cast<const std::uint16_t*>(a.v) + g * a.v_head_stride;
+            pack_rows(k16, a.k_row_stride, key_lo, key_hi, hd, k);
+            pack_rows(v16, a.v_row_stride, key_lo, key_hi, hd, v);
+        } else {
+            const float* kf = static_cast<const float*>(a.k) + g * a.k_head_stride;
+            const float* vf = static_cast<const float*>(a.v) + g * a.v_head_stride;
+            pack_rows(kf, a.k_row_stride, key_lo, key_hi, hd, k);
+            pack_rows(vf, a.v_row_stride, key_lo, key_hi, hd, v);
+        }
+        o->k_task = k, o->v_task = v, o->base = key_lo;
+    }
+    static void load_kv(const AttentionArgs& a, int g, int j0, int, int, Operands* o) {
+        const int hd = a.head_dim;
+        if (o->k_task != nullptr) {
+            o->k = o->k_task + std::ptrdiff_t(j0 - o->base) * hd;
+            o->v = o->v_task + std::ptrdiff_t(j0 - o->base) * hd;
+            o->k_stride = o->v_stride = hd;
             return;
         }
-        const float* kb = static_cast<const float*>(a.k) + g * a.k_head_stride + j0 * k_stride;
-        const float* vb = static_cast<const float*>(a.v) + g * a.v_head_stride + j0 * v_stride;
-        o->k = kb, o->v = vb, o->k_stride = k_stride, o->v_stride = v_stride;
-        if (k_stride != hd) {
-            copy_rows(kb, k_stride, nb, hd, next, o->kpack);
-            o->k = o->kpack, o->k_stride = hd;
-        }
-        if (v_stride != hd) {
-            copy_rows(vb, v_stride, nb, hd, next, o->vpack);
-            o->v = o->vpack, o->v_stride = hd;
-        }
+        o->k = static_cast<const float*>(a.k) + g * a.k_head_stride + j0 * a.k_row_stride;
+        o->v = static_cast<const float*>(a.v) + g * a.v_head_stride + j0 * a.v_row_stride;
+        o->k_stride = a.k_row_stride, o->v_stride = a.v_row_stride;
     }
     static void scores(const Operands& o, int, const float* qt, int hd, int nb, float* st) {
         qk_rows(o.k, o.k_stride, qt, hd, nb, st);
     }
-    static void accumulate(const Operands& o, const float* pt, int, int nb, int hd, float* ot) {
-        for (int d0 = 0; d0 < hd; d0 += 8) pv_tile(o.v + d0, o.v_stride, pt, nb, ot + d0 * kItems);
+    static void accumulate(const Operands& o, const float* pt, int, int nb, int hd, __m512 al0,
+                           __m512 al1, float* ot) {
+        const bool rescale = needs_rescale(al0, al1);
+        for (int d0 = 0; d0 < hd; d0 += 8) {
+            float* o_d = ot + d0 * kItems;
+            if (rescale) {
+                pv_tile<true>(o.v + d0, o.v_stride, pt, nb, al0, al1, o_d);
+            } else {
+                pv_tile<false>(o.v + d0, o.v_stride, pt, nb, al0, al1, o_d);
+            }
+        }
     }
     static bool try_small(const AttentionArgs& a, int g, int group, int row, int n, int lo,
                           const int* hi) {
@@ -233,11 +254,11 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
             float mx = m[h];  // the flash lane's max_ps chain, in the same order
             for (int j = 0; j < nb; ++j) mx = mx > s[h][j] ? mx : s[h][j];
             const float sub = mx == -INFINITY ? 0.0f : mx;
-            alpha[h] = _mm512_cvtss_f32(exp2_ps<6>(_mm512_set1_ps(m[h] - sub)));
+            alpha[h] = _mm512_cvtss_f32(exp2_ps<F32Tiles::kExpDegree>(_mm512_set1_ps(m[h] - sub)));
             const __m512 subv = _mm512_set1_ps(sub);
             for (int j = 0; j < nb; j += 16) {
-                _mm512_store_ps(s[h] + j,
-                                exp2_ps<6>(_mm512_sub_ps(_mm512_load_ps(s[h] + j), subv)));
+                _mm512_store_ps(s[h] + j, exp2_ps<F32Tiles::kExpDegree>(
+                                              _mm512_sub_ps(_mm512_load_ps(s[h] + j), subv)));
             }
             float sum = 0.0f;
             for (int j = 0; j < nb; ++j) sum += s[h][j];

@@ -100,14 +100,20 @@ void qk_rows(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, int n
     });
 }
 
-// Ot[r][0:32] += sum_p V2[p][r] · Pt2[p][0:32] for r < 8 head dims, p < key_pairs.
+// Ot[r][0:32] = Ot[r][0:32] * alpha + sum_p V2[p][r] · Pt2[p][0:32] for r < 8 head dims,
+// p < key_pairs (alpha is al0 for lanes 0-15, al1 for 16-31).
+template <bool kRescale>
 inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, int key_pairs,
-                    float* ot) {
+                    __m512 al0, __m512 al1, float* ot) {
     __m512 acc0[8], acc1[8];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
         acc0[r] = _mm512_load_ps(ot + r * kItems);
         acc1[r] = _mm512_load_ps(ot + r * kItems + 16);
+        if constexpr (kRescale) {
+            acc0[r] = _mm512_mul_ps(acc0[r], al0);
+            acc1[r] = _mm512_mul_ps(acc1[r], al1);
+        }
     }
     for (int p = 0; p < key_pairs; ++p) {
         const __m512bh b0 = __m512bh(_mm512_load_si512(pt2 + p * kItems));
@@ -399,7 +405,8 @@ struct Bf16Tiles {
     }
 
     // Pairs start at an even key (V2's pairing); with j0 odd the first pair is (zero, P[0]).
-    static void accumulate(Operands& o, const float* pt, int j0, int nb, int hd, float* ot) {
+    static void accumulate(Operands& o, const float* pt, int j0, int nb, int hd, __m512 al0,
+                           __m512 al1, float* ot) {
         const int first = (j0 - o.base) & 1;
         const int key_pairs = (first + nb + 1) / 2;
         const __m512 zero = _mm512_setzero_ps();
@@ -412,7 +419,15 @@ struct Bf16Tiles {
             }
         }
         const std::uint32_t* v2 = o.v2 + std::size_t(j0 - first - o.base) / 2 * hd;
-        for (int d0 = 0; d0 < hd; d0 += 8) pv_tile(v2 + d0, hd, o.pt2, key_pairs, ot + d0 * kItems);
+        const bool rescale = needs_rescale(al0, al1);
+        for (int d0 = 0; d0 < hd; d0 += 8) {
+            float* o_d = ot + d0 * kItems;
+            if (rescale) {
+                pv_tile<true>(v2 + d0, hd, o.pt2, key_pairs, al0, al1, o_d);
+            } else {
+                pv_tile<false>(v2 + d0, hd, o.pt2, key_pairs, al0, al1, o_d);
+            }
+        }
     }
 
     static bool try_small(const AttentionArgs& a, int g, int group, int row, int n, int lo,

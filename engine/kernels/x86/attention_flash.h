@@ -16,14 +16,17 @@
 // (results do not depend on the thread count).
 //
 // Traits T provide (all static):
-//   kExpDegree                            6 or 3: the exp2 polynomial (exp2_ps below)
+//   kExpDegree                            5 or 3: the exp2 polynomial (exp2_ps below)
 //   struct Operands;                      per-thread buffers the products need
 //   prepare_q(hd, qt, slot, ops)          Qt (f32, scaled) of batch slot `slot` was just written
 //   begin_task(a, g, key_lo, key_hi, ops) a task of kv head g will read keys [key_lo, key_hi)
 //   load_kv(a, g, j0, nb, next, ops)      key block [j0, j0 + nb) of kv head g; `next` rows of
 //                                         the following block may be prefetched
 //   scores(ops, slot, qt, hd, nb, st)     St[0:nb][0:32]
-//   accumulate(ops, pt, j0, nb, hd, ot)   Ot += V^T Pt over the block (Pt rows nb.. unused)
+//   accumulate(ops, pt, j0, nb, hd, al0, al1, ot)
+//                                         Ot = Ot * alpha + V^T Pt over the block (Pt rows nb..
+//                                         unused; alpha: al0 for lanes 0-15, al1 for 16-31),
+//                                         the rescale product rounded before the first FMA
 //   try_small(a, g, group, row, n, lo, hi) -> bool: handle a block of n rows some other way
 //                                         (e.g. decode), false to use the flash path
 //
@@ -34,7 +37,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -57,30 +59,44 @@ constexpr float kLog2e = 1.4426950408889634f;
 // 2^x for x <= 0 (scores minus their running max): x = n + f with |f| <= 1/2, 2^f by a
 // near-minimax polynomial in relative error with constant term exactly 1 (so 2^0 == 1 and a key
 // block that leaves the max unchanged leaves the state bit-identical), 2^n applied exactly by
-// vscalefps; -inf (anything below -160) gives 0. Degree 6: relative error ~1e-7 (f32 products);
-// degree 3: ~1e-4, ample where the weights are then rounded to bf16 (~4e-3) and three FMAs
-// cheaper per score.
+// vscalefps; -inf (anything below -125) gives 0. Degree 5: relative error 1.6e-7 evaluated in
+// f32 (about 2 ulp; degree 6 reached 8e-8 for one more FMA per 16 scores, while the f32 score
+// products already err by ~1e-6); degree 3: ~1e-4, ample where the weights are then rounded to
+// bf16 (~4e-3) and two FMAs cheaper again.
 template <int Degree>
 inline __m512 exp2_ps(__m512 x) {
-    static_assert(Degree == 6 || Degree == 3);
-    x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
-    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(x, n);
+    static_assert(Degree == 5 || Degree == 3);
+    // Below -125 the result is exactly 0, and the clamp keeps every value computed a normal
+    // float: a result that underflows takes a microcode assist of a hundred cycles or more on
+    // Intel cores, and the masked (-inf) scores of every causal diagonal block produced one per
+    // lane (a quarter of the 212-row text prefill's time went there).
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-125.0f), _CMP_GE_OQ);
+    x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
+    // f = x - round(x) in one vreduceps (vrndscaleps is two uops), then n = x - f: both exact,
+    // the same values as rounding first.
+    const __m512 f = _mm512_reduce_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 n = _mm512_sub_ps(x, f);
     __m512 p;
-    if constexpr (Degree == 6) {
-        p = _mm512_set1_ps(1.5345591236837208e-04f);
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3399904128164053e-03f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618490003049374e-03f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550329014658928e-02f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022646248340607e-01f));
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471824645996e-01f));
+    if constexpr (Degree == 5) {  // minimax (Lawson) fit of (2^f - 1) / f on [-1/2, 1/2]
+        p = _mm512_set1_ps(1.3264728477224708e-03f);
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.671512991189957e-03f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550733581185341e-02f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022242426872253e-01f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931470036506653e-01f));
     } else {
         p = _mm512_set1_ps(5.500892549753189e-02f);
         p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.422109991312027e-01f));
         p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.932829022407532e-01f));
     }
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
+    return _mm512_maskz_scalef_ps(keep, p, n);
+}
+
+// Whether some lane's rescale factor differs from 1. Once the running maxima settle most key
+// blocks rescale nothing, and the tiles then skip the products (x * 1 == x: same result).
+inline bool needs_rescale(__m512 al0, __m512 al1) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return (_mm512_cmpeq_ps_mask(al0, one) & _mm512_cmpeq_ps_mask(al1, one)) != 0xffff;
 }
 
 // In-register transpose of a 16 x 16 block of 32-bit elements: r[i] holds row i on entry and
@@ -193,37 +209,28 @@ void flash_init(const AttentionArgs& a, int g, int group, int row0, int n_rows, 
     std::memset(s->ot[slot], 0, sizeof(float) * hd * kItems);
     const float qscale = a.scale * kLog2e;
     const float* q0 = a.q + row0 * a.q_row_stride + g * group * a.q_head_stride;
-    alignas(64) std::int32_t offset[kItems];
-    std::uint32_t valid = 0;
-    bool fits = true;  // gather offsets are int32
+    const float* lane_q[kItems];  // the lane's query row, or null for an empty lane
     for (int lane = 0; lane < kItems; ++lane) {
         const int hh = lane / rows_per_head, rr = lane % rows_per_head;
         b->lane_hi[lane] = b->hi_max;
-        offset[lane] = 0;
+        lane_q[lane] = nullptr;
         if (hh >= group || rr >= n_rows) continue;
         b->lane_hi[lane] = hi[rr];
-        valid |= 1u << lane;
-        const std::ptrdiff_t off = rr * a.q_row_stride + hh * a.q_head_stride;
-        fits = fits && off >= 0 && off + hd <= INT32_MAX;
-        offset[lane] = std::int32_t(off);
+        lane_q[lane] = q0 + rr * a.q_row_stride + hh * a.q_head_stride;
     }
-    if (fits) {  // Qt[d][lanes] by gathers: one instruction per 16 lanes
-        const __m512i off0 = _mm512_load_si512(offset), off1 = _mm512_load_si512(offset + 16);
-        const __mmask16 v0 = __mmask16(valid), v1 = __mmask16(valid >> 16);
-        const __m512 sc = _mm512_set1_ps(qscale);
-        for (int d = 0; d < hd; ++d) {
-            const __m512 g0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), v0, off0, q0 + d, 4);
-            const __m512 g1 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), v1, off1, q0 + d, 4);
-            _mm512_store_ps(qt + d * kItems, _mm512_mul_ps(g0, sc));
-            _mm512_store_ps(qt + d * kItems + 16, _mm512_mul_ps(g1, sc));
-        }
-    } else {
-        std::memset(qt, 0, sizeof(float) * hd * kItems);
-        for (int lane = 0; lane < kItems; ++lane) {
-            if ((valid >> lane & 1u) == 0) continue;
-            const int hh = lane / rows_per_head, rr = lane % rows_per_head;
-            const float* q = q0 + rr * a.q_row_stride + hh * a.q_head_stride;
-            for (int d = 0; d < hd; ++d) qt[d * kItems + lane] = q[d] * qscale;
+    // Qt[d][lanes] by 16 x 16 transposes of the lanes' rows: gathers (16 lines each, pages
+    // apart in the fused vision qkv) cost several times more.
+    const __m512 sc = _mm512_set1_ps(qscale);
+    for (int half = 0; half < kItems; half += 16) {
+        for (int d0 = 0; d0 < hd; d0 += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i) {
+                const float* q = lane_q[half + i];
+                r[i] =
+                    q != nullptr ? _mm512_mul_ps(_mm512_loadu_ps(q + d0), sc) : _mm512_setzero_ps();
+            }
+            transpose16(r);
+            for (int i = 0; i < 16; ++i) _mm512_store_ps(qt + (d0 + i) * kItems + half, r[i]);
         }
     }
     T::prepare_q(hd, qt, slot, &s->ops);
@@ -250,11 +257,26 @@ void flash_step(int hd, int j0, int nb, int slot, FlashBlock* b, FlashScratch<T>
                                                         _mm512_load_ps(sj + 16)));
         }
     }
-    __m512 mx0 = b->m0, mx1 = b->m1;
-    for (int j = 0; j < nb; ++j) {
-        mx0 = _mm512_max_ps(mx0, _mm512_load_ps(st + j * kItems));
-        mx1 = _mm512_max_ps(mx1, _mm512_load_ps(st + j * kItems + 16));
+    // Four independent max chains per half: one chain would wait out the max latency at every
+    // key. (The max is exact, so the grouping does not change the result.)
+    __m512 mx[2][4];
+    for (int c = 0; c < 4; ++c) mx[0][c] = b->m0, mx[1][c] = b->m1;
+    int jm = 0;
+    for (; jm + 4 <= nb; jm += 4) {
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            mx[0][c] = _mm512_max_ps(mx[0][c], _mm512_load_ps(st + (jm + c) * kItems));
+            mx[1][c] = _mm512_max_ps(mx[1][c], _mm512_load_ps(st + (jm + c) * kItems + 16));
+        }
     }
+    for (; jm < nb; ++jm) {
+        mx[0][0] = _mm512_max_ps(mx[0][0], _mm512_load_ps(st + jm * kItems));
+        mx[1][0] = _mm512_max_ps(mx[1][0], _mm512_load_ps(st + jm * kItems + 16));
+    }
+    const __m512 mx0 =
+        _mm512_max_ps(_mm512_max_ps(mx[0][0], mx[0][1]), _mm512_max_ps(mx[0][2], mx[0][3]));
+    const __m512 mx1 =
+        _mm512_max_ps(_mm512_max_ps(mx[1][0], mx[1][1]), _mm512_max_ps(mx[1][2], mx[1][3]));
     // A lane that has seen only masked keys keeps max -inf; subtract 0 there instead.
     const __m512 sub0 =
         _mm512_mask_mov_ps(mx0, _mm512_cmpeq_ps_mask(mx0, neg_inf), _mm512_setzero_ps());
@@ -276,16 +298,9 @@ void flash_step(int hd, int j0, int nb, int slot, FlashBlock* b, FlashScratch<T>
     }
     b->l0 = _mm512_fmadd_ps(b->l0, alpha0, sum0);
     b->l1 = _mm512_fmadd_ps(b->l1, alpha1, sum1);
-    const __mmask16 same = _mm512_cmpeq_ps_mask(alpha0, _mm512_set1_ps(1.0f)) &
-                           _mm512_cmpeq_ps_mask(alpha1, _mm512_set1_ps(1.0f));
-    if (same != 0xffff) {
-        for (int d = 0; d < hd; ++d) {
-            float* o = ot + d * kItems;
-            _mm512_store_ps(o, _mm512_mul_ps(_mm512_load_ps(o), alpha0));
-            _mm512_store_ps(o + 16, _mm512_mul_ps(_mm512_load_ps(o + 16), alpha1));
-        }
-    }
-    T::accumulate(s->ops, st, j0, nb, hd, ot);
+    // The rescale of Ot happens inside the product's tiles, as they load their accumulators: a
+    // separate pass would load and store all of Ot once more per key block.
+    T::accumulate(s->ops, st, j0, nb, hd, alpha0, alpha1, ot);
 }
 
 inline void flash_finish(const AttentionArgs& a, int g, int group, const FlashBlock& b,
@@ -294,22 +309,31 @@ inline void flash_finish(const AttentionArgs& a, int g, int group, const FlashBl
     alignas(64) float inv_l[kItems];
     _mm512_store_ps(inv_l, _mm512_div_ps(_mm512_set1_ps(1.0f), b.l0));
     _mm512_store_ps(inv_l + 16, _mm512_div_ps(_mm512_set1_ps(1.0f), b.l1));
-    for (int hh = 0; hh < group; ++hh) {
-        for (int rr = 0; rr < b.n_rows; ++rr) {
-            const int lane = hh * rows_per_head + rr;
-            float* out =
-                a.out + (b.row0 + rr) * a.out_row_stride + (g * group + hh) * a.out_head_stride;
-            // Column `lane` of Ot, 16 head dims per gather.
-            const __m512i idx = _mm512_add_epi32(
-                _mm512_mullo_epi32(
-                    _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                    _mm512_set1_epi32(kItems)),
-                _mm512_set1_epi32(lane));
-            const __m512 inv = _mm512_set1_ps(inv_l[lane]);
-            for (int d = 0; d < a.head_dim; d += 16) {
-                const __m512 o = _mm512_i32gather_ps(idx, ot + d * kItems, 4);
-                _mm512_storeu_ps(out + d, _mm512_mul_ps(o, inv));
-            }
+    float* lane_out[kItems];  // the lane's output row, or null for an empty lane
+    for (int lane = 0; lane < kItems; ++lane) {
+        const int hh = lane / rows_per_head, rr = lane % rows_per_head;
+        lane_out[lane] = hh < group && rr < b.n_rows ? a.out + (b.row0 + rr) * a.out_row_stride +
+                                                           (g * group + hh) * a.out_head_stride
+                                                     : nullptr;
+    }
+    // Columns of Ot by 16 x 16 transposes (cheaper than a gather per 16 head dims), staged as
+    // rows in L1 and then written out row by row. Storing each transposed chunk straight to its
+    // 16 output rows (pages apart, all at one page offset) measured 2-5 % slower overall.
+    alignas(64) float rows[kItems][kMaxHeadDim];
+    for (int half = 0; half < kItems; half += 16) {
+        for (int d0 = 0; d0 < a.head_dim; d0 += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; ++i) r[i] = _mm512_load_ps(ot + (d0 + i) * kItems + half);
+            transpose16(r);
+            for (int i = 0; i < 16; ++i) _mm512_store_ps(rows[half + i] + d0, r[i]);
+        }
+    }
+    for (int lane = 0; lane < kItems; ++lane) {
+        float* out = lane_out[lane];
+        if (out == nullptr) continue;
+        const __m512 inv = _mm512_set1_ps(inv_l[lane]);
+        for (int d = 0; d < a.head_dim; d += 16) {
+            _mm512_storeu_ps(out + d, _mm512_mul_ps(_mm512_load_ps(rows[lane] + d), inv));
         }
     }
 }
