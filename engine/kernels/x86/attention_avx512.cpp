@@ -297,34 +297,11 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
     }
 }
 
-template <class E>
-void decode_rows_of(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
-                    const int* hi) {
-    for (int rr = 0; rr < n_rows; ++rr) {
-        switch (group) {
-            case 1:
-                decode_row<1, E>(a, g, row0 + rr, lo, hi[rr]);
-                break;
-            case 2:
-                decode_row<2, E>(a, g, row0 + rr, lo, hi[rr]);
-                break;
-            case 3:
-                decode_row<3, E>(a, g, row0 + rr, lo, hi[rr]);
-                break;
-            default:
-                decode_row<4, E>(a, g, row0 + rr, lo, hi[rr]);
-                break;
-        }
-    }
-}
-
 void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
                  const int* hi) {
-    if (a.kv_type == KvType::kBF16) {
-        decode_rows_of<std::uint16_t>(a, g, group, row0, n_rows, lo, hi);
-    } else {
-        decode_rows_of<float>(a, g, group, row0, n_rows, lo, hi);
-    }
+    for_each_decode_row(a, group, n_rows, [&](auto group_c, auto elem, int i) {
+        decode_row<decltype(group_c)::value, decltype(elem)>(a, g, row0 + i, lo, hi[i]);
+    });
 }
 
 }  // namespace
