@@ -67,14 +67,19 @@ graph::KvCacheView KvCache::view(int slot) {
         .type = type_};
 }
 
-void KvCache::populate(int slot, int pos0, int n) {
+void KvCache::populate(int slot, int pos0, int n, int part, int parts) {
     n = std::min(n, max_ctx_ - pos0);
-    if (slot < 0 || slot >= slots() || pos0 < 0 || n <= 0) return;
+    if (slot < 0 || slot >= slots() || pos0 < 0 || n <= 0 || parts < 1 || part < 0 ||
+        part >= parts) {
+        return;
+    }
     const auto elem = std::size_t(kernels::kv_type_bytes(type_));
     const std::size_t row = std::size_t(head_dim_) * elem;
     const std::size_t region = std::size_t(max_ctx_) * row;  // one head's K or V
     const std::size_t regions_per_slot = std::size_t(n_layers_) * 2 * n_kv_heads_;
-    for (std::size_t r = 0; r < regions_per_slot; ++r) {
+    const std::size_t r0 = regions_per_slot * std::size_t(part) / std::size_t(parts);
+    const std::size_t r1 = regions_per_slot * std::size_t(part + 1) / std::size_t(parts);
+    for (std::size_t r = r0; r < r1; ++r) {
         const std::size_t at = (std::size_t(slot) * regions_per_slot + r) * region;
         buffer_.populate(at + std::size_t(pos0) * row, std::size_t(n) * row);
     }

@@ -254,7 +254,14 @@ void Session::populate_arena(bool vision, std::size_t need) {
     base::AlignedBuffer& arena = own ? vision_arena_ : arena_;
     std::size_t& done = own ? vision_arena_populated_ : arena_populated_;
     if (need <= done) return;
-    arena.populate(done, need - done);
+    // One share per thread (first touches are slow here; see KvCache::populate).
+    const std::size_t from = done, bytes = need - done;
+    const int parts = pool_->size();
+    pool_->parallel_for(parts, [&](int part) {
+        const std::size_t a = from + bytes * std::size_t(part) / std::size_t(parts);
+        const std::size_t b = from + bytes * std::size_t(part + 1) / std::size_t(parts);
+        arena.populate(a, b - a);
+    });
     done = need;
 }
 
@@ -419,7 +426,9 @@ base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> 
          .image_embeds = visual_.as<float>() + std::size_t(visual_base) * tc.hidden_size,
          .deepstack = chunk_deepstack_,
          .want_logits = last});
-    kv_.populate(slot, kv_.size(slot), n);
+    const int parts = pool_->size();
+    pool_->parallel_for(parts,
+                        [&](int part) { kv_.populate(slot, kv_.size(slot), n, part, parts); });
     run_graph();
     kv_.advance(n, slot);
     history_[std::size_t(slot)].insert(history_[std::size_t(slot)].end(), ids.begin() + offset,

@@ -5,10 +5,13 @@
 #include "runtime/kv_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace qvl::runtime {
 namespace {
@@ -128,6 +131,43 @@ TEST(KvCache, CountersAdvanceAndClear) {
     EXPECT_EQ(c.rope_delta(), 0);
     EXPECT_EQ(c.next_rope_position(), 0);
     EXPECT_EQ(c.capacity(), 64);
+}
+
+// Whether the page holding p is resident (mincore), for the populate test below.
+bool page_resident(const void* p) {
+    const auto page = std::uintptr_t(sysconf(_SC_PAGESIZE));
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(p) / page * page;
+    unsigned char in = 0;
+    return mincore(reinterpret_cast<void*>(at), page, &in) == 0 && (in & 1) != 0;
+}
+
+TEST(KvCache, PopulateSharesMapTheirOwnRegionsAndTogetherAll) {
+    // 3 layers x (K, V) x 2 heads = 12 regions of 2048 positions x 1 KiB rows, 2 slots: 48 MiB,
+    // above malloc's largest mmap threshold (32 MiB), so the pages start unmapped.
+    const int layers = 3, heads = 2, head_dim = 256, ctx = 2048, regions = layers * 2 * heads;
+    base::Result<KvCache> kv =
+        KvCache::create(layers, heads, head_dim, ctx, 2, kernels::KvType::kF32);
+    ASSERT_TRUE(kv.ok());
+    KvCache& c = kv.value();
+    const std::size_t region = std::size_t(ctx) * head_dim * sizeof(float);
+    const auto* slot1 = static_cast<const std::byte*>(c.view(1).base);
+    // The middle of positions [8, 40) of each region of slot 1: inside the mapped range, pages
+    // away from the neighbouring regions.
+    auto resident = [&](int r) { return page_resident(slot1 + r * region + 24 * 1024); };
+    for (int r = 0; r < regions; ++r) ASSERT_FALSE(resident(r)) << r;
+    c.populate(1, 8, 32, 1, 3);
+    if (!resident(4)) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
+    for (int r = 0; r < regions; ++r) EXPECT_EQ(resident(r), r >= 4 && r < 8) << r;
+    c.populate(1, 8, 32, 2, 3);
+    for (int r = 0; r < regions; ++r) EXPECT_EQ(resident(r), r >= 4) << r;
+    c.populate(1, 8, 32, 0, 3);
+    for (int r = 0; r < regions; ++r) EXPECT_TRUE(resident(r)) << r;
+    // Slot 0 untouched; out-of-range shares and slots are ignored.
+    EXPECT_FALSE(page_resident(static_cast<const std::byte*>(c.view(0).base) + 24 * 1024));
+    c.populate(0, 8, 32, 3, 3);
+    c.populate(0, 8, 32, -1, 3);
+    c.populate(2, 8, 32);
+    EXPECT_FALSE(page_resident(static_cast<const std::byte*>(c.view(0).base) + 24 * 1024));
 }
 
 TEST(KvCache, OverflowingSizeIsRefusedWithTheNumber) {
