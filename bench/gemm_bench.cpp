@@ -22,6 +22,7 @@
 #include "base/thread_pool.h"
 #include "bench_peaks.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_run.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/patch_embed.h"
@@ -137,6 +138,8 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
     const kernels::WeightType w_type =
         f.panels ? kernels::WeightType::kBF16Panels : kernels::WeightType::kBF16;
     std::size_t iter = 0;
+    // As graph::Executor runs them: A packed once for all tasks where they share rows.
+    kernels::GemmRunner runner;
     const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : state) {
         const std::byte* w = f.weights[iter++ % f.weights.size()].data();
@@ -153,8 +156,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
                                       .c = f.c.data(),
                                       .ldc = s->n,
                                       .precision = prec};
-            const int nt = kernels::gemm_num_tasks(g, threads);
-            pool.parallel_for(nt, [&](int t) { kernels::kernels_for(isa).gemm_task(g, t, nt); });
+            runner.run(kernels::kernels_for(isa), g, pool);
         } else {
             // The model's epilogue for this layer: bias, activation, residual added in place.
             const kernels::GemmArgs g{.m = m,
@@ -174,8 +176,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
                                       .c = f.c.data(),
                                       .ldc = s->n,
                                       .precision = prec};
-            const int nt = kernels::gemm_num_tasks(g, threads);
-            pool.parallel_for(nt, [&](int t) { kernels::kernels_for(isa).gemm_task(g, t, nt); });
+            runner.run(kernels::kernels_for(isa), g, pool);
         }
         benchmark::ClobberMemory();
     }

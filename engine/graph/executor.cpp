@@ -79,6 +79,7 @@ struct OpRun {
     std::byte* arena;
     const KernelTable& k;
     base::ThreadPool& pool;
+    GemmRunner& gemm_runner;
 
     float* out() const { return exec.data(g, n.out, arena); }
     const TensorDesc& out_desc() const { return g.tensors[n.out.id]; }
@@ -100,10 +101,7 @@ struct OpRun {
         });
     }
 
-    void gemm(const GemmArgs& a) const {
-        const int nt = gemm_num_tasks(a, pool.size());
-        pool.parallel_for(nt, [&](int t) { k.gemm_task(a, t, nt); });
-    }
+    void gemm(const GemmArgs& a) const { gemm_runner.run(k, a, pool); }
 };
 
 void run_op(const OpRun& r, const op::Embed& p) {
@@ -392,7 +390,13 @@ std::size_t Executor::run_range(const Graph& g, std::byte* arena, std::size_t fi
 }
 
 void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
-    const OpRun r{.exec = *this, .g = g, .n = n, .arena = arena, .k = *table_, .pool = *pool_};
+    const OpRun r{.exec = *this,
+                  .g = g,
+                  .n = n,
+                  .arena = arena,
+                  .k = *table_,
+                  .pool = *pool_,
+                  .gemm_runner = gemm_runner_};
     std::visit([&](const auto& params) { run_op(r, params); }, n.p);
 }
 

@@ -13,6 +13,7 @@
 
 #include "base/thread_pool.h"
 #include "graph/graph.h"
+#include "kernels/gemm_run.h"
 #include "kernels/kernel_table.h"
 
 namespace qvl::graph {
@@ -65,6 +66,7 @@ class Executor {
     bool profile_on_ = false;
     Profile profile_;
     Observer observer_;
+    kernels::GemmRunner gemm_runner_;       // its shared A panels outlive one GEMM
     std::uint64_t scratch_generation_ = 0;  // kernels::scratch_generation() when last levelled
 };
 

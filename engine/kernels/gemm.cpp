@@ -74,6 +74,16 @@ int problem_num_tasks(int m, int n, int n_threads) {
     return g.row_blocks * g.col_blocks;
 }
 
+// The tiles that serve p: bf16 products leave vdpbf16ps for the avx512 tier's f32 FMAs (same
+// bf16-rounded operands) on CPUs where the dot product is the slower of the two (isa.h); for
+// every m alike, so the streaming and packed paths keep one arithmetic.
+const GemmKernels& resolve_tiles(const GemmArgs& p, const GemmKernels& tiles) {
+    if (p.round_bf16() && tiles.isa == Isa::kAvx512Bf16 && !bf16_dot_for_gemm()) {
+        return kernels_for(Isa::kAvx512).gemm_f32;
+    }
+    return tiles;
+}
+
 void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const GemmKernels& tiles) {
     if (problem.m <= 0 || problem.n <= 0) return;
     const GemmArgs& p = problem;
@@ -95,15 +105,28 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
         return;
     }
     if (p.w_type == WeightType::kQ8) return detail::gemm_q8_tile(p, m0, m1, n0, n1, tiles.isa);
-    const bool gemv = p.m <= detail::kGemvMaxM;
-    // bf16 products leave vdpbf16ps for the avx512 tier's f32 FMAs (same bf16-rounded operands)
-    // on CPUs where the dot product is the slower of the two (isa.h); for every m alike, so the
-    // streaming and packed paths keep one arithmetic.
-    if (p.round_bf16() && tiles.isa == Isa::kAvx512Bf16 && !bf16_dot_for_gemm()) {
-        const GemmKernels& f32 = kernels_for(Isa::kAvx512).gemm_f32;
-        return (gemv ? f32.gemv_tile : f32.gemm_tile)(p, m0, m1, n0, n1);
-    }
-    (gemv ? tiles.gemv_tile : tiles.gemm_tile)(p, m0, m1, n0, n1);
+    const GemmKernels& t = resolve_tiles(p, tiles);
+    if (p.m > detail::kGemvMaxM) return t.gemm_tile(p, m0, m1, n0, n1);
+    // The streaming path packs nothing; a shared A (never offered for these m) is ignored.
+    GemmArgs q = p;
+    q.packed_a = nullptr;
+    t.gemv_tile(q, m0, m1, n0, n1);
+}
+
+std::size_t shared_a_bytes(const GemmArgs& p, int num_tasks, const GemmKernels& tiles) {
+    if (p.m <= detail::kGemvMaxM || p.n <= 0 || p.k <= 0 || p.w_type == WeightType::kQ8) return 0;
+    if (make_grid(p.m, p.n, num_tasks).col_blocks < 2) return 0;  // nothing to share
+    const GemmKernels& t = resolve_tiles(p, tiles);
+    return t.packed_a_bytes != nullptr && t.pack_a != nullptr ? t.packed_a_bytes(p) : 0;
+}
+
+void pack_a_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles) {
+    const GemmKernels& t = resolve_tiles(p, tiles);
+    if (p.packed_a == nullptr || t.pack_a == nullptr || num_tasks < 1) return;
+    const int rows_per = round_up(ceil_div(p.m, num_tasks), kRowQuantum);
+    const int m0 = task * rows_per;
+    const int m1 = std::min(p.m, m0 + rows_per);
+    if (task >= 0 && m0 < m1) t.pack_a(p, m0, m1);
 }
 
 }  // namespace detail
@@ -127,6 +150,19 @@ float gemm_activation_ref(GemmActivation act, float u) {
 
 int gemm_num_tasks(const GemmArgs& args, int n_threads) {
     return detail::problem_num_tasks(args.m, args.n, n_threads);
+}
+
+int gemm_pack_a_num_tasks(const GemmArgs& args, int n_threads) {
+    // Row shares of kRowQuantum rows (a multiple of every MR), a couple per thread.
+    return std::clamp(ceil_div(args.m, kRowQuantum), 1, 2 * std::max(n_threads, 1));
+}
+
+std::size_t KernelTable::gemm_shared_a_bytes(const GemmArgs& args, int num_tasks) const {
+    return detail::shared_a_bytes(args, num_tasks, gemm_kernels(args.precision));
+}
+
+void KernelTable::gemm_pack_a_task(const GemmArgs& args, int task, int num_tasks) const {
+    detail::pack_a_task(args, task, num_tasks, gemm_kernels(args.precision));
 }
 
 void KernelTable::gemm_task(const GemmArgs& args, int task, int num_tasks) const {

@@ -53,6 +53,9 @@ struct GemmArgs {
     // to out (the patch embedding gathers pixels this way); a and lda are then unused.
     void (*load_a)(const void* ctx, int row, int k0, int count, float* out) = nullptr;
     const void* a_ctx = nullptr;
+    // Set: A already packed for every task into this buffer (see "Shared packing" below);
+    // 64-byte aligned, KernelTable::gemm_shared_a_bytes long.
+    void* packed_a = nullptr;
 
     bool round_bf16() const { return precision == GemmPrecision::kBF16; }
 };
@@ -62,6 +65,16 @@ struct GemmArgs {
 // Tasks split output tiles (columns, and rows when m is large), never k, so results are
 // bit-identical for any n_threads.
 int gemm_num_tasks(const GemmArgs& args, int n_threads);
+// Shared packing of A, optional. The tasks of a large-m GEMM split columns (and rows), and each
+// packs A for its rows into the micro-kernel's panels; with several column tasks over the same
+// rows, that is done once per task (4 times for a 212-row prefill GEMM on 2 threads). Instead:
+//   bytes = table.gemm_shared_a_bytes(args, nt);           // 0: not worth it here
+//   args.packed_a = buffer;                                  // 64-byte aligned, >= bytes
+//   np = gemm_pack_a_num_tasks(args, n_threads);
+//   pool.parallel_for(np, [&](int t) { table.gemm_pack_a_task(args, t, np); });
+//   pool.parallel_for(nt, [&](int t) { table.gemm_task(args, t, nt); });
+// The packed values are the ones each task would pack, so the results are the same bits.
+int gemm_pack_a_num_tasks(const GemmArgs& args, int n_threads);
 namespace ref {
 void gemm_f32(const GemmArgs&);  // plain and gated
 }  // namespace ref

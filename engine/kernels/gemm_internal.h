@@ -14,6 +14,9 @@ namespace qvl::kernels::detail {
 // friends).
 int problem_num_tasks(int m, int n, int n_threads);
 void run_problem_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles);
+// KernelTable::gemm_shared_a_bytes and gemm_pack_a_task on one precision's tiles.
+std::size_t shared_a_bytes(const GemmArgs& p, int num_tasks, const GemmKernels& tiles);
+void pack_a_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles);
 
 // Largest m that takes the streaming path (decode steps, short prefill chunks): the packed
 // micro-kernel of the tier with blocks sized for one pass over the weights (a packed block
@@ -48,6 +51,14 @@ void gemv_tile_scalar(const GemmArgs& p, int m0, int m1, int n0, int n1);
 void gemv_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1);
 void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1);
 void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1);
+// A packed once for all tasks (GemmArgs::packed_a; layout in x86/gemm_driver.h): its size, and
+// rows [m0, m1) of it (m0 a multiple of the tier's MR).
+std::size_t gemm_packed_a_bytes_avx2(const GemmArgs& p);
+std::size_t gemm_packed_a_bytes_avx512(const GemmArgs& p);
+std::size_t gemm_packed_a_bytes_avx512bf16(const GemmArgs& p);
+void gemm_pack_a_avx2(const GemmArgs& p, int m0, int m1);
+void gemm_pack_a_avx512(const GemmArgs& p, int m0, int m1);
+void gemm_pack_a_avx512bf16(const GemmArgs& p, int m0, int m1);
 
 // Applies the epilogue to rows [m0, m1) x columns [n0, n1): acc holds the sums (acc[(i - m0) *
 // ld_acc + (j - n0)]); for gated problems acc2 holds the up sums the same way. Writes p.c.

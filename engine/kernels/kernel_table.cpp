@@ -61,7 +61,9 @@ KernelTable avx2_table() {
     t.isa = Isa::kAvx2;
     t.gemm_f32 = {.gemm_tile = &detail::gemm_tile_avx2,
                   .gemv_tile = &detail::gemv_tile_avx2,
-                  .blocking = detail::kBlockingAvx2};
+                  .blocking = detail::kBlockingAvx2,
+                  .packed_a_bytes = &detail::gemm_packed_a_bytes_avx2,
+                  .pack_a = &detail::gemm_pack_a_avx2};
     // No bf16 products: the tiles round A (and f32 weights) to bf16 and multiply in f32.
     t.gemm_bf16 = t.gemm_f32;
     t.bf16_products = false;
@@ -76,7 +78,9 @@ KernelTable avx512_table() {
     t.isa = Isa::kAvx512;
     t.gemm_f32 = {.gemm_tile = &detail::gemm_tile_avx512,
                   .gemv_tile = &detail::gemv_tile_avx512,
-                  .blocking = detail::kBlockingAvx512};
+                  .blocking = detail::kBlockingAvx512,
+                  .packed_a_bytes = &detail::gemm_packed_a_bytes_avx512,
+                  .pack_a = &detail::gemm_pack_a_avx512};
     // No bf16 products: as on AVX2, rounded operands through the f32 tiles.
     t.gemm_bf16 = t.gemm_f32;
     t.bf16_products = false;
@@ -91,7 +95,9 @@ KernelTable avx512bf16_table() {
     t.isa = Isa::kAvx512Bf16;
     t.gemm_bf16 = {.gemm_tile = &detail::gemm_tile_avx512bf16,
                    .gemv_tile = &detail::gemv_tile_avx512bf16,
-                   .blocking = detail::kBlockingAvx512Bf16};
+                   .blocking = detail::kBlockingAvx512Bf16,
+                   .packed_a_bytes = &detail::gemm_packed_a_bytes_avx512bf16,
+                   .pack_a = &detail::gemm_pack_a_avx512bf16};
     t.bf16_products = true;
     t.attention_bf16_task = &avx512bf16::attention_run_task;
     t.attention_bf16_supports = &avx512bf16::attention_supported;

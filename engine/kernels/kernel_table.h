@@ -49,6 +49,10 @@ struct GemmKernels {
     GemmTileFn gemm_tile = nullptr;
     GemmTileFn gemv_tile = nullptr;
     GemmBlocking blocking;  // of gemm_tile
+    // A packed once for all of gemm_tile's tasks (GemmArgs::packed_a): its bytes, and the
+    // packing of rows [m0, m1). Null where the tier has no such layout (scalar).
+    std::size_t (*packed_a_bytes)(const GemmArgs& p) = nullptr;
+    void (*pack_a)(const GemmArgs& p, int m0, int m1) = nullptr;
     // The tier these tiles belong to: int8 weights (WeightType::kQ8, kernels/gemm_q8.h) pick
     // their panel kernel by it.
     Isa isa = Isa::kScalar;
@@ -103,6 +107,10 @@ struct KernelTable : VectorKernels, ImageKernels {
     // Task protocol of kernels/gemm.h, patch_embed.h and attention.h: run task `task` of
     // `num_tasks` (from gemm_num_tasks / patch_embed_num_tasks / attention_num_tasks).
     void gemm_task(const GemmArgs& args, int task, int num_tasks) const;
+    // Shared packing of A (kernels/gemm.h): bytes of GemmArgs::packed_a for a run of
+    // `num_tasks` tasks (0: the tasks would not share it, or this tier cannot), and its tasks.
+    std::size_t gemm_shared_a_bytes(const GemmArgs& args, int num_tasks) const;
+    void gemm_pack_a_task(const GemmArgs& args, int task, int num_tasks) const;
     void patch_embed_task(const PatchEmbedArgs& args, int task, int num_tasks) const;
     void attention_task(const AttentionArgs& args, int task, int num_tasks) const;
 

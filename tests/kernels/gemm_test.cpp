@@ -14,6 +14,7 @@
 
 #include "base/bf16.h"
 #include "base/thread_pool.h"
+#include "kernels/gemm_run.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/weight_panels.h"
@@ -501,6 +502,95 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
             }
         }
     }
+}
+
+// A packed once for all tasks (GemmArgs::packed_a, by gemm_pack_a_task or GemmRunner) gives the
+// bits of every task packing its own, for plain and gated products, both precisions, weights as
+// load-time panels and plain bf16, row counts off the tile; and the tasks really read it.
+TEST_P(GemmTest, SharedPackedAGivesTheSameBits) {
+    std::mt19937 rng(33);
+    base::ThreadPool pool(2);
+    GemmRunner runner;
+    for (auto [m, n, k] : {std::tuple{212, 700, 1030}, std::tuple{101, 300, 2100},
+                           std::tuple{43, 200, 37}, std::tuple{1100, 390, 40}}) {
+        for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
+            for (WeightType wt : {WeightType::kBF16Panels, WeightType::kBF16}) {
+                for (bool gated : {false, true}) {
+                    Mat<float> a(m, k), res(m, n), want(m, n);
+                    fill(a.buf, rng);
+                    fill(res.buf, rng);
+                    const Weights w(n, k, rng), w2(n, k, rng);
+                    std::vector<float> bias(n);
+                    fill(bias, rng);
+                    GemmArgs g{.m = m,
+                               .n = n,
+                               .k = k,
+                               .a = a.data(),
+                               .lda = a.ld,
+                               .w = w.ptr(wt),
+                               .w_up = gated ? w2.ptr(wt) : nullptr,
+                               .ldw = w.ld(wt),
+                               .w_type = wt,
+                               .bias = gated ? nullptr : bias.data(),
+                               .act = gated ? GemmActivation::kNone : GemmActivation::kGeluTanh,
+                               .residual = gated ? nullptr : res.data(),
+                               .ldr = res.ld,
+                               .c = want.data(),
+                               .ldc = want.ld,
+                               .precision = prec};
+                    const KernelTable& table = kernels_for(GetParam());
+                    const int nt = gemm_num_tasks(g, 4);
+                    for (int t = 0; t < nt; ++t) table.gemm_task(g, t, nt);
+                    const std::string what = "m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                                             " k=" + std::to_string(k) + (gated ? " gated" : "");
+                    // By hand: pack tasks in reverse order, then the tasks.
+                    const std::size_t bytes = table.gemm_shared_a_bytes(g, nt);
+                    if (GetParam() != Isa::kScalar && m == 212) {
+                        EXPECT_GT(bytes, 0u) << what;  // 4 column tasks over all rows
+                    }
+                    if (bytes > 0) {
+                        base::AlignedBuffer buf =
+                            base::AlignedBuffer::allocate(bytes, "test", false).value();
+                        Mat<float> got(m, n);
+                        GemmArgs s = g;
+                        s.c = got.data();
+                        s.ldc = got.ld;
+                        s.packed_a = buf.data();
+                        const int np = gemm_pack_a_num_tasks(s, 3);
+                        for (int t = np - 1; t >= 0; --t) table.gemm_pack_a_task(s, t, np);
+                        for (int t = 0; t < nt; ++t) table.gemm_task(s, t, nt);
+                        ASSERT_EQ(got.buf, want.buf) << what;
+                        // Spoil the shared panels: the tasks read them, so the output changes.
+                        std::fill_n(reinterpret_cast<float*>(buf.data()), bytes / sizeof(float),
+                                    2.0f);
+                        for (int t = 0; t < nt; ++t) table.gemm_task(s, t, nt);
+                        EXPECT_NE(got.buf, want.buf) << what;
+                    }
+                    // Through the runner on a pool (what graph::Executor does).
+                    Mat<float> got(m, n);
+                    GemmArgs r = g;
+                    r.c = got.data();
+                    r.ldc = got.ld;
+                    runner.run(table, r, pool);
+                    ASSERT_EQ(got.buf, want.buf) << what << " (runner)";
+                }
+            }
+        }
+    }
+    // Small m (the streaming path) and a single column task share nothing.
+    const Weights w(64, 16, rng);
+    std::vector<float> a(32 * 16);
+    const GemmArgs small{.m = 32,
+                         .n = 64,
+                         .k = 16,
+                         .a = a.data(),
+                         .lda = 16,
+                         .w = w.ptr(WeightType::kBF16),
+                         .ldw = w.ld(WeightType::kBF16)};
+    EXPECT_EQ(kernels_for(GetParam()).gemm_shared_a_bytes(small, 4), 0u);
+    GemmArgs one_col = small;
+    one_col.m = 400;
+    EXPECT_EQ(kernels_for(GetParam()).gemm_shared_a_bytes(one_col, 1), 0u);
 }
 
 // The epilogue's activations over a dense range of inputs (k = 1, weight 1, so the sum is exact):

@@ -266,6 +266,14 @@ void gemm_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     gemm_tile_blocked<avx512::KernelF32>(p, m0, m1, n0, n1);
 }
 
+std::size_t gemm_packed_a_bytes_avx512(const GemmArgs& p) {
+    return packed_a_bytes<avx512::KernelF32>(p);
+}
+
+void gemm_pack_a_avx512(const GemmArgs& p, int m0, int m1) {
+    pack_a_shared<avx512::KernelF32>(p, m0, m1);
+}
+
 void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
         return gemm_tile_panel_stream<avx512::PanelStreamF32>(p, m0, m1, n0, n1);

@@ -57,6 +57,31 @@ inline void ukernel_rows(int rows, int ks, const typename K::Packed* a, const ty
     }
 }
 
+// A packed once for every task of a problem (GemmArgs::packed_a, kernels/gemm.h): for each k
+// block pc (kKC values of k), the row panels of all of m, in order, at
+// packed_a + round_up(m, kMR) * packed_k(pc); so row r (a multiple of kMR) of block pc starts at
+// that + r * packed_k(kc). The same panels K::pack_a writes for one task's pass.
+template <class K>
+std::size_t packed_a_bytes(const GemmArgs& p) {
+    const int last_pc = (p.k - 1) / K::kKC * K::kKC;
+    const std::size_t k_packed = std::size_t(K::packed_k(last_pc) + K::packed_k(p.k - last_pc));
+    const std::size_t rows = std::size_t((p.m + K::kMR - 1) / K::kMR * K::kMR);
+    return sizeof(typename K::Packed) * rows * k_packed;
+}
+
+// Rows [m0, m1) of that layout (m0 a multiple of kMR; m1 too unless it is m).
+template <class K>
+void pack_a_shared(const GemmArgs& p, int m0, int m1) {
+    using Packed = typename K::Packed;
+    auto* out = static_cast<Packed*>(p.packed_a);
+    const std::ptrdiff_t rows_pad = (p.m + K::kMR - 1) / K::kMR * K::kMR;
+    for (int pc = 0; pc < p.k; pc += K::kKC) {
+        const int kc = std::min(K::kKC, p.k - pc);
+        K::pack_a(p, m0, m1 - m0, pc, kc,
+                  out + rows_pad * K::packed_k(pc) + std::ptrdiff_t(m0) * K::packed_k(kc));
+    }
+}
+
 template <class K>
 void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     using Packed = typename K::Packed;
@@ -74,8 +99,14 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     constexpr int kMaxPassRows = kMC * 9;
     const int pass_rows =
         std::clamp(int(kAPassBytes / (sizeof(Packed) * k_packed)) / kMC * kMC, kMC, kMaxPassRows);
-    auto* pa = static_cast<Packed*>(thread_scratch(
-        kScratchA, sizeof(Packed) * k_packed * std::size_t(std::min(pass_rows, m1 - m0) + kMR)));
+    // A packed by the caller for all tasks (packed_a_bytes above), or by this task, a pass at a
+    // time, into its scratch.
+    const bool shared_a = p.packed_a != nullptr;
+    const std::ptrdiff_t shared_rows_pad = (p.m + kMR - 1) / kMR * kMR;
+    auto* pa = shared_a ? static_cast<Packed*>(p.packed_a)
+                        : static_cast<Packed*>(thread_scratch(
+                              kScratchA, sizeof(Packed) * k_packed *
+                                             std::size_t(std::min(pass_rows, m1 - m0) + kMR)));
     // B of one k block and one column block (kNC columns).
     const std::size_t b_elems = std::size_t(K::packed_k(std::min(kKC, p.k))) * kNC;
     auto* pb = static_cast<Packed*>(thread_scratch(kScratchB, sizeof(Packed) * b_elems));
@@ -84,7 +115,7 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     for (int r0 = m0; r0 < m1; r0 += pass_rows) {
         const int r1 = std::min(m1, r0 + pass_rows);
         const std::ptrdiff_t rows_pad = (r1 - r0 + kMR - 1) / kMR * kMR;
-        for (int pc = 0; pc < p.k; pc += kKC) {
+        for (int pc = 0; pc < p.k && !shared_a; pc += kKC) {
             const int kc = std::min(kKC, p.k - pc);
             K::pack_a(p, r0, r1 - r0, pc, kc, pa + rows_pad * K::packed_k(pc));
         }
@@ -102,7 +133,10 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
                 const bool accumulate = pc > 0;
                 K::pack_b(p, p.w, jc, ncols, pc, kc, pb);
                 if (gated) K::pack_b(p, p.w_up, jc, ncols, pc, kc, pb2);
-                const Packed* a_blk = pa + rows_pad * K::packed_k(pc);
+                // Row r0 of k block pc (row panels of ks packed values per row).
+                const Packed* a_blk =
+                    shared_a ? pa + shared_rows_pad * K::packed_k(pc) + std::ptrdiff_t(r0) * ks
+                             : pa + rows_pad * K::packed_k(pc);
                 for (int ic = r0; ic < r1; ic += kMC) {
                     const int mrows = std::min(kMC, r1 - ic);
                     const int mrows_pad = (mrows + kMR - 1) / kMR * kMR;
