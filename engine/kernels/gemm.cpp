@@ -107,6 +107,7 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
     if (p.w_type == WeightType::kQ8) return detail::gemm_q8_tile(p, m0, m1, n0, n1, tiles.isa);
     const GemmKernels& t = resolve_tiles(p, tiles);
     if (p.m > detail::kGemvMaxM) return t.gemm_tile(p, m0, m1, n0, n1);
+    if (p.packed_a == nullptr) return t.gemv_tile(p, m0, m1, n0, n1);
     // The streaming path packs nothing; a shared A (never offered for these m) is ignored.
     GemmArgs q = p;
     q.packed_a = nullptr;

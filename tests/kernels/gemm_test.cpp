@@ -86,6 +86,28 @@ struct Weights {
     }
 };
 
+// The random operands of one m x n x k product with every epilogue input: A, a residual, the
+// gate and up weights and a bias, drawn in that order.
+struct Operands {
+    Mat<float> a, res;
+    Weights w, w2;
+    std::vector<float> bias;
+    Operands(int m, int n, int k, std::mt19937& rng)
+        : a(filled(Mat<float>(m, k), rng)),
+          res(filled(Mat<float>(m, n), rng)),
+          w(n, k, rng),
+          w2(n, k, rng),
+          bias(filled(std::vector<float>(std::size_t(n)), rng)) {}
+    static Mat<float> filled(Mat<float> m, std::mt19937& rng) {
+        fill(m.buf, rng);
+        return m;
+    }
+    static std::vector<float> filled(std::vector<float> v, std::mt19937& rng) {
+        fill(v, rng);
+        return v;
+    }
+};
+
 // Σ_k |a_ik · w_jk|: the scale of the rounding error of a length-k f32 sum.
 double abs_dot(const GemmArgs& g, const Weights& w, int i, int j, int j0) {
     double s = 0.0;
@@ -437,24 +459,20 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
     for (auto [m, n, k] : {std::tuple{5, 1000, 70}, std::tuple{100, 300, 70},
                            std::tuple{1100, 130, 40}, std::tuple{8, 77, 9}}) {
         for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
-            Mat<float> a(m, k), base_c(m, n), res(m, n);
-            fill(a.buf, rng);
-            fill(res.buf, rng);
-            const Weights w(n, k, rng), w2(n, k, rng);
-            std::vector<float> bias(n);
-            fill(bias, rng);
+            const Operands o(m, n, k, rng);
+            Mat<float> base_c(m, n);
             GemmArgs g{.m = m,
                        .n = n,
                        .k = k,
-                       .a = a.data(),
-                       .lda = a.ld,
-                       .w = w.ptr(WeightType::kBF16),
-                       .ldw = w.ld(WeightType::kBF16),
+                       .a = o.a.data(),
+                       .lda = o.a.ld,
+                       .w = o.w.ptr(WeightType::kBF16),
+                       .ldw = o.w.ld(WeightType::kBF16),
                        .w_type = WeightType::kBF16,
-                       .bias = bias.data(),
+                       .bias = o.bias.data(),
                        .act = GemmActivation::kGeluTanh,
-                       .residual = res.data(),
-                       .ldr = res.ld,
+                       .residual = o.res.data(),
+                       .ldr = o.res.ld,
                        .c = base_c.data(),
                        .ldc = base_c.ld,
                        .precision = prec};
@@ -462,11 +480,11 @@ TEST_P(GemmTest, ThreadCountInvariantBitForBit) {
             GemmArgs gg{.m = m,
                         .n = n,
                         .k = k,
-                        .a = a.data(),
-                        .lda = a.ld,
-                        .w = w.ptr(WeightType::kF32),
-                        .w_up = w2.ptr(WeightType::kF32),
-                        .ldw = w.ld(WeightType::kF32),
+                        .a = o.a.data(),
+                        .lda = o.a.ld,
+                        .w = o.w.ptr(WeightType::kF32),
+                        .w_up = o.w2.ptr(WeightType::kF32),
+                        .ldw = o.w.ld(WeightType::kF32),
                         .w_type = WeightType::kF32,
                         .precision = prec};
             Mat<float> base_gated(m, n);
@@ -516,25 +534,21 @@ TEST_P(GemmTest, SharedPackedAGivesTheSameBits) {
         for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
             for (WeightType wt : {WeightType::kBF16Panels, WeightType::kBF16}) {
                 for (bool gated : {false, true}) {
-                    Mat<float> a(m, k), res(m, n), want(m, n);
-                    fill(a.buf, rng);
-                    fill(res.buf, rng);
-                    const Weights w(n, k, rng), w2(n, k, rng);
-                    std::vector<float> bias(n);
-                    fill(bias, rng);
+                    const Operands o(m, n, k, rng);
+                    Mat<float> want(m, n);
                     GemmArgs g{.m = m,
                                .n = n,
                                .k = k,
-                               .a = a.data(),
-                               .lda = a.ld,
-                               .w = w.ptr(wt),
-                               .w_up = gated ? w2.ptr(wt) : nullptr,
-                               .ldw = w.ld(wt),
+                               .a = o.a.data(),
+                               .lda = o.a.ld,
+                               .w = o.w.ptr(wt),
+                               .w_up = gated ? o.w2.ptr(wt) : nullptr,
+                               .ldw = o.w.ld(wt),
                                .w_type = wt,
-                               .bias = gated ? nullptr : bias.data(),
+                               .bias = gated ? nullptr : o.bias.data(),
                                .act = gated ? GemmActivation::kNone : GemmActivation::kGeluTanh,
-                               .residual = gated ? nullptr : res.data(),
-                               .ldr = res.ld,
+                               .residual = gated ? nullptr : o.res.data(),
+                               .ldr = o.res.ld,
                                .c = want.data(),
                                .ldc = want.ld,
                                .precision = prec};

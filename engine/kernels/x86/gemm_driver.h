@@ -61,12 +61,23 @@ inline void ukernel_rows(int rows, int ks, const typename K::Packed* a, const ty
 // block pc (kKC values of k), the row panels of all of m, in order, at
 // packed_a + round_up(m, kMR) * packed_k(pc); so row r (a multiple of kMR) of block pc starts at
 // that + r * packed_k(kc). The same panels K::pack_a writes for one task's pass.
+// Packed elements per row for all of k: k blocks start at multiples of kKC, so block pc starts
+// at packed_k(pc) in a row panel's concatenation of blocks.
+template <class K>
+std::size_t packed_k_all(int k) {
+    const int last_pc = (k - 1) / K::kKC * K::kKC;
+    return std::size_t(K::packed_k(last_pc) + K::packed_k(k - last_pc));
+}
+
+// rows rounded up to whole row panels.
+template <class K>
+std::ptrdiff_t padded_rows(int rows) {
+    return std::ptrdiff_t(rows + K::kMR - 1) / K::kMR * K::kMR;
+}
+
 template <class K>
 std::size_t packed_a_bytes(const GemmArgs& p) {
-    const int last_pc = (p.k - 1) / K::kKC * K::kKC;
-    const std::size_t k_packed = std::size_t(K::packed_k(last_pc) + K::packed_k(p.k - last_pc));
-    const std::size_t rows = std::size_t((p.m + K::kMR - 1) / K::kMR * K::kMR);
-    return sizeof(typename K::Packed) * rows * k_packed;
+    return sizeof(typename K::Packed) * std::size_t(padded_rows<K>(p.m)) * packed_k_all<K>(p.k);
 }
 
 // Rows [m0, m1) of that layout (m0 a multiple of kMR; m1 too unless it is m).
@@ -74,7 +85,7 @@ template <class K>
 void pack_a_shared(const GemmArgs& p, int m0, int m1) {
     using Packed = typename K::Packed;
     auto* out = static_cast<Packed*>(p.packed_a);
-    const std::ptrdiff_t rows_pad = (p.m + K::kMR - 1) / K::kMR * K::kMR;
+    const std::ptrdiff_t rows_pad = padded_rows<K>(p.m);
     for (int pc = 0; pc < p.k; pc += K::kKC) {
         const int kc = std::min(K::kKC, p.k - pc);
         K::pack_a(p, m0, m1 - m0, pc, kc,
@@ -88,10 +99,7 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     constexpr int kMR = K::kMR, kNR = K::kNR, kKC = K::kKC, kMC = K::kMC, kNC = K::kNC;
     static_assert(kMC % kMR == 0 && kNC % kNR == 0 && kKC % 2 == 0);
     const bool gated = p.w_up != nullptr;
-    // Packed elements of all of k: k blocks start at multiples of kKC, so block pc starts at
-    // packed_k(pc) in a row panel's concatenation of blocks.
-    const int last_pc = (p.k - 1) / kKC * kKC;
-    const std::size_t k_packed = std::size_t(K::packed_k(last_pc) + K::packed_k(p.k - last_pc));
+    const std::size_t k_packed = packed_k_all<K>(p.k);
     // Rows per pass: A for all of k is packed once per pass (kept in L3 and reused by every
     // column block instead of re-packed for each), and the pass's accumulator slab (rows x kNC
     // floats) is swept once per k block; both capped to stay well inside the L3.
@@ -102,7 +110,7 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     // A packed by the caller for all tasks (packed_a_bytes above), or by this task, a pass at a
     // time, into its scratch.
     const bool shared_a = p.packed_a != nullptr;
-    const std::ptrdiff_t shared_rows_pad = (p.m + kMR - 1) / kMR * kMR;
+    const std::ptrdiff_t shared_rows_pad = padded_rows<K>(p.m);
     auto* pa = shared_a ? static_cast<Packed*>(p.packed_a)
                         : static_cast<Packed*>(thread_scratch(
                               kScratchA, sizeof(Packed) * k_packed *
@@ -114,7 +122,7 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
                         : nullptr;
     for (int r0 = m0; r0 < m1; r0 += pass_rows) {
         const int r1 = std::min(m1, r0 + pass_rows);
-        const std::ptrdiff_t rows_pad = (r1 - r0 + kMR - 1) / kMR * kMR;
+        const std::ptrdiff_t rows_pad = padded_rows<K>(r1 - r0);
         for (int pc = 0; pc < p.k && !shared_a; pc += kKC) {
             const int kc = std::min(kKC, p.k - pc);
             K::pack_a(p, r0, r1 - r0, pc, kc, pa + rows_pad * K::packed_k(pc));
