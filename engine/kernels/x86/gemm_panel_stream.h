@@ -45,15 +45,18 @@ namespace qvl::kernels::detail {
 inline constexpr std::ptrdiff_t kStreamChunkPairs = 128;
 
 // How far ahead of its reads each panel's stream is prefetched, in pairs (one 64-byte line per
-// pair and panel: 2 KiB ahead). A decode step reads every weight once, so it is bound by how many
-// cache lines are in flight; the hardware prefetchers ramp up anew at each panel and follow four
-// interleaved streams less eagerly than one. Measured on the Intel Xeon VM, 2 threads: decode
-// products went from 35-39 to 47-51 GB/s (AVX2 tier 31 to 47). Near a panel's end the prefetches
-// run into the next panel's first lines (a few wasted ones per panel); past the buffer's end
-// they are harmless (a prefetch never faults).
-inline constexpr std::ptrdiff_t kStreamPrefetchPairs = 32;
+// pair and panel: 4 KiB ahead), and into L2, not L1. A decode step reads every weight once, so it
+// is bound by how many cache lines are in flight; the hardware prefetchers ramp up anew at each
+// panel and follow four interleaved streams less eagerly than one. Measured on the Intel Xeon VM,
+// 2 threads, with 2 KiB into L1: decode products went from 35-39 to 47-51 GB/s (AVX2 tier 31 to
+// 47). On AMD Zen 4 the same L1 prefetches cost a fifth of the bandwidth (one thread: 18-20 GB/s
+// against 23-29 without them; they hold L1 miss buffers the loads need), while 4 KiB into L2 read
+// 23-27 GB/s of a 24-28 GB/s probe, and a one-thread decode step took 140-144 ms instead of
+// 159-161. Near a panel's end the prefetches run into the next panel's first lines (a few wasted
+// ones per panel); past the buffer's end they are harmless (a prefetch never faults).
+inline constexpr std::ptrdiff_t kStreamPrefetchPairs = 64;
 
-// Prefetches pair t + kStreamPrefetchPairs of panels [0, G) into L1; call once per pair. (In an
+// Prefetches pair t + kStreamPrefetchPairs of panels [0, G) into L2; call once per pair. (In an
 // anonymous namespace: each ISA's translation unit keeps its own copy, style.md B.5.)
 namespace {
 template <int G>
@@ -62,7 +65,7 @@ inline void prefetch_panels(const std::uint32_t* w, std::ptrdiff_t panel_stride,
     for (int g = 0; g < G; ++g) {
         _mm_prefetch(reinterpret_cast<const char*>(w + g * panel_stride +
                                                    (t + kStreamPrefetchPairs) * kPanelOutputs),
-                     _MM_HINT_T0);
+                     _MM_HINT_T1);
     }
 }
 }  // namespace
