@@ -143,9 +143,13 @@ struct KernelBf16T {
     }
 
     // R rows of the tile (R < kMR for the last row panel of a block: no work on padding rows).
+    // The 32 columns of pair kk are at b + kk * b_step (columns 0-15) and that + b_half (16-31):
+    // (kNR, 16) in a packed B panel, (16, a panel's length) in load-time panels read in place.
     template <int R>
-    static void ukernel(int ks, const Packed* a, const Packed* b, float* c, std::ptrdiff_t ldc,
-                        bool accumulate) {
+    [[gnu::always_inline]] static inline void ukernel_impl(int ks, const Packed* a, const Packed* b,
+                                                           std::ptrdiff_t b_step,
+                                                           std::ptrdiff_t b_half, float* c,
+                                                           std::ptrdiff_t ldc, bool accumulate) {
         __m512 c0[R], c1[R];
 #pragma GCC unroll 14
         for (int r = 0; r < R; ++r) {
@@ -153,8 +157,9 @@ struct KernelBf16T {
             c1[r] = accumulate ? _mm512_load_ps(c + r * ldc + 16) : _mm512_setzero_ps();
         }
         for (int kk = 0; kk < ks; ++kk) {
-            const __m512bh b0 = __m512bh(_mm512_load_si512(b + kk * kNR));
-            const __m512bh b1 = __m512bh(_mm512_load_si512(b + kk * kNR + 16));
+            // Unaligned loads: load-time panels need not start on a 64-byte boundary.
+            const __m512bh b0 = __m512bh(_mm512_loadu_si512(b + kk * b_step));
+            const __m512bh b1 = __m512bh(_mm512_loadu_si512(b + kk * b_step + b_half));
 #pragma GCC unroll 14
             for (int r = 0; r < R; ++r) {
                 const __m512bh av = __m512bh(_mm512_set1_epi32(int(a[kk * kMR + r])));
@@ -167,6 +172,28 @@ struct KernelBf16T {
             _mm512_store_ps(c + r * ldc, c0[r]);
             _mm512_store_ps(c + r * ldc + 16, c1[r]);
         }
+    }
+    template <int R>
+    static void ukernel(int ks, const Packed* a, const Packed* b, float* c, std::ptrdiff_t ldc,
+                        bool accumulate) {
+        ukernel_impl<R>(ks, a, b, kNR, 16, c, ldc, accumulate);
+    }
+
+    // B straight from load-time panels (kernels/weight_panels.h), without pack_b's copy: the
+    // panels already hold bf16 pairs in k order, 16 columns each, so a 32-column tile reads two
+    // neighbouring panels. The same values in the same order as from the copy, so the same bits.
+    // Returns the tile of columns [j0, j0 + kNR) x pairs from p0 / 2 on, or null when the weights
+    // are not panels (j0 a multiple of 16, p0 even: task columns are multiples of 64, k blocks
+    // even).
+    static const Packed* panel_b(const GemmArgs& p, const void* w, int j0, int p0) {
+        if (p.w_type != WeightType::kBF16Panels) return nullptr;
+        return static_cast<const Packed*>(w) + (std::ptrdiff_t(j0 / 16) * p.ldw + p0 / 2) * 16;
+    }
+    static std::ptrdiff_t panel_b_half(const GemmArgs& p) { return p.ldw * 16; }
+    template <int R>
+    static void ukernel_panels(int ks, const Packed* a, const Packed* b, std::ptrdiff_t b_half,
+                               float* c, std::ptrdiff_t ldc, bool accumulate) {
+        ukernel_impl<R>(ks, a, b, 16, b_half, c, ldc, accumulate);
     }
 
     static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,

@@ -16,9 +16,18 @@
 //                       a-panel x b-panel (R <= kMR; the a-panel keeps its kMR stride)
 //   static void epilogue(const GemmArgs&, const float* acc, const float* acc2, ptrdiff_t ld,
 //                        int m0, int m1, int n0, int n1);
+// and optionally, to read load-time weight panels in place (kReadsPanels below):
+//   static const Packed* panel_b(const GemmArgs&, const void* w, int j0, int p0);   the kNR
+//                       columns from j0 at k p0 in the weights' own layout, or null if w is not
+//                       in it
+//   static std::ptrdiff_t panel_b_half(const GemmArgs&);   elements from a tile's first 16
+//                       columns to its next 16
+//   template <int R> static void ukernel_panels(int ks, const Packed* a, const Packed* b,
+//                       ptrdiff_t b_half, float* c, ptrdiff_t ldc, bool accumulate);
 //
 // Loops: rows in passes (A of the pass packed for all of k once), columns in kNC blocks, k in kKC
-// blocks (the block's B panel packed once, kept in L2), then kMC-row blocks of A x kNR-column
+// blocks (the block's B panel packed once, kept in L2; or, for a tier that can, read in place
+// from load-time weight panels: K::panel_b below), then kMC-row blocks of A x kNR-column
 // micro-panels of B x kMR-row panels: one register tile each, accumulated in a slab of
 // rows x kNC floats (L2); the epilogue runs on the slab after the last k block. The micro-kernel
 // streams its A and B panels from L2 (sequential, so prefetched); with kKC covering all of k for
@@ -31,6 +40,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include "kernels/gemm_internal.h"
 
@@ -43,19 +53,26 @@ inline void prefetch_tile(const float* c, std::ptrdiff_t ld) {
     }
 }
 
-// K::ukernel<R> for the R = min(rows, kMR) rows of a row panel: the last panel of a block skips
-// its zero padding rows (212 rows in 14-row panels would otherwise compute 224).
-template <class K, int R = K::kMR>
-inline void ukernel_rows(int rows, int ks, const typename K::Packed* a, const typename K::Packed* b,
-                         float* c, std::ptrdiff_t ld, bool accumulate) {
+// Calls tile(std::integral_constant<int, R>{}) for R = min(rows, kMR): the last row panel of a
+// block skips its zero padding rows (212 rows in 14-row panels would otherwise compute 224).
+template <int R, class Tile>
+inline void with_tile_rows(int rows, Tile&& tile) {
     if constexpr (R == 1) {
-        K::template ukernel<1>(ks, a, b, c, ld, accumulate);
+        tile(std::integral_constant<int, 1>{});
     } else if (rows >= R) {
-        K::template ukernel<R>(ks, a, b, c, ld, accumulate);
+        tile(std::integral_constant<int, R>{});
     } else {
-        ukernel_rows<K, R - 1>(rows, ks, a, b, c, ld, accumulate);
+        with_tile_rows<R - 1>(rows, tile);
     }
 }
+
+// Whether tier K reads load-time weight panels in place (K::panel_b, K::panel_b_half,
+// K::ukernel_panels) instead of packing them into B panels.
+template <class K>
+inline constexpr bool kReadsPanels = requires(const GemmArgs& a) {
+    K::panel_b(a, a.w, 0, 0);
+    K::panel_b_half(a);
+};
 
 // A packed once for every task of a problem (GemmArgs::packed_a, kernels/gemm.h): for each k
 // block pc (kKC values of k), the row panels of all of m, in order, at
@@ -139,8 +156,22 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
                 const int kc = std::min(kKC, p.k - pc);
                 const int ks = K::packed_k(kc);
                 const bool accumulate = pc > 0;
-                K::pack_b(p, p.w, jc, ncols, pc, kc, pb);
-                if (gated) K::pack_b(p, p.w_up, jc, ncols, pc, kc, pb2);
+                // B of the block: read in place from load-time panels when the tier can and the
+                // block is whole tiles, else packed (kNR-column panels of ks pairs).
+                const Packed* direct = nullptr;
+                const Packed* direct2 = nullptr;
+                std::ptrdiff_t panel_len = 0;
+                if constexpr (kReadsPanels<K>) {
+                    if (ncols % kNR == 0) {
+                        direct = K::panel_b(p, p.w, jc, pc);
+                        direct2 = gated ? K::panel_b(p, p.w_up, jc, pc) : nullptr;
+                        panel_len = K::panel_b_half(p);
+                    }
+                }
+                if (direct == nullptr) {
+                    K::pack_b(p, p.w, jc, ncols, pc, kc, pb);
+                    if (gated) K::pack_b(p, p.w_up, jc, ncols, pc, kc, pb2);
+                }
                 // Row r0 of k block pc (row panels of ks packed values per row).
                 const Packed* a_blk =
                     shared_a ? pa + shared_rows_pad * K::packed_k(pc) + std::ptrdiff_t(r0) * ks
@@ -149,8 +180,12 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
                     const int mrows = std::min(kMC, r1 - ic);
                     const int mrows_pad = (mrows + kMR - 1) / kMR * kMR;
                     for (int jr = 0; jr < cols_pad; jr += kNR) {
-                        const Packed* b = pb + std::ptrdiff_t(jr) * ks;
-                        const Packed* b2 = gated ? pb2 + std::ptrdiff_t(jr) * ks : nullptr;
+                        // Tile jr: panel jr / 16 of the weights, or the jr-th packed panel.
+                        const Packed* b = direct != nullptr ? direct + jr / 16 * panel_len
+                                                            : pb + std::ptrdiff_t(jr) * ks;
+                        const Packed* b2 = !gated              ? nullptr
+                                           : direct != nullptr ? direct2 + jr / 16 * panel_len
+                                                               : pb2 + std::ptrdiff_t(jr) * ks;
                         for (int ir = 0; ir < mrows_pad; ir += kMR) {
                             const std::ptrdiff_t at = std::ptrdiff_t(ic - r0 + ir) * ld + jr;
                             const Packed* a = a_blk + std::ptrdiff_t(ic - r0 + ir) * ks;
@@ -170,9 +205,23 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
                                     if (gated) prefetch_tile<kMR, kNR>(acc2 + nat, ld);
                                 }
                             }
-                            const int rows = std::min(kMR, mrows - ir);
-                            ukernel_rows<K>(rows, ks, a, b, acc + at, ld, accumulate);
-                            if (gated) ukernel_rows<K>(rows, ks, a, b2, acc2 + at, ld, accumulate);
+                            with_tile_rows<kMR>(std::min(kMR, mrows - ir), [&](auto r) {
+                                constexpr int R = decltype(r)::value;
+                                if constexpr (kReadsPanels<K>) {
+                                    if (direct != nullptr) {
+                                        K::template ukernel_panels<R>(ks, a, b, panel_len, acc + at,
+                                                                      ld, accumulate);
+                                        if (gated) {
+                                            K::template ukernel_panels<R>(
+                                                ks, a, b2, panel_len, acc2 + at, ld, accumulate);
+                                        }
+                                        return;
+                                    }
+                                }
+                                K::template ukernel<R>(ks, a, b, acc + at, ld, accumulate);
+                                if (gated)
+                                    K::template ukernel<R>(ks, a, b2, acc2 + at, ld, accumulate);
+                            });
                         }
                     }
                 }
