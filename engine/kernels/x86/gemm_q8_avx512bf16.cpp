@@ -1,8 +1,8 @@
 // Int8-weight GEMM panel kernel on AVX-512 VNNI (vpdpbusd), in the avx512bf16 tier (its flags
 // include VNNI). vpdpbusd multiplies unsigned by signed bytes: the weights are flipped to
 // w + 128 on load (one xor) and each block's int sum is corrected by 128 · Σ q_a, which the
-// activation quantizer provides. Integer sums are exact, so splitting them over two accumulators
-// changes nothing; the f32 block chain is the one in kernels/gemm_q8.h.
+// activation quantizer provides. Integer sums are exact, so their order changes nothing; the f32
+// block chain is the one in kernels/gemm_q8.h.
 // GCC 12 reports the undefined lanes inside _mm512_reduce_* and friends as (maybe-)
 // uninitialised; they are not read.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -39,23 +39,34 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int b = 0; b < w.k_blocks; ++b) {
         const std::int8_t* blk = wq + b * block_bytes;
-        __m512i s0[R], s1[R];
-        for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm512_setzero_si512();
+        // Integer sums start at the flip's correction -128 · Σ q_a, so the block epilogue (per
+        // row and block, which is what bounds this kernel at prefill sizes) is the conversion
+        // and the two scalings only. One chain per row when there are rows enough to hide the
+        // vpdpbusd latency, two (added at the end) for the one to three rows of a decode step.
+        // Integer sums are exact in any order.
+        constexpr bool kTwoChains = R < 4;
+        __m512i s[R], s2[R];
+        for (int r = 0; r < R; ++r) {
+            s[r] = _mm512_set1_epi32(-128 * a.sa[std::ptrdiff_t(r0 + r) * w.k_blocks + b]);
+            s2[r] = _mm512_setzero_si512();
+        }
         for (int g = 0; g < groups; g += 2) {
             const __m512i w0 = _mm512_xor_si512(_mm512_loadu_si512(blk + g * 64), flip);
             const __m512i w1 = _mm512_xor_si512(_mm512_loadu_si512(blk + (g + 1) * 64), flip);
             for (int r = 0; r < R; ++r) {
                 const std::int8_t* x = a.qa + (r0 + r) * a.lda_q + b * w.block + g * 4;
-                s0[r] = _mm512_dpbusd_epi32(s0[r], w0, _mm512_set1_epi32(load_i32(x)));
-                s1[r] = _mm512_dpbusd_epi32(s1[r], w1, _mm512_set1_epi32(load_i32(x + 4)));
+                s[r] = _mm512_dpbusd_epi32(s[r], w0, _mm512_set1_epi32(load_i32(x)));
+                __m512i& second = kTwoChains ? s2[r] : s[r];
+                second = _mm512_dpbusd_epi32(second, w1, _mm512_set1_epi32(load_i32(x + 4)));
             }
+        }
+        if constexpr (kTwoChains) {
+            for (int r = 0; r < R; ++r) s[r] = _mm512_add_epi32(s[r], s2[r]);
         }
         const __m512 dw = _mm512_loadu_ps(ws + b * kQ8Panel);
         for (int r = 0; r < R; ++r) {
             const std::ptrdiff_t rb = std::ptrdiff_t(r0 + r) * w.k_blocks + b;
-            const __m512i isum =
-                _mm512_sub_epi32(_mm512_add_epi32(s0[r], s1[r]), _mm512_set1_epi32(128 * a.sa[rb]));
-            const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), dw);
+            const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s[r]), dw);
             acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(a.da[rb]), acc[r]);
         }
     }
@@ -64,27 +75,20 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
 
 }  // namespace
 
-void q8_panel_avx512vnni(const Q8PanelArgs& a) {
-    int r = 0;
-    for (; r + 8 <= a.rows; r += 8) panel_rows<8>(a, r);
-    switch (a.rows - r) {
-        case 7:
-            return panel_rows<7>(a, r);
-        case 6:
-            return panel_rows<6>(a, r);
-        case 5:
-            return panel_rows<5>(a, r);
-        case 4:
-            return panel_rows<4>(a, r);
-        case 3:
-            return panel_rows<3>(a, r);
-        case 2:
-            return panel_rows<2>(a, r);
-        case 1:
-            return panel_rows<1>(a, r);
-        default:
-            return;
+// panel_rows<R> for the last R = rows rows (fewer than a full group).
+template <int R>
+void panel_tail(const Q8PanelArgs& a, int r0, int rows) {
+    if constexpr (R > 0) {
+        if (rows == R) return panel_rows<R>(a, r0);
+        panel_tail<R - 1>(a, r0, rows);
     }
+}
+
+void q8_panel_avx512vnni(const Q8PanelArgs& a) {
+    constexpr int kRows = 8;  // 12 measured no faster
+    int r = 0;
+    for (; r + kRows <= a.rows; r += kRows) panel_rows<kRows>(a, r);
+    panel_tail<kRows - 1>(a, r, a.rows - r);
 }
 
 void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, float* d,
