@@ -29,7 +29,12 @@ base::Status read_float(const JsonValue& root, std::string_view key, double lo, 
     if (!std::isfinite(d) || d > hi || d < lo || (lo_open && d == lo)) {
         return bad(key, fmt::format("{} is outside {}{}, {}]", d, lo_open ? "(" : "[", lo, hi));
     }
-    *out = static_cast<float>(d);
+    // An open bound holds for the float the sampler gets too: 1e-50 is above 0, its float is not.
+    const float f = static_cast<float>(d);
+    if (lo_open && f == static_cast<float>(lo)) {
+        return bad(key, fmt::format("{} is outside ({}, {}] in single precision", d, lo, hi));
+    }
+    *out = f;
     return {};
 }
 

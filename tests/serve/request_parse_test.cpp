@@ -77,6 +77,10 @@ TEST(ChatRequestTest, RefusalsNameTheField) {
         std::string::npos);
     EXPECT_NE(parse_error(R"({"messages":[{"role":"user","content":"x"}],"n":2})").find("n:"),
               std::string::npos);
+    // Above the open bound as a double, on it as the sampler's float (a fuzzer finding).
+    EXPECT_NE(
+        parse_error(R"({"messages":[{"role":"user","content":"x"}],"top_p":1e-50})").find("top_p"),
+        std::string::npos);
 }
 
 TEST(ChatRequestTest, ImageUrlsAreChecked) {
