@@ -46,6 +46,7 @@ TARGETS = {"vision_s": {"448x448": 0.75, "1280x720": 4.6},
            "decode_ms_per_token": 100.0}
 
 IMAGES = [("448x448", 448, 448), ("1280x720", 1280, 720)]
+WARMUP_SUFFIX = "/warmup"  # make_images' key of an image's warm-up twin
 QUESTION = "What is in this image?"
 
 
@@ -95,6 +96,12 @@ def parse_args():
                    help="venv, llama.cpp build and GGUF files (default ~/.cache/qvl-bench-peers)")
     p.add_argument("--peer-threads", type=int, default=2, help="threads of the peer table")
     p.add_argument("--peer-n", type=int, default=32, help="generated tokens in the peer table")
+    p.add_argument("--peers-warm", action="store_true",
+                   help="peer table: also measure every engine that can answer a second request "
+                        "in one process (qvl through --batch, Hugging Face) on that second "
+                        "request, after a first one on another image of the same size: a "
+                        "running server's figures (llama-mtmd-cli answers one request per process "
+                        "and has first-request rows only)")
     p.add_argument("--qvl-extra", default="bf16-all,q8",
                    help="comma-separated extra qvl rows of the peer table: a QVL_PRECISION "
                         "(f32, bf16, bf16-all) or q8 (--weights q8); '' for none")
@@ -136,6 +143,11 @@ def make_images(folder):
         path = os.path.join(folder, f"bench_{label}.jpg")
         img.save(path, "JPEG", quality=90)
         paths[label] = path
+        # The first request of a warm measurement (--peers-warm): same size, so the same work,
+        # but other pixels, so no engine can answer it from a cache of the measured image.
+        path = os.path.join(folder, f"bench_{label}_warmup.jpg")
+        img.transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(path, "JPEG", quality=90)
+        paths[label + WARMUP_SUFFIX] = path
     return paths
 
 
@@ -453,6 +465,7 @@ def run_peers(args, images, paths, report):
     args.peers_cache = args.peers_cache or setup_env.default_cache_dir()
     args.question_text = QUESTION
     args.images_for_peers = images
+    args.warmup_suffix = WARMUP_SUFFIX
     table = compare.run_peer_table(args, paths)
     report["peer_table"] = table
     return sum(len(row["errors"]) for row in table["rows"])

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -259,8 +260,15 @@ void register_one(const LinearShape& s, int m, Isa isa, int threads, bool cold =
 }
 
 // The tiers measured on every shape: both AVX-512 paths (f32 and bf16 products) where the CPU
-// has AVX-512, else the AVX2 tier, which is then what the model runs.
+// has AVX-512, else the AVX2 tier, which is then what the model runs. QVL_ISA=avx2 (as for
+// qvl-run) measures the AVX2 tier on every shape on an AVX-512 machine too: what an AVX2-only
+// CPU runs.
 std::vector<Isa> main_isas() {
+    const char* env = std::getenv("QVL_ISA");
+    Isa requested{};
+    if (env != nullptr && kernels::parse_isa(env, &requested) && requested == Isa::kAvx2) {
+        return {Isa::kAvx2};
+    }
     if (kernels::isa_supported(Isa::kAvx512)) return {Isa::kAvx512, Isa::kAvx512Bf16};
     return {Isa::kAvx2};
 }

@@ -1,6 +1,10 @@
 """The peer table of bench/e2e_bench.py: qvl beside Hugging Face transformers and llama.cpp, measured
 in one run on the same checkpoint, images, question and thread count (issue 14's format).
 
+With --peers-warm, qvl and Hugging Face also get rows measured on a second request in one
+process, after a first on another image of the same size ("second request"): what a running
+server answers in. The other rows are a fresh process's first request.
+
 Engines alternate within each repeat (qvl, its extra precisions, then each peer, for each image),
 so a slow spell of the shared machine hits every engine alike; each cell is the median of the
 repeats.
@@ -33,7 +37,12 @@ def build_engines(args):
         label = "qvl " + ("--weights q8" if prec == "q8" else
                           f"QVL_PRECISION={prec}" if prec else "(default precision)")
         engines.append((f"qvl-{prec or 'default'}", label,
-                        lambda img, prec=prec: runners.run_qvl(image=img, precision=prec, **q)))
+                        lambda img, warm, prec=prec: runners.run_qvl(image=img, precision=prec,
+                                                                     **q)))
+        if args.peers_warm:
+            engines.append((f"qvl-{prec or 'default'}-warm", label + ", second request",
+                            lambda img, warm, prec=prec: runners.run_qvl(
+                                image=img, precision=prec, warmup_image=warm, **q)))
     cache = args.peers_cache
     common = dict(model=args.model, question=args.question_text, n=args.peer_n,
                   threads=args.peer_threads, timeout=args.timeout)
@@ -47,7 +56,12 @@ def build_engines(args):
         v = setup_env.venv_versions(py)
         label = (f"Hugging Face transformers {v.get('transformers', '?')}, torch "
                  f"{v.get('torch', '?').split('+')[0]}, bf16, sdpa")
-        engines.append(("hf", label, lambda img: runners.run_hf(python=py, image=img, **common)))
+        engines.append(("hf", label,
+                        lambda img, warm: runners.run_hf(python=py, image=img, **common)))
+        if args.peers_warm:
+            engines.append(("hf-warm", label + ", second request",
+                            lambda img, warm: runners.run_hf(python=py, image=img,
+                                                             warmup_image=warm, **common)))
     if "llamacpp" in args.peers and py:
         try:
             bindir = setup_env.ensure_llamacpp(cache)
@@ -55,10 +69,13 @@ def build_engines(args):
                      for k in ("mmproj-bf16", "text-bf16", "text-q8_0")}
             for key, label in (("text-bf16", "llama.cpp (llama-mtmd-cli, bf16 GGUF)"),
                                ("text-q8_0", "llama.cpp q8_0 text model")):
-                engines.append((f"llamacpp-{key}", label, lambda img, key=key: runners.run_llamacpp(
-                    bindir=bindir, text_gguf=ggufs[key], mmproj_gguf=ggufs["mmproj-bf16"],
-                    image=img, question=args.question_text, n=args.peer_n,
-                    threads=args.peer_threads, timeout=args.timeout)))
+                # One request per process: first-request rows only (the warm-up image unused).
+                engines.append((f"llamacpp-{key}", label, lambda img, _warm, key=key:
+                                runners.run_llamacpp(
+                                    bindir=bindir, text_gguf=ggufs[key],
+                                    mmproj_gguf=ggufs["mmproj-bf16"], image=img,
+                                    question=args.question_text, n=args.peer_n,
+                                    threads=args.peer_threads, timeout=args.timeout)))
         except setup_env.SetupError as e:
             errors["llamacpp"] = f"setup: {e}"
     return engines, errors
@@ -89,7 +106,7 @@ def run_peer_table(args, image_paths):
         for lab in labels:
             for key, name, run in engines:
                 log(f"peers: run {r + 1}/{args.repeat}, {lab}: {name}")
-                fig, err = run(image_paths[lab])
+                fig, err = run(image_paths[lab], image_paths[lab + args.warmup_suffix])
                 if err:
                     log(f"peers: {name}, {lab}: {err}")
                     errors[key][lab] = err

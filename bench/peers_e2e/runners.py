@@ -52,14 +52,19 @@ def _sec(ms):
     return ms / 1000.0 if isinstance(ms, (int, float)) else None
 
 
-def run_qvl(qvl_run, model, image, question, n, threads, precision, timeout):
-    cmd = [qvl_run, "-m", model, "-i", image, "-p", question, "-n", str(n), "--ignore-eos",
-           "--temp", "0", "--json", "-t", str(threads)]
+def run_qvl(qvl_run, model, image, question, n, threads, precision, timeout, warmup_image=None):
+    """A single-shot qvl-run call; with warmup_image, the second of two requests in one batch
+    (run_qvl_warm)."""
     env = dict(os.environ)
+    options = ["-n", str(n), "--ignore-eos", "--temp", "0", "-t", str(threads)]
     if precision == "q8":  # int8 text-decoder weights, default precision otherwise
-        cmd += ["--weights", "q8"]
+        options += ["--weights", "q8"]
     elif precision:
         env["QVL_PRECISION"] = precision
+    if warmup_image:
+        return run_qvl_warm(qvl_run, model, image, warmup_image, question, n, options, env,
+                            timeout)
+    cmd = [qvl_run, "-m", model, "-i", image, "-p", question, "--json"] + options
     rc, out, err, rss, _ = run_measured(cmd, timeout, env)
     if rc != 0:
         return None, f"qvl-run exit {rc}: {_tail(err)}"
@@ -77,9 +82,42 @@ def run_qvl(qvl_run, model, image, question, n, threads, precision, timeout):
         return None, f"qvl-run output not understood: {e}"
 
 
-def run_hf(python, model, image, question, n, threads, timeout):
+def run_qvl_warm(qvl_run, model, image, warmup_image, question, n, options, env, timeout):
+    """qvl-run --batch with two requests, warmup_image then image (one conversation at a time):
+    the figures of the second, as a running server sees them (arenas, buffers and page tables
+    already in place). TTFT is from the start of its processing (its queue time excluded)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        batch, results = os.path.join(tmp, "requests.jsonl"), os.path.join(tmp, "results.jsonl")
+        with open(batch, "w") as f:
+            for rid, img in (("warmup", warmup_image), ("measured", image)):
+                content = [{"type": "image", "image": img}, {"type": "text", "text": question}]
+                f.write(json.dumps({"id": rid, "messages": [{"role": "user", "content": content}],
+                                    "n_predict": n, "ignore_eos": True, "temperature": 0}) + "\n")
+        cmd = [qvl_run, "-m", model, "--batch", batch, "--parallel", "1", "-o", results] + options
+        rc, _, err, rss, _ = run_measured(cmd, timeout, env)
+        if rc != 0:
+            return None, f"qvl-run --batch exit {rc}: {_tail(err)}"
+        try:
+            with open(results) as f:
+                lines = [json.loads(line) for line in f if line.strip()]
+            j = next(x for x in lines if x.get("id") == "measured")
+            if "error" in j:
+                return None, f"qvl-run --batch: {j['error']}"
+            t = j["timings_ms"]
+            steps = len(j["tokens"]) - 1
+            return {"load_s": None, "vision_s": _sec(t["vision"]), "prefill_s": _sec(t["prefill"]),
+                    "ttft_s": _sec(t["ttft"] - t["queue"]), "prompt_tokens": j["prompt_tokens"],
+                    "decode_ms_per_token": t["decode"] / steps if steps > 0 else None,
+                    "peak_rss_mb": rss}, None
+        except (OSError, ValueError, KeyError, TypeError, StopIteration) as e:
+            return None, f"qvl-run --batch output not understood: {type(e).__name__}: {e}"
+
+
+def run_hf(python, model, image, question, n, threads, timeout, warmup_image=None):
     cmd = [python, os.path.join(HERE, "hf_worker.py"), "--model", model, "--image", image,
            "--question", question, "-n", str(n), "--threads", str(threads)]
+    if warmup_image:
+        cmd += ["--warmup-image", warmup_image]
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS=str(threads))
     rc, out, err, rss, _ = run_measured(cmd, timeout, env)
     if rc != 0:
