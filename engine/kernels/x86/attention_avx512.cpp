@@ -99,7 +99,7 @@ inline void pv_tile(const float* v, std::ptrdiff_t v_stride, const float* pt, in
 
 void qk_rows(const float* k, std::ptrdiff_t k_stride, const float* qt, int head_dim, int n,
              float* st) {
-    for_key_tiles(n, [&](auto mr, int j) {
+    for_static_tiles<kKeyTile>(n, [&](auto mr, int j) {
         qk_tile<decltype(mr)::value>(k + j * k_stride, k_stride, qt, head_dim, st + j * kItems);
     });
 }

@@ -95,7 +95,7 @@ inline void qk_tile(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2
 }
 
 void qk_rows(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, int n, float* st) {
-    for_key_tiles(n, [&](auto mr, int j) {
+    for_static_tiles<kKeyTile>(n, [&](auto mr, int j) {
         qk_tile<decltype(mr)::value>(k2 + j * pairs, pairs, qt2, st + j * kItems);
     });
 }

@@ -46,6 +46,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
 #include "kernels/scratch.h"
+#include "kernels/x86/static_count.h"
 
 namespace qvl::kernels::x86 {
 namespace {
@@ -177,31 +178,9 @@ inline __m512 load16(const std::uint16_t* p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-// Calls tile(std::integral_constant<int, R>{}, j) over keys [0, n) in tiles of R = 8 keys and
-// one last tile of R = n % 8: the score tiles are templates on their key count.
-template <class Tile>
-inline void for_key_tiles(int n, Tile&& tile) {
-    int j = 0;
-    for (; j + 8 <= n; j += 8) tile(std::integral_constant<int, 8>{}, j);
-    switch (n - j) {
-        case 7:
-            return tile(std::integral_constant<int, 7>{}, j);
-        case 6:
-            return tile(std::integral_constant<int, 6>{}, j);
-        case 5:
-            return tile(std::integral_constant<int, 5>{}, j);
-        case 4:
-            return tile(std::integral_constant<int, 4>{}, j);
-        case 3:
-            return tile(std::integral_constant<int, 3>{}, j);
-        case 2:
-            return tile(std::integral_constant<int, 2>{}, j);
-        case 1:
-            return tile(std::integral_constant<int, 1>{}, j);
-        default:
-            return;
-    }
-}
+// Keys per score tile: the tiles are templates on their key count, run over a key block with
+// for_static_tiles<kKeyTile> (x86/static_count.h), the last tile holding the n % 8 rest.
+constexpr int kKeyTile = 8;
 
 // A flash block: rows [row0, row0 + n_rows) of one kv head's group, row r seeing keys
 // [lo, hi[r - row0]); lane (hh, rr) = hh * (kItems / group) + rr. Its running max m and sum l

@@ -43,6 +43,7 @@
 #include <type_traits>
 
 #include "kernels/gemm_internal.h"
+#include "kernels/x86/static_count.h"
 
 namespace qvl::kernels::detail {
 
@@ -50,19 +51,6 @@ template <int kRows, int kCols>
 inline void prefetch_tile(const float* c, std::ptrdiff_t ld) {
     for (int r = 0; r < kRows; ++r) {
         for (int j = 0; j < kCols; j += 16) __builtin_prefetch(c + r * ld + j, 1, 3);
-    }
-}
-
-// Calls tile(std::integral_constant<int, R>{}) for R = min(rows, kMR): the last row panel of a
-// block skips its zero padding rows (212 rows in 14-row panels would otherwise compute 224).
-template <int R, class Tile>
-inline void with_tile_rows(int rows, Tile&& tile) {
-    if constexpr (R == 1) {
-        tile(std::integral_constant<int, 1>{});
-    } else if (rows >= R) {
-        tile(std::integral_constant<int, R>{});
-    } else {
-        with_tile_rows<R - 1>(rows, tile);
     }
 }
 
@@ -205,7 +193,9 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
                                     if (gated) prefetch_tile<kMR, kNR>(acc2 + nat, ld);
                                 }
                             }
-                            with_tile_rows<kMR>(std::min(kMR, mrows - ir), [&](auto r) {
+                            // The last row panel of a block skips its zero padding rows (212
+                            // rows in 14-row panels would otherwise compute 224).
+                            x86::with_static_count<kMR>(mrows - ir, [&](auto r) {
                                 constexpr int R = decltype(r)::value;
                                 if constexpr (kReadsPanels<K>) {
                                     if (direct != nullptr) {

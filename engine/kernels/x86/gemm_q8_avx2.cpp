@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/gemm_q8_internal.h"
+#include "kernels/x86/static_count.h"
 
 namespace qvl::kernels::detail {
 namespace {
@@ -75,16 +76,8 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
 }  // namespace
 
 void q8_panel_avx2(const Q8PanelArgs& a) {
-    int r = 0;
-    for (; r + 3 <= a.rows; r += 3) panel_rows<3>(a, r);
-    switch (a.rows - r) {
-        case 2:
-            return panel_rows<2>(a, r);
-        case 1:
-            return panel_rows<1>(a, r);
-        default:
-            return;
-    }
+    x86::for_static_tiles<3>(a.rows,
+                             [&](auto rows, int r) { panel_rows<decltype(rows)::value>(a, r); });
 }
 
 void q8_quantize_row_avx2(const float* x, int k, int block, std::int8_t* q, float* d,

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "kernels/gemm_q8_internal.h"
+#include "kernels/x86/static_count.h"
 
 namespace qvl::kernels::detail {
 namespace {
@@ -75,20 +76,10 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
 
 }  // namespace
 
-// panel_rows<R> for the last R = rows rows (fewer than a full group).
-template <int R>
-void panel_tail(const Q8PanelArgs& a, int r0, int rows) {
-    if constexpr (R > 0) {
-        if (rows == R) return panel_rows<R>(a, r0);
-        panel_tail<R - 1>(a, r0, rows);
-    }
-}
-
 void q8_panel_avx512vnni(const Q8PanelArgs& a) {
     constexpr int kRows = 8;  // 12 measured no faster
-    int r = 0;
-    for (; r + kRows <= a.rows; r += kRows) panel_rows<kRows>(a, r);
-    panel_tail<kRows - 1>(a, r, a.rows - r);
+    x86::for_static_tiles<kRows>(
+        a.rows, [&](auto rows, int r) { panel_rows<decltype(rows)::value>(a, r); });
 }
 
 void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, float* d,
