@@ -27,6 +27,7 @@
 #include "kernels/attention_plan.h"
 #include "kernels/scratch.h"
 #include "kernels/simd/attention_simd.h"
+#include "kernels/x86/prefetch_rows.h"
 #include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx2 {
@@ -115,18 +116,9 @@ inline float rescale(float m_old, float m_new) {
     return _mm256_cvtss_f32(exp2_ps(_mm256_set1_ps(m_old - m_new)));
 }
 
-// Asks for the n elements (float or bf16 bits) at p in L1. The rows that repacking and the
-// tiles read lie a row stride apart (12 KiB in the vision tower's fused qkv rows, a page each),
-// which the hardware prefetchers do not follow: without these requests, waiting for those rows
-// was most of the 8-10 % of a vision task's time spent outside the tiles (perf, N = 784).
-template <class E>
-inline void prefetch_elems(const E* p, int n) {
-    for (int i = 0; i < n; i += 64 / int(sizeof(E))) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + i), _MM_HINT_T0);
-    }
-}
-
-// Rows ahead of the one being repacked or loaded that are asked for.
+// Rows asked for ahead of the one being repacked (x86/prefetch_rows.h): without these requests,
+// waiting for K/V and query rows was most of the 8-10 % of a vision task's time spent outside
+// the tiles (perf, N = 784).
 constexpr int kRowsAhead = 16;
 
 // The keys of one task, repacked: block b holds absolute keys [64 (first + b), +64).
@@ -163,10 +155,10 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
                     std::fill(vrow, vrow + hd, 0.0f);
                     continue;
                 }
-                if (key + kRowsAhead < key_hi) {
-                    prefetch_elems(kg + std::ptrdiff_t(key + kRowsAhead) * a.k_row_stride, hd);
-                    prefetch_elems(vg + std::ptrdiff_t(key + kRowsAhead) * a.v_row_stride, hd);
-                }
+                x86::prefetch_rows(kg, a.k_row_stride, key + kRowsAhead, key + kRowsAhead + 1,
+                                   key_hi, hd);
+                x86::prefetch_rows(vg, a.v_row_stride, key + kRowsAhead, key + kRowsAhead + 1,
+                                   key_hi, hd);
                 const E* vsrc = vg + std::ptrdiff_t(key) * a.v_row_stride;
                 for (int d = 0; d < hd; ++d) vrow[d] = widen(vsrc[d]);
             }
@@ -342,9 +334,9 @@ void tile_begin(const AttentionArgs& a, Tile* t) {
         t->l[r] = 0.0f;
     }
     // The next tile's query rows (the rows after these, same head) while this batch runs.
-    for (int r = t->rows[t->n - 1] + 1; r <= t->rows[t->n - 1] + kRows && r < a.n_q; ++r) {
-        prefetch_elems(a.q + std::ptrdiff_t(r) * a.q_row_stride + t->head * a.q_head_stride, hd);
-    }
+    const int next = t->rows[t->n - 1] + 1;
+    x86::prefetch_rows(a.q + t->head * a.q_head_stride, a.q_row_stride, next, next + kRows, a.n_q,
+                       hd);
     t->hi_max = hi_max;
     t->hi_min = hi_max;
     for (int r = 0; r < kRows; ++r) t->hi_min = std::min(t->hi_min, t->hi[r]);

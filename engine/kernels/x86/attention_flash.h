@@ -46,6 +46,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
 #include "kernels/scratch.h"
+#include "kernels/x86/prefetch_rows.h"
 #include "kernels/x86/static_count.h"
 
 namespace qvl::kernels::x86 {
@@ -155,19 +156,6 @@ inline void transpose16(__m512 r[16]) {
         r[4 + c] = _mm512_shuffle_f32x4(a1, b1, 0x88);
         r[8 + c] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
         r[12 + c] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
-    }
-}
-
-// Prefetches rows [r0, min(r1, hi)) of a [row][stride] matrix, n elements E each (float or
-// bf16 bits), into L1: the decode paths read 16 rows a column chunk at a time, which hardware
-// prefetchers follow badly.
-template <class E>
-inline void prefetch_rows(const E* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
-    for (int r = r0; r < std::min(r1, hi); ++r) {
-        for (int c = 0; c < n; c += 64 / int(sizeof(E))) {
-            _mm_prefetch(reinterpret_cast<const char*>(m + std::ptrdiff_t(r) * stride + c),
-                         _MM_HINT_T0);
-        }
     }
 }
 
