@@ -22,6 +22,16 @@ void release_pages(const void* p, std::size_t bytes) {
     if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+// Whether parts can be read as one matrix of their stacked rows: the same k, whole 16-row panels
+// each (their quantized panels then lie back to back), at least two of them.
+bool stackable(const std::vector<Matrix*>& parts) {
+    if (parts.size() < 2) return false;
+    for (const Matrix* m : parts) {
+        if (m->cols != parts[0]->cols || m->rows % kernels::kQ8Panel != 0) return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 base::Result<std::unique_ptr<QuantizedText>> QuantizedText::quantize(
@@ -30,44 +40,80 @@ base::Result<std::unique_ptr<QuantizedText>> QuantizedText::quantize(
         return base::error(base::ErrorCode::kInvalidArgument,
                            "int8 weights: block size {} (use 32, 64 or 128)", options.block);
     }
-    std::vector<Matrix*> targets;
+    // Matrices quantized into one buffer, one after another: q, k and v of a layer (stacked
+    // into that layer's qkv when whole panels each, so one product serves all three), then
+    // every other target alone.
+    struct Group {
+        std::vector<Matrix*> parts;
+        Matrix* stacked = nullptr;
+    };
+    std::vector<Group> groups;
     for (TextLayerWeights& l : w.mutable_text().layers) {
-        for (Matrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) targets.push_back(m);
+        groups.push_back({.parts = {&l.q, &l.k, &l.v}, .stacked = &l.qkv});
+        for (Matrix* m : {&l.o, &l.gate, &l.up, &l.down}) groups.push_back({.parts = {m}});
     }
-    if (options.lm_head) targets.push_back(&w.mutable_text().lm_head);
+    if (options.lm_head) groups.push_back({.parts = {&w.mutable_text().lm_head}});
 
     auto out = std::unique_ptr<QuantizedText>(new QuantizedText());
-    out->matrices_.reserve(targets.size());
-    out->storage_.reserve(targets.size());
+    out->matrices_.reserve(groups.size() * 4);  // parts and stacked views: addresses are stable
+    out->storage_.reserve(groups.size());
     base::ThreadPool pool(std::max(options.threads, 1));
     const kernels::Isa isa = kernels::best_isa();
-    for (Matrix* m : targets) {
-        if (m->type == kernels::WeightType::kQ8) continue;
-        const std::size_t qbytes = kernels::q8_data_bytes(m->rows, m->cols, options.block);
-        const std::size_t sbytes = kernels::q8_scale_bytes(m->rows, m->cols, options.block);
-        QVL_ASSIGN_OR_RETURN(base::AlignedBuffer buf,
-                             base::AlignedBuffer::allocate(qbytes + sbytes, m->name, false));
-        auto* q = reinterpret_cast<std::int8_t*>(buf.data());
-        auto* s = reinterpret_cast<float*>(buf.data() + qbytes);
-        const kernels::Q8Matrix qm = kernels::q8_describe(m->rows, m->cols, options.block, q, s);
-        // Panels are independent: a fixed split, so the result does not depend on threads.
-        const int chunks = std::min(qm.panels, 64);
-        pool.parallel_for(chunks, [&](int c) {
-            const int p0 = int(std::int64_t(qm.panels) * c / chunks);
-            const int p1 = int(std::int64_t(qm.panels) * (c + 1) / chunks);
-            kernels::q8_quantize_panels(m->data, m->type, m->ld, qm, p0, p1, isa);
-        });
-        if (options.release_source && !w.is_copy(m->data)) {
-            release_pages(m->data,
-                          (std::size_t(m->rows - 1) * std::size_t(m->ld) + std::size_t(m->cols)) *
-                              element_bytes(m->type));
+    for (Group& group : groups) {
+        const std::size_t wanted = group.parts.size();
+        std::erase_if(group.parts,
+                      [](const Matrix* m) { return m->type == kernels::WeightType::kQ8; });
+        if (group.parts.empty()) continue;
+        std::size_t qbytes = 0, sbytes = 0;
+        for (const Matrix* m : group.parts) {
+            qbytes += kernels::q8_data_bytes(m->rows, m->cols, options.block);
+            sbytes += kernels::q8_scale_bytes(m->rows, m->cols, options.block);
+        }
+        QVL_ASSIGN_OR_RETURN(
+            base::AlignedBuffer buf,
+            base::AlignedBuffer::allocate(qbytes + sbytes, group.parts[0]->name, false));
+        auto* const q0 = reinterpret_cast<std::int8_t*>(buf.data());
+        auto* const s0 = reinterpret_cast<float*>(buf.data() + qbytes);
+        std::int8_t* q = q0;
+        float* s = s0;
+        for (Matrix* m : group.parts) {
+            const kernels::Q8Matrix qm =
+                kernels::q8_describe(m->rows, m->cols, options.block, q, s);
+            // Panels are independent: a fixed split, so the result does not depend on threads.
+            const int chunks = std::min(qm.panels, 64);
+            pool.parallel_for(chunks, [&](int c) {
+                const int p0 = int(std::int64_t(qm.panels) * c / chunks);
+                const int p1 = int(std::int64_t(qm.panels) * (c + 1) / chunks);
+                kernels::q8_quantize_panels(m->data, m->type, m->ld, qm, p0, p1, isa);
+            });
+            if (options.release_source && !w.is_copy(m->data)) {
+                release_pages(m->data, (std::size_t(m->rows - 1) * std::size_t(m->ld) +
+                                        std::size_t(m->cols)) *
+                                           element_bytes(m->type));
+            }
+            q += kernels::q8_data_bytes(m->rows, m->cols, options.block);
+            s += kernels::q8_scale_bytes(m->rows, m->cols, options.block) / sizeof(float);
+            out->matrices_.push_back(qm);
+            m->data = &out->matrices_.back();
+            m->type = kernels::WeightType::kQ8;
+            m->ld = m->cols;
+        }
+        if (group.stacked != nullptr && group.parts.size() == wanted && stackable(group.parts)) {
+            // Whole panels each, back to back in data and in scales: the stacked matrix's panel
+            // p is part p's, then the next part's, exactly as described over the joint storage.
+            int rows = 0;
+            for (const Matrix* m : group.parts) rows += m->rows;
+            const Matrix& first = *group.parts[0];
+            out->matrices_.push_back(kernels::q8_describe(rows, first.cols, options.block, q0, s0));
+            *group.stacked = Matrix{.data = &out->matrices_.back(),
+                                    .type = kernels::WeightType::kQ8,
+                                    .rows = rows,
+                                    .cols = first.cols,
+                                    .ld = first.cols,
+                                    .name = "self_attn.qkv (q_proj | k_proj | v_proj)"};
         }
         out->bytes_ += qbytes + sbytes;
-        out->matrices_.push_back(qm);
         out->storage_.push_back(std::move(buf));
-        m->data = &out->matrices_.back();
-        m->type = kernels::WeightType::kQ8;
-        m->ld = m->cols;
     }
     return out;
 }

@@ -117,7 +117,9 @@ base::Result<std::unique_ptr<PanelWeights>> PanelWeights::rearrange(ModelWeights
         m->type = kernels::WeightType::kBF16Panels;
         m->ld = kernels::panel_pairs(m->cols);
     }
-    for (TextLayerWeights& l : w.mutable_text().layers) l.qkv = stacked_rows(l.q, l.k, l.v);
+    for (TextLayerWeights& l : w.mutable_text().layers) {
+        if (l.qkv.data == nullptr) l.qkv = stacked_rows(l.q, l.k, l.v);  // int8 ones are stacked
+    }
     return out;
 }
 

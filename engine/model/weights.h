@@ -74,8 +74,9 @@ struct TextLayerWeights {
     Matrix q;           // [heads * head_dim, hidden]
     Matrix k, v;        // [kv_heads * head_dim, hidden]
     // q | k | v as one matrix when their load-time panels lie back to back (set by
-    // PanelWeights::rearrange; data == nullptr otherwise): one product instead of three, each
-    // output still the same chain of operations, so the values are the same bits.
+    // PanelWeights::rearrange for bf16, by QuantizedText::quantize for int8; data == nullptr
+    // otherwise): one product instead of three, each output still the same chain of
+    // operations, so the values are the same bits.
     Matrix qkv;
     Matrix o;               // [hidden, heads * head_dim]
     Vector q_norm, k_norm;  // [head_dim]

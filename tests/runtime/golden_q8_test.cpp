@@ -141,5 +141,33 @@ TEST(ModelLoad, RefusesBadInt8Block) {
     EXPECT_NE(m.status().message().find("48"), std::string::npos) << m.status().message();
 }
 
+// q, k and v of every layer are quantized back to back and read as one stacked matrix (one
+// product instead of three): the stacked matrix holds exactly the parts' weights and scales.
+TEST(ModelLoad, Int8QkvIsOneStackedMatrix) {
+    const model::Model& m = model_with(model::WeightFormat::kQ8, 64);
+    for (const model::TextLayerWeights& l : m.weights().text().layers) {
+        ASSERT_NE(l.qkv.data, nullptr);
+        ASSERT_EQ(l.qkv.type, kernels::WeightType::kQ8);
+        const auto& stacked = *static_cast<const kernels::Q8Matrix*>(l.qkv.data);
+        ASSERT_EQ(stacked.rows, l.q.rows + l.k.rows + l.v.rows);
+        int offset = 0;
+        for (const model::Matrix* part : {&l.q, &l.k, &l.v}) {
+            ASSERT_EQ(part->type, kernels::WeightType::kQ8);
+            const auto& q8 = *static_cast<const kernels::Q8Matrix*>(part->data);
+            for (int row = 0; row < q8.rows; row += 7) {
+                for (int col = 0; col < q8.cols; col += 5) {
+                    ASSERT_EQ(kernels::q8_weight(stacked, offset + row, col),
+                              kernels::q8_weight(q8, row, col));
+                }
+                for (int b = 0; b < q8.k_blocks; ++b) {
+                    ASSERT_EQ(kernels::q8_scale(stacked, offset + row, b),
+                              kernels::q8_scale(q8, row, b));
+                }
+            }
+            offset += q8.rows;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace qvl::runtime
