@@ -145,6 +145,10 @@ void q8_quantize_row(const float* x, int k, int block, std::int8_t* q, float* d,
 
 namespace detail {
 
+void q8_bias_row(std::int8_t* q, std::ptrdiff_t n) {
+    for (std::ptrdiff_t i = 0; i < n; ++i) q[i] = std::int8_t(std::uint8_t(q[i]) ^ 0x80u);
+}
+
 void q8_panel_scalar(const Q8PanelArgs& a) {
     const Q8Matrix& w = *a.w;
     const std::size_t panel_bytes = std::size_t(w.block) * kQ8Panel;
@@ -199,15 +203,19 @@ void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
         thread_scratch(kScratchB, sizeof(float) * std::size_t(rows) * std::size_t(kb)));
     auto* sa = static_cast<std::int32_t*>(
         thread_scratch(kScratchB2, sizeof(std::int32_t) * std::size_t(rows) * std::size_t(kb)));
-    for (int r = 0; r < rows; ++r)
+    const bool biased = isa == Isa::kAvx512Bf16 && rows >= kQ8VnniBiasedMinRows;
+    for (int r = 0; r < rows; ++r) {
         quantize(p.a + std::ptrdiff_t(m0 + r) * p.lda, p.k, w->block, qa + r * lda_q,
                  da + std::ptrdiff_t(r) * kb, sa + std::ptrdiff_t(r) * kb);
+        if (biased) q8_bias_row(qa + r * lda_q, lda_q);
+    }
     auto* acc = static_cast<float*>(
         thread_scratch(kScratchC, sizeof(float) * std::size_t(rows) * kQ8Panel));
     float* acc2 = w2 == nullptr ? nullptr
                                 : static_cast<float*>(thread_scratch(
                                       kScratchC2, sizeof(float) * std::size_t(rows) * kQ8Panel));
-    Q8PanelArgs args{.w = w, .rows = rows, .qa = qa, .lda_q = lda_q, .da = da, .sa = sa};
+    Q8PanelArgs args{
+        .w = w, .rows = rows, .qa = qa, .lda_q = lda_q, .biased = biased, .da = da, .sa = sa};
     for (int j0 = n0; j0 < n1;) {
         const int panel_index = j0 / kQ8Panel;
         const int j1 = std::min(n1, (panel_index + 1) * kQ8Panel);

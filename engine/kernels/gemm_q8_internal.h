@@ -19,6 +19,9 @@ struct Q8PanelArgs {
     int rows = 0;
     const std::int8_t* qa = nullptr;  // rows x (k_blocks·block), row stride lda_q bytes
     std::ptrdiff_t lda_q = 0;
+    // qa holds q + 128 as unsigned bytes (q8_bias_row), for a kernel that takes activations
+    // biased (Q8TileKernels::biased_min_rows); else the signed q.
+    bool biased = false;
     const float* da = nullptr;         // rows x k_blocks
     const std::int32_t* sa = nullptr;  // rows x k_blocks (Σ q per block)
     float* acc = nullptr;              // rows x 16
@@ -32,6 +35,12 @@ void q8_panel_avx2(const Q8PanelArgs& a);
 void q8_quantize_row_avx2(const float* x, int k, int block, std::int8_t* q, float* d,
                           std::int32_t* sums);
 void q8_panel_avx512vnni(const Q8PanelArgs& a);
+// Rows from which the VNNI kernel takes its activations biased: vpdpbusd then multiplies them
+// as they are, with no flip of every weight vector and no per-row correction (one per panel
+// instead); fewer rows are a decode step, which reads each weight once anyway.
+inline constexpr int kQ8VnniBiasedMinRows = 4;
+// q + 128 in place, as unsigned bytes.
+void q8_bias_row(std::int8_t* q, std::ptrdiff_t n);
 void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, float* d,
                             std::int32_t* sums);
 

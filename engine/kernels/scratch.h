@@ -28,10 +28,11 @@ enum ScratchSlot {
     kScratchC = 3,
     kScratchC2 = 4,
     kScratchGather = 5,
-    kScratchEpilogue = 6,     // a row for epilogues that need one
-    kScratchAttention = 7,    // the flash driver's tiles (x86/attention_flash.h)
-    kScratchAttentionKV = 8,  // a task's keys and values, repacked for its tiles
-    kScratchSlots = 9
+    kScratchEpilogue = 6,       // a row for epilogues that need one
+    kScratchAttention = 7,      // the flash driver's tiles (x86/attention_flash.h)
+    kScratchAttentionKV = 8,    // a task's keys and values, repacked for its tiles
+    kScratchQ8Corrections = 9,  // the int8 VNNI kernel's per-panel weight sums
+    kScratchSlots = 10
 };
 
 // The calling thread's buffer for slot, at least bytes long and 64-byte aligned; valid until

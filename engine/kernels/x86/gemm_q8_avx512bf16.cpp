@@ -1,8 +1,15 @@
 // Int8-weight GEMM panel kernel on AVX-512 VNNI (vpdpbusd), in the avx512bf16 tier (its flags
-// include VNNI). vpdpbusd multiplies unsigned by signed bytes: the weights are flipped to
-// w + 128 on load (one xor) and each block's int sum is corrected by 128 · Σ q_a, which the
-// activation quantizer provides. Integer sums are exact, so their order changes nothing; the f32
-// block chain is the one in kernels/gemm_q8.h.
+// include VNNI). vpdpbusd multiplies unsigned by signed bytes, so one side carries a +128 bias
+// and each block's int sum is corrected for it:
+// - from kQ8VnniBiasedMinRows rows the activations come biased (q_a + 128) and the weights are
+//   multiplied as stored; the correction, -128 · Σ w of each column and block, is the same for
+//   every row: computed once per panel (vpdpbusd of ones) and the start of every row's sum;
+// - below that (a decode step: each weight used by one to three rows) the weights are flipped
+//   to w + 128 on load (one xor) and the correction is -128 · Σ q_a of each row and block, which
+//   the activation quantizer provides.
+// Both give the exact integer sum Σ q_a · w (no overflow: |sum| < 2^22), so the same bits;
+// integer sums are exact, so their order changes nothing; the f32 block chain is the one in
+// kernels/gemm_q8.h.
 // GCC 12 reports the undefined lanes inside _mm512_reduce_* and friends as (maybe-)
 // uninitialised; they are not read.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -28,8 +35,24 @@ std::int32_t load_i32(const std::int8_t* p) {
     return v;
 }
 
-template <int R>
-void panel_rows(const Q8PanelArgs& a, int r0) {
+// corr[b] = -128 · Σ w over block b of each of the panel's 16 columns.
+void weight_corrections(const Q8PanelArgs& a, __m512i* corr) {
+    const Q8Matrix& w = *a.w;
+    const std::ptrdiff_t block_bytes = std::ptrdiff_t(w.block) * kQ8Panel;
+    const std::int8_t* wq = w.q + std::ptrdiff_t(a.panel) * w.k_blocks * block_bytes;
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int b = 0; b < w.k_blocks; ++b) {
+        __m512i sum = _mm512_setzero_si512();
+        for (int g = 0; g < w.block / 4; ++g) {
+            sum = _mm512_dpbusd_epi32(sum, ones, _mm512_loadu_si512(wq + b * block_bytes + g * 64));
+        }
+        corr[b] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7));
+    }
+}
+
+// kBiased: activations q_a + 128 and corr from weight_corrections; else signed activations.
+template <int R, bool kBiased>
+void panel_rows(const Q8PanelArgs& a, int r0, const __m512i* corr) {
     const Q8Matrix& w = *a.w;
     const std::ptrdiff_t block_bytes = std::ptrdiff_t(w.block) * kQ8Panel;
     const std::int8_t* wq = w.q + std::ptrdiff_t(a.panel) * w.k_blocks * block_bytes;
@@ -48,17 +71,31 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
         constexpr bool kTwoChains = R < 4;
         __m512i s[R], s2[R];
         for (int r = 0; r < R; ++r) {
-            s[r] = _mm512_set1_epi32(-128 * a.sa[std::ptrdiff_t(r0 + r) * w.k_blocks + b]);
+            s[r] = kBiased
+                       ? corr[b]
+                       : _mm512_set1_epi32(-128 * a.sa[std::ptrdiff_t(r0 + r) * w.k_blocks + b]);
             s2[r] = _mm512_setzero_si512();
         }
         for (int g = 0; g < groups; g += 2) {
-            const __m512i w0 = _mm512_xor_si512(_mm512_loadu_si512(blk + g * 64), flip);
-            const __m512i w1 = _mm512_xor_si512(_mm512_loadu_si512(blk + (g + 1) * 64), flip);
+            __m512i w0 = _mm512_loadu_si512(blk + g * 64);
+            __m512i w1 = _mm512_loadu_si512(blk + (g + 1) * 64);
+            if constexpr (!kBiased) {
+                w0 = _mm512_xor_si512(w0, flip);
+                w1 = _mm512_xor_si512(w1, flip);
+            }
             for (int r = 0; r < R; ++r) {
                 const std::int8_t* x = a.qa + (r0 + r) * a.lda_q + b * w.block + g * 4;
-                s[r] = _mm512_dpbusd_epi32(s[r], w0, _mm512_set1_epi32(load_i32(x)));
+                const __m512i x0 = _mm512_set1_epi32(load_i32(x));
+                const __m512i x1 = _mm512_set1_epi32(load_i32(x + 4));
                 __m512i& second = kTwoChains ? s2[r] : s[r];
-                second = _mm512_dpbusd_epi32(second, w1, _mm512_set1_epi32(load_i32(x + 4)));
+                // vpdpbusd's first factor is the unsigned one: the biased side.
+                if constexpr (kBiased) {
+                    s[r] = _mm512_dpbusd_epi32(s[r], x0, w0);
+                    second = _mm512_dpbusd_epi32(second, x1, w1);
+                } else {
+                    s[r] = _mm512_dpbusd_epi32(s[r], w0, x0);
+                    second = _mm512_dpbusd_epi32(second, w1, x1);
+                }
             }
         }
         if constexpr (kTwoChains) {
@@ -78,8 +115,17 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
 
 void q8_panel_avx512vnni(const Q8PanelArgs& a) {
     constexpr int kRows = 8;  // 12 measured no faster
+    if (!a.biased) {
+        x86::for_static_tiles<kRows>(a.rows, [&](auto rows, int r) {
+            panel_rows<decltype(rows)::value, false>(a, r, nullptr);
+        });
+        return;
+    }
+    auto* corr = static_cast<__m512i*>(
+        thread_scratch(kScratchQ8Corrections, sizeof(__m512i) * std::size_t(a.w->k_blocks)));
+    weight_corrections(a, corr);
     x86::for_static_tiles<kRows>(
-        a.rows, [&](auto rows, int r) { panel_rows<decltype(rows)::value>(a, r); });
+        a.rows, [&](auto rows, int r) { panel_rows<decltype(rows)::value, true>(a, r, corr); });
 }
 
 void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, float* d,
