@@ -115,19 +115,24 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
 }
 
 std::size_t shared_a_bytes(const GemmArgs& p, int num_tasks, const GemmKernels& tiles) {
-    if (p.m <= detail::kGemvMaxM || p.n <= 0 || p.k <= 0 || p.w_type == WeightType::kQ8) return 0;
+    if (p.m <= detail::kGemvMaxM || p.n <= 0 || p.k <= 0) return 0;
     if (make_grid(p.m, p.n, num_tasks).col_blocks < 2) return 0;  // nothing to share
+    // int8 weights share their quantized activation rows instead (gemm_q8_internal.h).
+    if (p.w_type == WeightType::kQ8) return gemm_q8_shared_a_bytes(p);
     const GemmKernels& t = resolve_tiles(p, tiles);
     return t.packed_a_bytes != nullptr && t.pack_a != nullptr ? t.packed_a_bytes(p) : 0;
 }
 
 void pack_a_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles) {
     const GemmKernels& t = resolve_tiles(p, tiles);
-    if (p.packed_a == nullptr || t.pack_a == nullptr || num_tasks < 1) return;
+    const bool q8 = p.w_type == WeightType::kQ8;
+    if (p.packed_a == nullptr || (t.pack_a == nullptr && !q8) || num_tasks < 1) return;
     const int rows_per = round_up(ceil_div(p.m, num_tasks), kRowQuantum);
     const int m0 = task * rows_per;
     const int m1 = std::min(p.m, m0 + rows_per);
-    if (task >= 0 && m0 < m1) t.pack_a(p, m0, m1);
+    if (task < 0 || m0 >= m1) return;
+    if (q8) return gemm_q8_quantize_a(p, m0, m1, tiles.isa);
+    t.pack_a(p, m0, m1);
 }
 
 }  // namespace detail

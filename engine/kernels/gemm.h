@@ -73,7 +73,9 @@ int gemm_num_tasks(const GemmArgs& args, int n_threads);
 //   np = gemm_pack_a_num_tasks(args, n_threads);
 //   pool.parallel_for(np, [&](int t) { table.gemm_pack_a_task(args, t, np); });
 //   pool.parallel_for(nt, [&](int t) { table.gemm_task(args, t, nt); });
-// The packed values are the ones each task would pack, so the results are the same bits.
+// The packed values are the ones each task would pack, so the results are the same bits. For
+// int8 weights (WeightType::kQ8) the shared A is the quantized activation rows, which each task
+// would otherwise quantize again (a cost that grows with the number of column tasks).
 int gemm_pack_a_num_tasks(const GemmArgs& args, int n_threads);
 namespace ref {
 void gemm_f32(const GemmArgs&);  // plain and gated

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -172,6 +173,81 @@ void q8_panel_scalar(const Q8PanelArgs& a) {
     }
 }
 
+namespace {
+
+// A tier's int8 pieces.
+struct Q8Tier {
+    Q8PanelFn panel = q8_panel_scalar;
+    Q8QuantizeRowFn quantize = q8_quantize_row;
+    bool avx512_epilogue = false;
+    bool vnni = false;  // takes biased activations from kQ8VnniBiasedMinRows rows
+};
+
+Q8Tier q8_tier(Isa isa) {
+    switch (isa) {
+        case Isa::kAvx512Bf16:
+            return {q8_panel_avx512vnni, q8_quantize_row_avx512, true, true};
+        case Isa::kAvx512:  // no VNNI guaranteed: the AVX2 kernel
+            return {q8_panel_avx2, q8_quantize_row_avx2, true, false};
+        case Isa::kAvx2:
+            return {q8_panel_avx2, q8_quantize_row_avx2, false, false};
+        default:
+            return {};
+    }
+}
+
+// Quantized activation rows: row r's q at qa + r·lda_q, its d and sums at r·kb.
+struct Q8Rows {
+    std::int8_t* qa = nullptr;
+    float* da = nullptr;
+    std::int32_t* sa = nullptr;
+    std::ptrdiff_t lda_q = 0;
+    int kb = 0;
+
+    Q8Rows from_row(int r) const {
+        return {qa + r * lda_q, da + std::ptrdiff_t(r) * kb, sa + std::ptrdiff_t(r) * kb, lda_q,
+                kb};
+    }
+};
+
+const Q8Matrix& q8_weights(const GemmArgs& p) { return *static_cast<const Q8Matrix*>(p.w); }
+
+// The shared layout over all m rows (gemm_q8_shared_a_bytes).
+Q8Rows shared_rows(const GemmArgs& p) {
+    const Q8Matrix& w = q8_weights(p);
+    const std::ptrdiff_t lda_q = std::ptrdiff_t(w.k_blocks) * w.block;
+    auto* base = static_cast<std::byte*>(p.packed_a);
+    auto* da = reinterpret_cast<float*>(base + round64(std::size_t(p.m) * std::size_t(lda_q)));
+    auto* sa = reinterpret_cast<std::int32_t*>(da + std::size_t(p.m) * std::size_t(w.k_blocks));
+    return {reinterpret_cast<std::int8_t*>(base), da, sa, lda_q, w.k_blocks};
+}
+
+// Rows [m0, m1) of A quantized into out (its row 0 is row m0).
+void quantize_rows(const GemmArgs& p, const Q8Tier& tier, bool biased, int m0, int m1,
+                   const Q8Rows& out) {
+    const int block = q8_weights(p).block;
+    for (int r = 0; r < m1 - m0; ++r) {
+        const Q8Rows row = out.from_row(r);
+        tier.quantize(p.a + std::ptrdiff_t(m0 + r) * p.lda, p.k, block, row.qa, row.da, row.sa);
+        if (biased) q8_bias_row(row.qa, out.lda_q);
+    }
+}
+
+}  // namespace
+
+std::size_t gemm_q8_shared_a_bytes(const GemmArgs& p) {
+    const Q8Matrix& w = q8_weights(p);
+    const std::size_t rows = std::size_t(std::max(p.m, 0));
+    return round64(rows * std::size_t(w.k_blocks) * std::size_t(w.block)) +
+           rows * std::size_t(w.k_blocks) * (sizeof(float) + sizeof(std::int32_t));
+}
+
+void gemm_q8_quantize_a(const GemmArgs& p, int m0, int m1, Isa isa) {
+    const Q8Tier tier = q8_tier(isa);
+    // Shared rows serve tasks of any size: biased whenever the kernel can take them so.
+    quantize_rows(p, tier, tier.vnni, m0, m1, shared_rows(p).from_row(m0));
+}
+
 void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
     const auto* w = static_cast<const Q8Matrix*>(p.w);
     const auto* w2 = static_cast<const Q8Matrix*>(p.w_up);
@@ -179,58 +255,53 @@ void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
     QVL_CHECK(w2 == nullptr || (w2->cols == p.k && w2->rows >= n1 && w2->block == w->block),
               "gemm q8: up weights do not match gate");
     QVL_CHECK(p.load_a == nullptr, "gemm q8: virtual A is not supported");
-    Q8PanelFn panel = q8_panel_scalar;
-    Q8QuantizeRowFn quantize = q8_quantize_row;
-    bool avx512_epilogue = false;
-    if (isa == Isa::kAvx512Bf16) {
-        panel = q8_panel_avx512vnni;
-        quantize = q8_quantize_row_avx512;
-        avx512_epilogue = true;
-    } else if (isa == Isa::kAvx512) {  // no VNNI guaranteed: the AVX2 kernel
-        panel = q8_panel_avx2;
-        quantize = q8_quantize_row_avx2;
-        avx512_epilogue = true;
-    } else if (isa == Isa::kAvx2) {
-        panel = q8_panel_avx2;
-        quantize = q8_quantize_row_avx2;
-    }
+    const Q8Tier tier = q8_tier(isa);
     const int rows = m1 - m0;
     const int kb = w->k_blocks;
-    const std::ptrdiff_t lda_q = std::ptrdiff_t(kb) * w->block;
-    auto* qa = static_cast<std::int8_t*>(
-        thread_scratch(kScratchA, std::size_t(rows) * std::size_t(lda_q)));
-    auto* da = static_cast<float*>(
-        thread_scratch(kScratchB, sizeof(float) * std::size_t(rows) * std::size_t(kb)));
-    auto* sa = static_cast<std::int32_t*>(
-        thread_scratch(kScratchB2, sizeof(std::int32_t) * std::size_t(rows) * std::size_t(kb)));
-    const bool biased = isa == Isa::kAvx512Bf16 && rows >= kQ8VnniBiasedMinRows;
-    for (int r = 0; r < rows; ++r) {
-        quantize(p.a + std::ptrdiff_t(m0 + r) * p.lda, p.k, w->block, qa + r * lda_q,
-                 da + std::ptrdiff_t(r) * kb, sa + std::ptrdiff_t(r) * kb);
-        if (biased) q8_bias_row(qa + r * lda_q, lda_q);
+    Q8Rows a;
+    bool biased = false;
+    if (p.packed_a != nullptr) {
+        a = shared_rows(p).from_row(m0);
+        biased = tier.vnni;
+    } else {
+        const std::ptrdiff_t lda_q = std::ptrdiff_t(kb) * w->block;
+        a = {static_cast<std::int8_t*>(
+                 thread_scratch(kScratchA, std::size_t(rows) * std::size_t(lda_q))),
+             static_cast<float*>(
+                 thread_scratch(kScratchB, sizeof(float) * std::size_t(rows) * std::size_t(kb))),
+             static_cast<std::int32_t*>(thread_scratch(
+                 kScratchB2, sizeof(std::int32_t) * std::size_t(rows) * std::size_t(kb))),
+             lda_q, kb};
+        biased = tier.vnni && rows >= kQ8VnniBiasedMinRows;
+        quantize_rows(p, tier, biased, m0, m1, a);
     }
     auto* acc = static_cast<float*>(
         thread_scratch(kScratchC, sizeof(float) * std::size_t(rows) * kQ8Panel));
     float* acc2 = w2 == nullptr ? nullptr
                                 : static_cast<float*>(thread_scratch(
                                       kScratchC2, sizeof(float) * std::size_t(rows) * kQ8Panel));
-    Q8PanelArgs args{
-        .w = w, .rows = rows, .qa = qa, .lda_q = lda_q, .biased = biased, .da = da, .sa = sa};
+    Q8PanelArgs args{.w = w,
+                     .rows = rows,
+                     .qa = a.qa,
+                     .lda_q = a.lda_q,
+                     .biased = biased,
+                     .da = a.da,
+                     .sa = a.sa};
     for (int j0 = n0; j0 < n1;) {
         const int panel_index = j0 / kQ8Panel;
         const int j1 = std::min(n1, (panel_index + 1) * kQ8Panel);
         args.w = w;
         args.panel = panel_index;
         args.acc = acc;
-        panel(args);
+        tier.panel(args);
         if (w2 != nullptr) {
             args.w = w2;
             args.acc = acc2;
-            panel(args);
+            tier.panel(args);
         }
         // acc is indexed from column panel_index·16; the epilogue wants it from j0.
         const int off = j0 - panel_index * kQ8Panel;
-        if (avx512_epilogue)
+        if (tier.avx512_epilogue)
             gemm_epilogue_avx512(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel, m0,
                                  m1, j0, j1);
         else

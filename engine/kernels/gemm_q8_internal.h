@@ -45,7 +45,14 @@ void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, fl
                             std::int32_t* sums);
 
 // Rows [m0, m1) x columns [n0, n1) of a kQ8 problem, epilogue included (the hook that
-// run_problem_task calls for w_type == kQ8).
+// run_problem_task calls for w_type == kQ8). With GemmArgs::packed_a set, the rows' quantized
+// activations are read from there (gemm_q8_quantize_a) instead of quantized by the task.
 void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa);
+
+// The shared A of a kQ8 problem (kernels/gemm.h, "Shared packing"): every row quantized once
+// for all column tasks, as each task would quantize it, so the same bits. Layout: q of all m
+// rows (k_blocks·block bytes each, biased for the VNNI kernel), then their d, then their sums.
+std::size_t gemm_q8_shared_a_bytes(const GemmArgs& p);
+void gemm_q8_quantize_a(const GemmArgs& p, int m0, int m1, Isa isa);
 
 }  // namespace qvl::kernels::detail

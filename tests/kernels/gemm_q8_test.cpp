@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -241,6 +243,50 @@ TEST_P(GemmQ8Test, RowResultDoesNotDependOnBatch) {
                     ASSERT_EQ(part[std::size_t(i * n + j)], full[std::size_t((r0 + i) * n + j)])
                         << "row " << r0 + i << " computed with " << rows << " rows";
         }
+}
+
+// Activations quantized once for every column task (the shared A of kernels/gemm.h) give the
+// bits of each task quantizing its own rows, packed in any order and whatever the task split;
+// the tasks read them (spoiling the buffer changes the output).
+TEST_P(GemmQ8Test, SharedActivationsGiveTheSameBits) {
+    std::mt19937 rng(17);
+    const KernelTable& table = kernels_for(GetParam());
+    for (const bool gated : {false, true}) {
+        const int m = 77, n = 300, k = 333;
+        QWeights w(n, k, 64, rng), w2(n, k, 64, rng);
+        std::vector<float> a = random_vec(std::size_t(m) * k, rng);
+        std::vector<float> bias = random_vec(std::size_t(n), rng);
+        std::vector<float> want(std::size_t(m) * n), got(want.size());
+        GemmArgs g{.m = m,
+                   .n = n,
+                   .k = k,
+                   .a = a.data(),
+                   .lda = k,
+                   .w = &w.m,
+                   .w_up = gated ? &w2.m : nullptr,
+                   .w_type = WeightType::kQ8,
+                   .bias = gated ? nullptr : bias.data(),
+                   .c = want.data(),
+                   .ldc = n};
+        const int nt = gemm_num_tasks(g, 4);
+        for (int t = 0; t < nt; ++t) table.gemm_task(g, t, nt);
+        const std::size_t bytes = table.gemm_shared_a_bytes(g, nt);
+        ASSERT_GT(bytes, 0u) << "several column tasks over the same rows";
+        base::AlignedBuffer buf = base::AlignedBuffer::allocate(bytes, "test", false).value();
+        GemmArgs s = g;
+        s.c = got.data();
+        s.packed_a = buf.data();
+        for (const int np : {1, 2, 3}) {
+            std::fill(got.begin(), got.end(), -1.0f);
+            std::fill_n(buf.data(), bytes, std::byte{5});  // nothing left from the last split
+            for (int t = np - 1; t >= 0; --t) table.gemm_pack_a_task(s, t, np);
+            for (int t = 0; t < nt; ++t) table.gemm_task(s, t, nt);
+            ASSERT_EQ(got, want) << np << " packing tasks" << (gated ? ", gated" : "");
+        }
+        std::fill_n(buf.data(), bytes, std::byte{3});
+        for (int t = 0; t < nt; ++t) table.gemm_task(s, t, nt);
+        EXPECT_NE(got, want);
+    }
 }
 
 TEST(GemmQ8, QuantizedWeightsRoundTrip) {
