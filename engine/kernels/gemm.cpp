@@ -14,10 +14,11 @@
 namespace qvl::kernels {
 namespace {
 
-// Column tasks are multiples of 64 (a multiple of every NR); row tasks multiples of 42 (a
-// multiple of every MR: 14 for AVX-512, 6 for AVX2).
+// Column tasks are multiples of 64 (a multiple of every NR). Row tasks have at least
+// kMinTaskRows rows (each packs its own B panels), rounded up to whole row panels of the tier
+// that runs them (its mr), so that every task starts on a row panel of a shared packed A.
 constexpr int kColQuantum = 64;
-constexpr int kRowQuantum = 42;
+constexpr int kMinTaskRows = 42;
 
 struct Grid {
     int row_blocks = 1, col_blocks = 1;
@@ -28,8 +29,10 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 int round_up(int a, int q) { return ceil_div(a, q) * q; }
 
 // The split of an m x n output into at most `tasks` rectangles; a pure function of its inputs,
-// so every task of one call agrees on it whatever thread runs it.
-Grid make_grid(int m, int n, int tasks) {
+// so every task of one call agrees on it whatever thread runs it. The number of rectangles does
+// not depend on `align` (the tier's mr), so it is counted without knowing the tier; rounding
+// the rows to `align` may leave the last row block empty (its tasks do nothing).
+Grid make_grid(int m, int n, int tasks, int align) {
     Grid g;
     tasks = std::max(tasks, 1);
     const int max_col_blocks = std::max(ceil_div(n, kColQuantum), 1);
@@ -39,7 +42,7 @@ Grid make_grid(int m, int n, int tasks) {
     } else {
         // Each row block packs its own W columns and each column block its own A rows: among
         // the grids with the most tasks (up to `tasks`), take the one with the least packing.
-        const int max_row_blocks = std::max(ceil_div(m, kRowQuantum), 1);
+        const int max_row_blocks = std::max(ceil_div(m, kMinTaskRows), 1);
         long best_cost = -1;
         int best_tasks = 0;
         for (int rb = 1; rb <= std::min(max_row_blocks, tasks); ++rb) {
@@ -54,12 +57,14 @@ Grid make_grid(int m, int n, int tasks) {
         }
     }
     g.rows_per =
-        m <= detail::kGemvMaxM ? std::max(m, 1) : round_up(ceil_div(m, g.row_blocks), kRowQuantum);
-    g.row_blocks = std::max(ceil_div(m, g.rows_per), 1);
+        m <= detail::kGemvMaxM ? std::max(m, 1) : round_up(ceil_div(m, g.row_blocks), align);
     g.cols_per = round_up(ceil_div(std::max(n, 1), g.col_blocks), kColQuantum);
     g.col_blocks = std::max(ceil_div(n, g.cols_per), 1);
     return g;
 }
+
+// Task rows of the tiles: whole row panels of their micro-kernel (1 for the scalar loops).
+int row_align(const GemmKernels& t) { return std::max(t.blocking.mr, 1); }
 
 }  // namespace
 
@@ -70,7 +75,7 @@ int problem_num_tasks(int m, int n, int n_threads) {
     // A few tasks per thread even out a shared machine's noise; GEMV more (its tasks are cheap
     // to split), GEMM fewer (each task packs its own panels).
     const int want = (m <= detail::kGemvMaxM ? 4 : 2) * n_threads;
-    const Grid g = make_grid(m, n, want);
+    const Grid g = make_grid(m, n, want, 1);
     return g.row_blocks * g.col_blocks;
 }
 
@@ -87,7 +92,8 @@ const GemmKernels& resolve_tiles(const GemmArgs& p, const GemmKernels& tiles) {
 void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const GemmKernels& tiles) {
     if (problem.m <= 0 || problem.n <= 0) return;
     const GemmArgs& p = problem;
-    const Grid g = make_grid(p.m, p.n, num_tasks);
+    const GemmKernels& t = resolve_tiles(p, tiles);
+    const Grid g = make_grid(p.m, p.n, num_tasks, row_align(t));
     if (task < 0 || task >= g.row_blocks * g.col_blocks) return;
     const int rb = task / g.col_blocks;
     const int cb = task % g.col_blocks;
@@ -105,7 +111,6 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
         return;
     }
     if (p.w_type == WeightType::kQ8) return detail::gemm_q8_tile(p, m0, m1, n0, n1, tiles.isa);
-    const GemmKernels& t = resolve_tiles(p, tiles);
     if (p.m > detail::kGemvMaxM) return t.gemm_tile(p, m0, m1, n0, n1);
     if (p.packed_a == nullptr) return t.gemv_tile(p, m0, m1, n0, n1);
     // The streaming path packs nothing; a shared A (never offered for these m) is ignored.
@@ -116,10 +121,10 @@ void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const Ge
 
 std::size_t shared_a_bytes(const GemmArgs& p, int num_tasks, const GemmKernels& tiles) {
     if (p.m <= detail::kGemvMaxM || p.n <= 0 || p.k <= 0) return 0;
-    if (make_grid(p.m, p.n, num_tasks).col_blocks < 2) return 0;  // nothing to share
+    const GemmKernels& t = resolve_tiles(p, tiles);
+    if (make_grid(p.m, p.n, num_tasks, row_align(t)).col_blocks < 2) return 0;  // nothing to share
     // int8 weights share their quantized activation rows instead (gemm_q8_internal.h).
     if (p.w_type == WeightType::kQ8) return gemm_q8_shared_a_bytes(p);
-    const GemmKernels& t = resolve_tiles(p, tiles);
     return t.packed_a_bytes != nullptr && t.pack_a != nullptr ? t.packed_a_bytes(p) : 0;
 }
 
@@ -127,7 +132,7 @@ void pack_a_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& 
     const GemmKernels& t = resolve_tiles(p, tiles);
     const bool q8 = p.w_type == WeightType::kQ8;
     if (p.packed_a == nullptr || (t.pack_a == nullptr && !q8) || num_tasks < 1) return;
-    const int rows_per = round_up(ceil_div(p.m, num_tasks), kRowQuantum);
+    const int rows_per = round_up(ceil_div(p.m, num_tasks), row_align(t));
     const int m0 = task * rows_per;
     const int m1 = std::min(p.m, m0 + rows_per);
     if (task < 0 || m0 >= m1) return;
@@ -159,8 +164,8 @@ int gemm_num_tasks(const GemmArgs& args, int n_threads) {
 }
 
 int gemm_pack_a_num_tasks(const GemmArgs& args, int n_threads) {
-    // Row shares of kRowQuantum rows (a multiple of every MR), a couple per thread.
-    return std::clamp(ceil_div(args.m, kRowQuantum), 1, 2 * std::max(n_threads, 1));
+    // Row shares of at least kMinTaskRows rows, a couple per thread.
+    return std::clamp(ceil_div(args.m, kMinTaskRows), 1, 2 * std::max(n_threads, 1));
 }
 
 std::size_t KernelTable::gemm_shared_a_bytes(const GemmArgs& args, int num_tasks) const {
