@@ -20,7 +20,7 @@ struct Q8PanelArgs {
     const std::int8_t* qa = nullptr;  // rows x (k_blocks·block), row stride lda_q bytes
     std::ptrdiff_t lda_q = 0;
     // qa holds q + 128 as unsigned bytes (q8_bias_row), for a kernel that takes activations
-    // biased (Q8TileKernels::biased_min_rows); else the signed q.
+    // biased (the VNNI kernel, from kQ8VnniBiasedMinRows rows); else the signed q.
     bool biased = false;
     const float* da = nullptr;         // rows x k_blocks
     const std::int32_t* sa = nullptr;  // rows x k_blocks (Σ q per block)
