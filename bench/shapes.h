@@ -43,9 +43,10 @@ inline constexpr LinearShape kLinearShapes[] = {
 
 inline std::span<const LinearShape> linear_shapes() { return kLinearShapes; }
 
-// Rows (tokens or patches) per call: decode, an 8-token batch, a 212-token prompt, one 448x448
-// image (784 patches; the mergers see 196), one 1280x704 image (3520 patches; mergers 880).
-inline constexpr int kTextM[] = {1, 8, 212};
+// Rows (tokens or patches) per call: decode, an 8-token batch, the prompts of a 448x448 and a
+// 1280x704 image (212 and 896 tokens), one 448x448 image (784 patches; the mergers see 196), one
+// 1280x704 image (3520 patches; mergers 880).
+inline constexpr int kTextM[] = {1, 8, 212, 896};
 inline constexpr int kVisionM[] = {784, 3520};
 
 // Rows with m <= kGemvMaxM are weight-bandwidth bound (gemv/... rows, GBps); larger m are GEMMs.

@@ -34,11 +34,11 @@ inline constexpr int kStreamNc = 64;
 // The blocking of each packed tier: the micro-kernel traits in x86/gemm_<isa>.cpp take their
 // tile and block sizes from here, and the KernelTable entry reports them.
 inline constexpr GemmBlocking kBlockingAvx2{.mr = 6, .nr = 16, .kc = 256, .mc = 120, .nc = 512};
-// kc 1024 with nc 128: the B block (512 KiB) and the slab (<= 1008 x 128 floats) stay in L2;
+// kc 1024 with nc 128: the B block (512 KiB) and the slab (<= 224 x 128 floats) stay in L2;
 // measured faster than 192 x 512 (fewer slab reloads; the panels stream from L2).
 inline constexpr GemmBlocking kBlockingAvx512{.mr = 14, .nr = 32, .kc = 1024, .mc = 112, .nc = 128};
 // kc 2048 (1024 pairs): k = 1024 and 2048 in one block (the slab is written once); the B block,
-// 1024 pairs x nc 128 columns = 512 KiB, and the slab (<= 1008 x 128 floats) stay in L2.
+// 1024 pairs x nc 128 columns = 512 KiB, and the slab (<= 224 x 128 floats) stay in L2.
 inline constexpr GemmBlocking kBlockingAvx512Bf16{
     .mr = 14, .nr = 32, .kc = 2048, .mc = 112, .nc = 128};
 

@@ -285,13 +285,13 @@ TEST_P(GemmTest, LargeOddShapes) {
     }
 }
 
-// Every boundary of the packed path's blocking: row passes (over 1008 rows), kMC row blocks and
+// Every boundary of the packed path's blocking: row passes (of 224 or 240 rows), kMC row blocks and
 // every remainder of the 14- and 6-row register panels, kNC (128 or 512) column blocks and
 // 32/16-column panels, kKC k blocks (2048 for bf16 pairs, 1024 or 256 f32) with odd tails.
 TEST_P(GemmTest, BlockingBoundaries) {
     std::mt19937 rng(4242);
     for (GemmPrecision prec : {GemmPrecision::kF32, GemmPrecision::kBF16}) {
-        // Two row passes, each over several k blocks (the packed A of a pass is addressed per
+        // Several row passes, each over several k blocks (the packed A of a pass is addressed per
         // k block); several k blocks on a plain block; several column blocks with a tail.
         run_case({1030, 3, 2101, WeightType::kBF16, prec, GemmActivation::kNone, true, true},
                  GetParam(), rng);
