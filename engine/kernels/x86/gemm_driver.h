@@ -111,6 +111,8 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     // AVX-512, 240 KiB on AVX2) in L2 beside the B block: with nine (1008 rows, 516 KiB beside
     // a 512 KiB B block in Zen 4's 1 MiB L2) the 3520-patch vision products and the 896-token
     // prompt's ran 4-10 % slower, most where k spans several blocks and the slab is reloaded.
+    // The pass's packed A is also capped at 8 MiB (L3): it binds only for k beyond ~8700 (f32
+    // panels) or ~18700 (bf16 pairs), longer than any of the model's.
     constexpr std::size_t kAPassBytes = std::size_t(8) << 20;
     constexpr int kMaxPassRows = kMC * 2;
     const int pass_rows =
