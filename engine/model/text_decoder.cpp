@@ -67,9 +67,16 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
     }
 
     const float scale = 1.0f / std::sqrt(float(head_dim));
+    int x_rows = n;  // rows of x: n, or 1 once the last layer keeps only the logits' row
     for (int il = 0; il < cfg.num_hidden_layers; ++il) {
         const TextLayerWeights& l = w.layers[il];
         g.set_scope("text.layers", il);  // mirrors Qwen3VLTextDecoderLayer.forward
+        const bool deepstack = in.n_visual > 0 && std::size_t(il) < in.deepstack.size();
+        // The last layer's outputs feed only the logits, so past its K/V (which later tokens
+        // attend to) a prefill chunk needs its last row, or nothing when it wants no logits:
+        // at the 1280x704 image's 896-token prompt that is 3 % of the prefill. Every node is
+        // row-invariant, so the row kept is bit-identical to the same row of the whole layer.
+        const bool prune = !batch && il == cfg.num_hidden_layers - 1 && !deepstack;
         Tensor h = g.rms_norm("input_norm", x, l.input_norm.data, eps);  // [n, d]
         const int q_cols = n_heads * head_dim, kv_cols = n_kv_heads * head_dim;
         Tensor q, k, v;               // [n, heads*hd], [n, kv_heads*hd], [n, kv_heads*hd]
@@ -93,18 +100,27 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
                                          .scale = scale,
                                          .causal = true,
                                          .pos0 = in.pos0};
-        Tensor a;  // [n, heads*hd]
+        Tensor a;  // [x_rows, heads*hd]
         if (batch) {
             a = batch_attention(g, in, il, q, k, v, ao);
         } else {
             const graph::KvLayerView cache = kv.layer(il);
             g.store_kv("kv", k, v, cache, in.pos0, n_kv_heads, head_dim);
-            a = g.attention_cached("attn", q, cache, in.pos0 + n, ao);
+            if (prune && !in.want_logits) return Tensor{};
+            if (prune && n > 1) {
+                graph::AttentionOptions last = ao;
+                last.pos0 = in.pos0 + n - 1;
+                q = g.view(q, n - 1, 1, 0, q_cols);
+                x = g.view(x, n - 1, 1, 0, d);
+                x_rows = 1;
+                a = g.attention_cached("attn", q, cache, in.pos0 + n, last);
+            } else {
+                a = g.attention_cached("attn", q, cache, in.pos0 + n, ao);
+            }
         }
         x = g.matmul("attn_res", a, weight_ref(l.o), {.residual = x});  // [n, d]
         h = g.rms_norm("post_norm", x, l.post_norm.data, eps);
         Tensor u = g.matmul_gated("gate_up", h, weight_ref(l.gate), weight_ref(l.up));  // [n, d_ff]
-        const bool deepstack = in.n_visual > 0 && std::size_t(il) < in.deepstack.size();
         x = g.matmul(deepstack ? "mlp_res" : "out", u, weight_ref(l.down), {.residual = x});
         if (deepstack) {  // mirrors Qwen3VLTextModel._deepstack_process
             Tensor ds = g.input("deepstack", in.deepstack[il], in.n_visual, d);
@@ -113,7 +129,7 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
     }
     if (!in.want_logits) return Tensor{};
     g.set_scope("text");
-    Tensor last = batch ? x : g.view(x, n - 1, 1, 0, d);  // [1, d] or the whole batch
+    Tensor last = batch ? x : g.view(x, x_rows - 1, 1, 0, d);  // [1, d] or the whole batch
     Tensor h = g.rms_norm("final_norm", last, w.final_norm.data, eps);
     Tensor logits = g.matmul("logits", h, weight_ref(w.lm_head));  // [1, vocab]
     g.keep(logits);
