@@ -181,6 +181,10 @@ struct F32Tiles {
     static void scores(const Operands& o, int, const float* qt, int hd, int nb, float* st) {
         qk_rows(o.k, o.k_stride, qt, hd, nb, st);
     }
+    static void weights(Operands&, float* st, int, int nb, __m512 sub0, __m512 sub1, __m512* sum0,
+                        __m512* sum1) {
+        exp_weights<kExpDegree>(st, nb, sub0, sub1, sum0, sum1);
+    }
     static void accumulate(const Operands& o, const float* pt, int, int nb, int hd, __m512 al0,
                            __m512 al1, float* ot) {
         const bool rescale = needs_rescale(al0, al1);

@@ -381,20 +381,41 @@ struct Bf16Tiles {
         qk_rows(o.block_k2, hd / 2, o.qt2[slot], nb, st);
     }
 
-    // Pairs start at an even key (V2's pairing); with j0 odd the first pair is (zero, P[0]).
-    static void accumulate(Operands& o, const float* pt, int j0, int nb, int hd, __m512 al0,
-                           __m512 al1, float* ot) {
+    // The weights go straight into Pt2, two keys at a time, without a pass over f32 weights:
+    // the same exp2 values, roundings and sums as exp_weights (x86/attention_flash.h). Pairs
+    // start at an even key (V2's pairing); with j0 odd the first pair is (zero, P[0]).
+    static void weights(Operands& o, float* st, int j0, int nb, __m512 sub0, __m512 sub1,
+                        __m512* sum0, __m512* sum1) {
         const int first = (j0 - o.base) & 1;
         const int key_pairs = (first + nb + 1) / 2;
         const __m512 zero = _mm512_setzero_ps();
+        __m512 s0 = zero, s1 = zero;
+        auto weight = [&](int i, __m512 sub, int h) {
+            return exp2_ps<kExpDegree>(_mm512_sub_ps(_mm512_load_ps(st + i * kItems + h), sub));
+        };
         for (int p = 0; p < key_pairs; ++p) {
             const int i0 = 2 * p - first, i1 = i0 + 1;  // block-relative keys of the pair
-            for (int h = 0; h < kItems; h += 16) {
-                const __m512 lo = i0 >= 0 ? _mm512_load_ps(pt + i0 * kItems + h) : zero;
-                const __m512 hi = i1 < nb ? _mm512_load_ps(pt + i1 * kItems + h) : zero;
-                _mm512_store_si512(o.pt2 + p * kItems + h, pairs16(lo, hi));
+            __m512 lo0 = zero, lo1 = zero, hi0 = zero, hi1 = zero;
+            if (i0 >= 0) {
+                lo0 = weight(i0, sub0, 0), lo1 = weight(i0, sub1, 16);
+                s0 = _mm512_add_ps(s0, lo0), s1 = _mm512_add_ps(s1, lo1);
             }
+            if (i1 < nb) {
+                hi0 = weight(i1, sub0, 0), hi1 = weight(i1, sub1, 16);
+                s0 = _mm512_add_ps(s0, hi0), s1 = _mm512_add_ps(s1, hi1);
+            }
+            _mm512_store_si512(o.pt2 + p * kItems, pairs16(lo0, hi0));
+            _mm512_store_si512(o.pt2 + p * kItems + 16, pairs16(lo1, hi1));
         }
+        *sum0 = s0;
+        *sum1 = s1;
+    }
+
+    // Ot from Pt2, which weights() wrote (pt, the f32 scores, is not read).
+    static void accumulate(Operands& o, const float* /*pt*/, int j0, int nb, int hd, __m512 al0,
+                           __m512 al1, float* ot) {
+        const int first = (j0 - o.base) & 1;
+        const int key_pairs = (first + nb + 1) / 2;
         const std::uint32_t* v2 = o.v2 + std::size_t(j0 - first - o.base) / 2 * hd;
         const bool rescale = needs_rescale(al0, al1);
         for (int d0 = 0; d0 < hd; d0 += 8) {

@@ -23,6 +23,11 @@
 //   load_kv(a, g, j0, nb, next, ops)      key block [j0, j0 + nb) of kv head g; `next` rows of
 //                                         the following block may be prefetched
 //   scores(ops, slot, qt, hd, nb, st)     St[0:nb][0:32]
+//   weights(ops, st, j0, nb, sub0, sub1, sum0, sum1)
+//                                         the softmax weights Pt = 2^(St - sub) of the block, in
+//                                         whatever form accumulate reads (exp_weights below
+//                                         writes them over St), and their sums per lane, added
+//                                         key by key in increasing order
 //   accumulate(ops, pt, j0, nb, hd, al0, al1, ot)
 //                                         Ot = Ot * alpha + V^T Pt over the block (Pt rows nb..
 //                                         unused; alpha: al0 for lanes 0-15, al1 for 16-31),
@@ -122,6 +127,24 @@ inline __m512 exp2_ps(__m512 x) {
     }
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
     return _mm512_maskz_scalef_ps(keep, p, n);
+}
+
+// The softmax weights over the scores, in place: St[j] = 2^(St[j] - sub) for j < nb, lanes 0-15
+// less sub0 and 16-31 less sub1, and their sums (key by key, in increasing order).
+template <int Degree>
+inline void exp_weights(float* st, int nb, __m512 sub0, __m512 sub1, __m512* sum0, __m512* sum1) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    for (int j = 0; j < nb; ++j) {
+        float* sj = st + j * kItems;
+        const __m512 p0 = exp2_ps<Degree>(_mm512_sub_ps(_mm512_load_ps(sj), sub0));
+        const __m512 p1 = exp2_ps<Degree>(_mm512_sub_ps(_mm512_load_ps(sj + 16), sub1));
+        _mm512_store_ps(sj, p0);
+        _mm512_store_ps(sj + 16, p1);
+        s0 = _mm512_add_ps(s0, p0);
+        s1 = _mm512_add_ps(s1, p1);
+    }
+    *sum0 = s0;
+    *sum1 = s1;
 }
 
 // Whether some lane's rescale factor differs from 1. Once the running maxima settle most key
@@ -283,16 +306,8 @@ void flash_step(int hd, int j0, int nb, int slot, FlashBlock* b, FlashScratch<T>
     const __m512 alpha1 = exp2_ps<T::kExpDegree>(_mm512_sub_ps(b->m1, sub1));
     b->m0 = mx0;
     b->m1 = mx1;
-    __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
-    for (int j = 0; j < nb; ++j) {
-        float* sj = st + j * kItems;
-        const __m512 p0 = exp2_ps<T::kExpDegree>(_mm512_sub_ps(_mm512_load_ps(sj), sub0));
-        const __m512 p1 = exp2_ps<T::kExpDegree>(_mm512_sub_ps(_mm512_load_ps(sj + 16), sub1));
-        _mm512_store_ps(sj, p0);
-        _mm512_store_ps(sj + 16, p1);
-        sum0 = _mm512_add_ps(sum0, p0);
-        sum1 = _mm512_add_ps(sum1, p1);
-    }
+    __m512 sum0, sum1;
+    T::weights(s->ops, st, j0, nb, sub0, sub1, &sum0, &sum1);
     b->l0 = _mm512_fmadd_ps(b->l0, alpha0, sum0);
     b->l1 = _mm512_fmadd_ps(b->l1, alpha1, sum1);
     // The rescale of Ot happens inside the product's tiles, as they load their accumulators: a
