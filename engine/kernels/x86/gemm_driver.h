@@ -108,7 +108,7 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     // Rows per pass: A for all of k is packed once per pass (kept in L3 and reused by every
     // column block instead of re-packed for each), and the pass's accumulator slab (rows x kNC
     // floats) is swept once per k block. Two row blocks per pass keep the slab (112 KiB on
-    // AVX-512, 240 KiB on AVX2) in L2 beside the B block: with nine (1008 rows, 516 KiB beside
+    // AVX-512, 120 KiB on AVX2) in L2 beside the B block: with nine (1008 rows, 516 KiB beside
     // a 512 KiB B block in Zen 4's 1 MiB L2) the 3520-patch vision products and the 896-token
     // prompt's ran 4-10 % slower, most where k spans several blocks and the slab is reloaded.
     // The pass's packed A is also capped at 8 MiB (L3): it binds only for k beyond ~8700 (f32
