@@ -2,7 +2,8 @@
 // [pos0, pos0 + n_tokens): embeddings with image features spliced in, the Qwen3 layers with
 // q/k RMSNorm and interleaved M-RoPE, K/V appended to the cache, causal GQA attention over
 // the cache, SwiGLU, deepstack features added after the first layers, and the final norm +
-// lm_head on the last row only. A decode batch instead runs one row per sequence: the
+// lm_head on the last row only (the last layer computes only that row past its K/V, none
+// without logits). A decode batch instead runs one row per sequence: the
 // products see all rows at once (weights read once per step), each row stores its K/V in and
 // attends over its own cache, and every row gets logits.
 #pragma once
@@ -35,9 +36,9 @@ struct TextGraphInputs {
     const int* batch_pos0 = nullptr;
 };
 
-// Most rows a decode batch may have. Up to 32 rows the products take the GEMV path, whose
-// per-row order of operations does not depend on the row count (tests/kernels/
-// gemm_row_invariance_test.cpp); beyond it the packed GEMM rounds differently.
+// Most rows a decode batch may have (a session's slot limit; each row adds its own K/V store and
+// attention nodes to the step's graph). A row's products do not depend on how many rows there
+// are, on either side of the GEMV path's 32 rows (tests/kernels/gemm_row_invariance_test.cpp).
 inline constexpr int kMaxDecodeBatch = 32;
 
 // Returns the logits tensor [1, vocab] ([n_tokens, vocab] for a decode batch; invalid when
