@@ -94,12 +94,12 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
         k = g.rms_norm("k_norm", k, l.k_norm.data, eps, head_dim);
         g.rope("q_rope", q, cos, sin, n_heads, head_dim);
         g.rope("k_rope", k, cos, sin, n_kv_heads, head_dim);
-        const graph::AttentionOptions ao{.n_heads = n_heads,
-                                         .n_kv_heads = n_kv_heads,
-                                         .head_dim = head_dim,
-                                         .scale = scale,
-                                         .causal = true,
-                                         .pos0 = in.pos0};
+        graph::AttentionOptions ao{.n_heads = n_heads,
+                                   .n_kv_heads = n_kv_heads,
+                                   .head_dim = head_dim,
+                                   .scale = scale,
+                                   .causal = true,
+                                   .pos0 = in.pos0};
         Tensor a;  // [x_rows, heads*hd]
         if (batch) {
             a = batch_attention(g, in, il, q, k, v, ao);
@@ -107,20 +107,18 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
             const graph::KvLayerView cache = kv.layer(il);
             g.store_kv("kv", k, v, cache, in.pos0, n_kv_heads, head_dim);
             if (prune && !in.want_logits) return Tensor{};
-            if (prune && n > 1) {
-                graph::AttentionOptions last = ao;
-                last.pos0 = in.pos0 + n - 1;
+            if (prune && n > 1) {  // the last row alone, at its own position
                 q = g.view(q, n - 1, 1, 0, q_cols);
                 x = g.view(x, n - 1, 1, 0, d);
                 x_rows = 1;
-                a = g.attention_cached("attn", q, cache, in.pos0 + n, last);
-            } else {
-                a = g.attention_cached("attn", q, cache, in.pos0 + n, ao);
+                ao.pos0 = in.pos0 + n - 1;
             }
+            a = g.attention_cached("attn", q, cache, in.pos0 + n, ao);
         }
-        x = g.matmul("attn_res", a, weight_ref(l.o), {.residual = x});  // [n, d]
+        x = g.matmul("attn_res", a, weight_ref(l.o), {.residual = x});  // [x_rows, d]
         h = g.rms_norm("post_norm", x, l.post_norm.data, eps);
-        Tensor u = g.matmul_gated("gate_up", h, weight_ref(l.gate), weight_ref(l.up));  // [n, d_ff]
+        Tensor u =
+            g.matmul_gated("gate_up", h, weight_ref(l.gate), weight_ref(l.up));  // [x_rows, d_ff]
         x = g.matmul(deepstack ? "mlp_res" : "out", u, weight_ref(l.down), {.residual = x});
         if (deepstack) {  // mirrors Qwen3VLTextModel._deepstack_process
             Tensor ds = g.input("deepstack", in.deepstack[il], in.n_visual, d);
