@@ -348,17 +348,56 @@ TEST_P(PrefillReusing, MatchesColdBitForBit) {
     EXPECT_FALSE(s.begin_prefill_reusing(0, wrong, keep, {&grid, 1}).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    PrecisionsAndTiers, PrefillReusing,
-    ::testing::Combine(::testing::Values(Precision::kF32, Precision::kBF16, Precision::kBF16All),
-                       ::testing::Values(kernels::Isa::kAvx2, kernels::Isa::kAvx512,
-                                         kernels::Isa::kAvx512Bf16)),
-    [](const auto& info) {
-        std::string name = std::string(precision_name(std::get<0>(info.param))) + "_" +
-                           kernels::isa_name(std::get<1>(info.param));
-        std::replace(name.begin(), name.end(), '-', '_');
-        return name;
-    });
+// A prompt prefilled in pieces gives exactly the one-chunk prefill's logits. Every piece but the
+// last wants no logits, so its last layer stops once it has stored its K/V, and the last piece's
+// last layer computes only its final row (model/text_decoder.cpp).
+using PrefillPieces = PrefillReusing;
+
+TEST_P(PrefillPieces, MatchOneChunkBitForBit) {
+    const auto [precision, isa] = GetParam();
+    if (!kernels::isa_supported(isa)) GTEST_SKIP() << kernels::isa_name(isa) << " unsupported";
+    const PreparedPrompt prompt = test_util::case_prompt("golden/img64_describe");
+    SessionOptions so;
+    so.threads = 2;
+    so.ctx_size = 256;
+    so.precision = precision;
+    so.isa = isa;
+    auto session = Session::create(test_util::tiny_model(), so);
+    ASSERT_TRUE(session.ok());
+    Session& s = *session.value();
+    // The pieces first, on a fresh cache: run after the whole prompt they could read K/V that
+    // the one-chunk prefill left behind.
+    ASSERT_TRUE(s.encode_image(prompt.images[0]).ok());
+    ASSERT_TRUE(s.begin_prefill(0, prompt.ids).ok());
+    int pieces = 0;
+    for (bool done = false; !done; ++pieces) ASSERT_TRUE(s.prefill_next(&done, 7).ok());
+    EXPECT_GE(pieces, 3);
+    EXPECT_EQ(s.context_used(), int(prompt.ids.size()));
+    const std::vector<float> pieced(s.logits().begin(), s.logits().end());
+
+    s.reset();
+    ASSERT_TRUE(s.encode_image(prompt.images[0]).ok());
+    ASSERT_TRUE(s.prefill(prompt.ids).ok());
+    const std::vector<float> whole(s.logits().begin(), s.logits().end());
+    EXPECT_EQ(pieced, whole);
+}
+
+const auto kPrecisionsAndTiers = ::testing::Combine(
+    ::testing::Values(Precision::kF32, Precision::kBF16, Precision::kBF16All),
+    ::testing::Values(kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16));
+
+std::string precision_and_tier(
+    const ::testing::TestParamInfo<std::tuple<Precision, kernels::Isa>>& info) {
+    std::string name = std::string(precision_name(std::get<0>(info.param))) + "_" +
+                       kernels::isa_name(std::get<1>(info.param));
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillReusing, kPrecisionsAndTiers,
+                         precision_and_tier);
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillPieces, kPrecisionsAndTiers,
+                         precision_and_tier);
 
 }  // namespace
 }  // namespace qvl::runtime
