@@ -127,9 +127,9 @@ int serve(const ServeOptions& o) {
 
     int sig = 0;
     sigwait(&signals, &sig);
+    server->begin_drain();  // first, so that the line below is already true when it is read
     std::fprintf(stderr, "qvl-serve: %s: finishing running requests\n",
                  sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    server->begin_drain();
     const auto deadline = std::chrono::steady_clock::now() + kGracePeriod;
     while (server->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
