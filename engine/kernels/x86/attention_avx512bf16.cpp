@@ -75,19 +75,20 @@ inline __m512 k_pairs(const std::uint16_t* p, int n) {
 template <int MR>
 inline void qk_tile(const std::uint32_t* k2, int pairs, const std::uint32_t* qt2, float* st) {
     __m512 acc0[MR], acc1[MR];
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
     for (int p = 0; p < pairs; ++p) {
         const __m512bh b0 = __m512bh(_mm512_load_si512(qt2 + p * kItems));
         const __m512bh b1 = __m512bh(_mm512_load_si512(qt2 + p * kItems + 16));
-#pragma GCC unroll 8
+#pragma GCC unroll 12
         for (int r = 0; r < MR; ++r) {
             const __m512bh av = __m512bh(_mm512_set1_epi32(int(k2[r * pairs + p])));
             acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
             acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
         _mm512_store_ps(st + r * kItems, acc0[r]);
         _mm512_store_ps(st + r * kItems + 16, acc1[r]);
@@ -115,6 +116,7 @@ inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, i
             acc1[r] = _mm512_mul_ps(acc1[r], al1);
         }
     }
+#pragma GCC unroll 4
     for (int p = 0; p < key_pairs; ++p) {
         const __m512bh b0 = __m512bh(_mm512_load_si512(pt2 + p * kItems));
         const __m512bh b1 = __m512bh(_mm512_load_si512(pt2 + p * kItems + 16));
