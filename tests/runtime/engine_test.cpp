@@ -304,21 +304,26 @@ TEST(Engine, NextTurnReusesTheSlotsPrefix) {
 // values came from a prefill and from decode steps, gives exactly the cold prefill's logits in
 // every precision and tier (a row's products and attention never depend on how many rows are
 // computed with it).
-class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, kernels::Isa>> {};
+class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, kernels::Isa>> {
+  protected:
+    // A session on the tiny model in the parameter's precision and tier.
+    static base::Result<std::unique_ptr<Session>> make_session() {
+        SessionOptions so;
+        so.threads = 2;
+        so.ctx_size = 256;
+        so.precision = std::get<0>(GetParam());
+        so.isa = std::get<1>(GetParam());
+        return Session::create(test_util::tiny_model(), so);
+    }
+};
 
 TEST_P(PrefillReusing, MatchesColdBitForBit) {
-    const auto [precision, isa] = GetParam();
+    const kernels::Isa isa = std::get<1>(GetParam());
     if (!kernels::isa_supported(isa)) GTEST_SKIP() << kernels::isa_name(isa) << " unsupported";
-    const model::Model& m = test_util::tiny_model();
     const PreparedPrompt first = test_util::case_prompt("golden/img64_describe");
     const std::vector<std::int32_t> answer = {9707, 11, 1879, 0, 13};
     const PreparedPrompt second = next_turn(first, answer);
-    SessionOptions so;
-    so.threads = 2;
-    so.ctx_size = 256;
-    so.precision = precision;
-    so.isa = isa;
-    auto session = Session::create(m, so);
+    auto session = make_session();
     ASSERT_TRUE(session.ok());
     Session& s = *session.value();
     ASSERT_TRUE(s.encode_image(second.images[0]).ok());
@@ -354,15 +359,10 @@ TEST_P(PrefillReusing, MatchesColdBitForBit) {
 using PrefillPieces = PrefillReusing;
 
 TEST_P(PrefillPieces, MatchOneChunkBitForBit) {
-    const auto [precision, isa] = GetParam();
+    const kernels::Isa isa = std::get<1>(GetParam());
     if (!kernels::isa_supported(isa)) GTEST_SKIP() << kernels::isa_name(isa) << " unsupported";
     const PreparedPrompt prompt = test_util::case_prompt("golden/img64_describe");
-    SessionOptions so;
-    so.threads = 2;
-    so.ctx_size = 256;
-    so.precision = precision;
-    so.isa = isa;
-    auto session = Session::create(test_util::tiny_model(), so);
+    auto session = make_session();
     ASSERT_TRUE(session.ok());
     Session& s = *session.value();
     // The pieces first, on a fresh cache: run after the whole prompt they could read K/V that
