@@ -123,9 +123,30 @@ struct KernelF32T {
     static int packed_k(int kc) { return kc; }
 
     // Full 8-wide k chunks go through 8x8 transposes; the k tail (< 8) is copied element-wise.
+    // A transposed column holds the kMR rows in its first lanes and zeros after them. The
+    // columns are written in increasing k with whole 8-lane stores, each one's extra lanes landing
+    // on the next columns' first values, which the next stores then overwrite; a column whose 8
+    // lanes would reach past the chunk is written with exactly kMR lanes. vmaskmovps, which
+    // wrote exactly kMR lanes every time, is slow on AMD cores: it was 12 % of the vision
+    // projection's time on two threads (AVX2 tier, Zen 4), most of the packing.
+    static_assert(kMR == 1 || kMR == 2 || kMR == 4 || kMR == 6 || kMR == 8);
+    static void store_column(float* dst, __m256 v, bool exact) {
+        const __m128 lo = _mm256_castps256_ps128(v);
+        if (kMR == 8 || !exact) {
+            _mm256_storeu_ps(dst, v);
+        } else if constexpr (kMR == 6) {
+            _mm_storeu_ps(dst, lo);
+            _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4), _mm256_extractf128_ps(v, 1));
+        } else if constexpr (kMR == 4) {
+            _mm_storeu_ps(dst, lo);
+        } else if constexpr (kMR == 2) {
+            _mm_storel_pi(reinterpret_cast<__m64*>(dst), lo);
+        } else {
+            _mm_store_ss(dst, lo);
+        }
+    }
+
     static void pack_a(const GemmArgs& p, int i0, int rows, int p0, int kc, float* out) {
-        const __m256i store_mr =
-            _mm256_cmpgt_epi32(_mm256_set1_epi32(kMR), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         for (int q = 0; q * kMR < rows; ++q) {
             float* panel = out + std::ptrdiff_t(q) * kc * kMR;
             const int nr = std::min(kMR, rows - q * kMR);
@@ -139,8 +160,9 @@ struct KernelF32T {
                     if (p.round_bf16()) r[i] = round_bf16(r[i]);
                 }
                 transpose8(r);
-                for (int t = 0; t < 8; ++t)
-                    _mm256_maskstore_ps(panel + (kb + t) * kMR, store_mr, r[t]);
+                for (int t = 0; t < 8; ++t) {
+                    store_column(panel + (kb + t) * kMR, r[t], t * kMR + 8 > 8 * kMR);
+                }
             }
             for (; kb < kc; ++kb) {
                 for (int i = 0; i < kMR; ++i) {
