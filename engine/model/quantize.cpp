@@ -81,9 +81,23 @@ base::Result<std::unique_ptr<QuantizedText>> QuantizedText::quantize(
                 kernels::q8_describe(m->rows, m->cols, options.block, q, s);
             // Panels are independent: a fixed split, so the result does not depend on threads.
             const int chunks = std::min(qm.panels, 64);
+            const std::size_t q_at = std::size_t(q - q0),
+                              q_bytes = kernels::q8_data_bytes(m->rows, m->cols, options.block);
+            const std::size_t s_at = qbytes + sizeof(float) * std::size_t(s - s0),
+                              s_bytes = kernels::q8_scale_bytes(m->rows, m->cols, options.block);
             pool.parallel_for(chunks, [&](int c) {
                 const int p0 = int(std::int64_t(qm.panels) * c / chunks);
                 const int p1 = int(std::int64_t(qm.panels) * (c + 1) / chunks);
+                // The chunk's share of the fresh pages mapped in one call each, not one fault
+                // per page (as PanelWeights::rearrange does; the share is proportional, and a
+                // page populated by both neighbours is simply mapped once).
+                const auto share = [&](std::size_t at, std::size_t bytes) {
+                    const std::size_t lo = bytes * std::size_t(p0) / std::size_t(qm.panels);
+                    const std::size_t hi = bytes * std::size_t(p1) / std::size_t(qm.panels);
+                    buf.populate(at + lo, hi - lo);
+                };
+                share(q_at, q_bytes);
+                share(s_at, s_bytes);
                 kernels::q8_quantize_panels(m->data, m->type, m->ld, qm, p0, p1, isa);
             });
             if (options.release_source && !w.is_copy(m->data)) {
