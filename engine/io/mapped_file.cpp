@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -71,6 +72,13 @@ base::Result<MappedFile> MappedFile::open_read_only(const std::filesystem::path&
 
 void MappedFile::advise_will_need() const {
     if (data_ != nullptr) madvise(const_cast<std::byte*>(data_), size_, MADV_WILLNEED);
+}
+
+void release_mapped_pages(const void* p, std::size_t bytes) {
+    const auto page = std::uintptr_t(sysconf(_SC_PAGESIZE));
+    const auto begin = std::uintptr_t(p) / page * page;
+    const auto end = (std::uintptr_t(p) + bytes + page - 1) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace qvl::io

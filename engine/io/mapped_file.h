@@ -37,4 +37,11 @@ class MappedFile {
     std::filesystem::path path_;
 };
 
+// Drops this process's mapping of the pages touching [p, p + bytes) of a read-only file mapping
+// (MADV_DONTNEED; rounded outward to whole pages), so they stop counting in its resident memory:
+// for weights rewritten elsewhere at load. The page cache keeps them, and whatever else shares
+// an edge page (a norm vector, the embedding rows of a tied lm_head) is mapped again from it if
+// read. Rounding outward matters for small models, whose matrices share pages. Best effort.
+void release_mapped_pages(const void* p, std::size_t bytes);
+
 }  // namespace qvl::io

@@ -1,26 +1,15 @@
 #include "model/quantize.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "io/mapped_file.h"
 
 namespace qvl::model {
 namespace {
 
 std::size_t element_bytes(kernels::WeightType t) { return t == kernels::WeightType::kBF16 ? 2 : 4; }
-
-// Hands the whole pages inside [p, p + bytes) back to the kernel. The mapping is a read-only
-// file mapping, so a later touch (a tied embedding row) re-reads the page from the file.
-void release_pages(const void* p, std::size_t bytes) {
-    const auto page = std::uintptr_t(sysconf(_SC_PAGESIZE));
-    const auto begin = (std::uintptr_t(p) + page - 1) / page * page;
-    const auto end = (std::uintptr_t(p) + bytes) / page * page;
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
 
 // Whether parts can be read as one matrix of their stacked rows: the same k, whole 16-row panels
 // each (their quantized panels then lie back to back), at least two of them.
@@ -101,9 +90,9 @@ base::Result<std::unique_ptr<QuantizedText>> QuantizedText::quantize(
                 kernels::q8_quantize_panels(m->data, m->type, m->ld, qm, p0, p1, isa);
             });
             if (options.release_source && !w.is_copy(m->data)) {
-                release_pages(m->data, (std::size_t(m->rows - 1) * std::size_t(m->ld) +
-                                        std::size_t(m->cols)) *
-                                           element_bytes(m->type));
+                io::release_mapped_pages(m->data, (std::size_t(m->rows - 1) * std::size_t(m->ld) +
+                                                   std::size_t(m->cols)) *
+                                                      element_bytes(m->type));
             }
             q += kernels::q8_data_bytes(m->rows, m->cols, options.block);
             s += kernels::q8_scale_bytes(m->rows, m->cols, options.block) / sizeof(float);

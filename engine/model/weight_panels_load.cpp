@@ -1,31 +1,18 @@
 #include "model/weight_panels_load.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "io/mapped_file.h"
 #include "kernels/weight_panels.h"
 
 namespace qvl::model {
 namespace {
 
 std::size_t round_up64(std::size_t n) { return (n + 63) / 64 * 64; }
-
-// Hands the pages touching [p, p + bytes) back to the kernel. The mapping is read-only
-// (PROT_READ, MAP_PRIVATE), so this only drops cached pages: whatever else shares the edge pages
-// (a norm vector, the embedding rows of a tied lm_head) is re-read from the page cache if it is
-// touched again. Rounding outward matters for small models, whose matrices share pages.
-void release_pages(const void* p, std::size_t bytes) {
-    const auto page = std::uintptr_t(sysconf(_SC_PAGESIZE));
-    const auto begin = std::uintptr_t(p) / page * page;
-    const auto end = (std::uintptr_t(p) + bytes + page - 1) / page * page;
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
 
 // The matrices the rearrangement rewrites: every bf16 linear layer but the patch embedding.
 std::vector<Matrix*> panel_targets(ModelWeights& w) {
@@ -120,7 +107,7 @@ base::Result<std::unique_ptr<PanelWeights>> PanelWeights::rearrange(ModelWeights
             kernels::pack_panels(src, m->ld, m->rows, m->cols, p0, p1, dst);
         });
         if (release_source && !w.is_copy(m->data)) {
-            release_pages(m->data, src_bytes);
+            io::release_mapped_pages(m->data, src_bytes);
         }
         m->data = dst;
         m->type = kernels::WeightType::kBF16Panels;
