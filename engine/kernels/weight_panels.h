@@ -30,6 +30,11 @@ std::size_t panel_bytes(int rows, int cols);
 void pack_panels(const std::uint16_t* w, std::ptrdiff_t ldw, int rows, int cols, int panel0,
                  int panel1, std::uint32_t* out);
 
+// Interleaves 16 rows word by word: dst word t * 16 + c = the 4-byte word t of rows[c], for
+// t < words (any alignment). The transposition behind the bf16 panels (a word is a k pair) and
+// the int8 panels (a word is 4 consecutive k of one block).
+void interleave_words16(const void* const rows[kPanelOutputs], std::ptrdiff_t words, void* dst);
+
 // The bf16 bits of weight [row][col] of a panel matrix (references and tests).
 inline std::uint16_t panel_weight_bits(const std::uint32_t* panels, std::ptrdiff_t pairs, int row,
                                        int col) {
