@@ -131,19 +131,14 @@ struct KernelF32T {
     // projection's time on two threads (AVX2 tier, Zen 4), most of the packing.
     static_assert(kMR == 1 || kMR == 2 || kMR == 4 || kMR == 6 || kMR == 8);
     static void store_column(float* dst, __m256 v, bool exact) {
+        if (kMR == 8 || !exact) return _mm256_storeu_ps(dst, v);
         const __m128 lo = _mm256_castps256_ps128(v);
-        if (kMR == 8 || !exact) {
-            _mm256_storeu_ps(dst, v);
-        } else if constexpr (kMR == 6) {
-            _mm_storeu_ps(dst, lo);
+        if constexpr (kMR >= 4) _mm_storeu_ps(dst, lo);  // lanes 0-3
+        if constexpr (kMR == 6) {
             _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4), _mm256_extractf128_ps(v, 1));
-        } else if constexpr (kMR == 4) {
-            _mm_storeu_ps(dst, lo);
-        } else if constexpr (kMR == 2) {
-            _mm_storel_pi(reinterpret_cast<__m64*>(dst), lo);
-        } else {
-            _mm_store_ss(dst, lo);
         }
+        if constexpr (kMR == 2) _mm_storel_pi(reinterpret_cast<__m64*>(dst), lo);
+        if constexpr (kMR == 1) _mm_store_ss(dst, lo);
     }
 
     static void pack_a(const GemmArgs& p, int i0, int rows, int p0, int kc, float* out) {
