@@ -94,8 +94,8 @@ base::Result<std::unique_ptr<QuantizedText>> QuantizedText::quantize(
                                                    std::size_t(m->cols)) *
                                                       element_bytes(m->type));
             }
-            q += kernels::q8_data_bytes(m->rows, m->cols, options.block);
-            s += kernels::q8_scale_bytes(m->rows, m->cols, options.block) / sizeof(float);
+            q += q_bytes;
+            s += s_bytes / sizeof(float);
             out->matrices_.push_back(qm);
             m->data = &out->matrices_.back();
             m->type = kernels::WeightType::kQ8;

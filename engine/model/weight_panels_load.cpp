@@ -100,7 +100,7 @@ base::Result<std::unique_ptr<PanelWeights>> PanelWeights::rearrange(ModelWeights
             // one fault each: 4.2 GB of fresh pages for the 2B model, whose faults were most of
             // the load. Measured on a Firecracker guest (Zen 4, 2 threads, 3 alternated runs):
             // load 1.70-1.87 -> 1.31-1.46 s, peak RSS unchanged (unlike populating everything up
-            // front, below: these pages are written next anyway). The same for the source pages
+            // front, above: these pages are written next anyway). The same for the source pages
             // (MADV_POPULATE_READ on the file mapping) gained nothing.
             out->storage_.populate(offsets[i] + std::size_t(p0) * panel_stride,
                                    std::size_t(p1 - p0) * panel_stride);
