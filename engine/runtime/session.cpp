@@ -159,7 +159,7 @@ base::Status Session::reserve() {
     QVL_ASSIGN_OR_RETURN(
         kv_, KvCache::create(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
                              options_.ctx_size, options_.slots, kv_type_for(gemm_precision_)));
-    vision_inputs_.reserve(vc, max_patches_);
+    QVL_TRY(vision_inputs_.reserve(vc, max_patches_));
     const int rows = std::max(chunk_, options_.slots);
     text_cos_.resize(std::size_t(rows) * tc.head_dim / 2);
     text_sin_.resize(text_cos_.size());
