@@ -322,10 +322,13 @@ using KernelF32Stream = KernelF32T<GemmBlocking{.mr = MR,
 
 // Small m on load-time panels (x86/gemm_panel_stream.h): KernelF32T's chain (one FMA per k in
 // increasing order) read straight from the panels, widened with a shift (even k) and a mask
-// (odd k). Two rows x two panels (8 ymm sums) leave registers for the weights.
+// (odd k). Four panels per pass, as the AVX-512 tiers: a decode step is bound by the weight
+// streams in flight, and with two a thread read 22 GB/s where the AVX-512 tiers read 26
+// (kernel bench, Zen 4, 1 thread, M=1: 21.8 -> 26-27 GB/s with four). One row runs
+// widen_first(), several rows run rows(); each order is the faster one for its case.
 struct PanelStreamF32 {
     using AElem = float;
-    static constexpr int kRows = 2, kPanels = 2;
+    static constexpr int kRows = 2, kPanels = 4;
     static std::ptrdiff_t a_len(int k) { return k; }
     static void prepare_a(const GemmArgs& p, int row, float* out) {
         const float* src = p.a + std::ptrdiff_t(row) * p.lda;
@@ -337,6 +340,24 @@ struct PanelStreamF32 {
     static void chunk(const float* a, std::ptrdiff_t lda, const std::uint32_t* w,
                       std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
                       bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
+        if constexpr (R == 1) {
+            widen_first<R, G>(a, lda, w, panel_stride, t0, t1, odd_tail, first, acc, ld_acc);
+        } else if constexpr (G > 2) {
+            // Two rows of four panels would need all 16 ymm registers for sums: two at a time.
+            rows<R, 2>(a, lda, w, panel_stride, t0, t1, odd_tail, first, acc, ld_acc);
+            rows<R, G - 2>(a, lda, w + 2 * panel_stride, panel_stride, t0, t1, odd_tail, first,
+                           acc + 2 * kPanelOutputs, ld_acc);
+        } else {
+            rows<R, G>(a, lda, w, panel_stride, t0, t1, odd_tail, first, acc, ld_acc);
+        }
+    }
+    // All of a pair's weights loaded and widened before its FMAs: for one row (a decode step),
+    // 26-27 GB/s against 23-25 for rows() on one row (kernel bench, M=1, 1 thread, Zen 4; the
+    // step is bound by the loads in flight). With two rows the sums no longer fit the registers.
+    template <int R, int G>
+    static void widen_first(const float* a, std::ptrdiff_t lda, const std::uint32_t* w,
+                            std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
+                            bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
         __m256 c[R][2 * G];
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
@@ -370,6 +391,62 @@ struct PanelStreamF32 {
                 for (int h = 0; h < 2 * G; ++h) c[r][h] = _mm256_fmadd_ps(a1, odd[h], c[r][h]);
             }
         }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+            for (int h = 0; h < 2 * G; ++h) _mm256_storeu_ps(acc + r * ld_acc + h * 8, c[r][h]);
+        }
+    }
+    // c[r][h] += the pair t of rows x panels (only its even k without kOdd). One half-panel's
+    // weights widened at a time and used by every row at once: with all of them widened first
+    // (as widen_first does), two rows' sums no longer fitted the 16 registers and the compiler
+    // kept some on the stack (kernel bench, M=8: 42 % of the FMA peak, now 67 %).
+    template <int R, int G, bool kOdd>
+    [[gnu::always_inline]] static inline void pair(const float* a, std::ptrdiff_t lda,
+                                                   const std::uint32_t* w,
+                                                   std::ptrdiff_t panel_stride, std::ptrdiff_t t,
+                                                   __m256 (&c)[R][2 * G]) {
+        detail::prefetch_panels<G>(w, panel_stride, t);
+        __m256 a0[R], a1[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            a0[r] = _mm256_broadcast_ss(a + r * lda + 2 * t);
+            if constexpr (kOdd) a1[r] = _mm256_broadcast_ss(a + r * lda + 2 * t + 1);
+        }
+#pragma GCC unroll 8
+        for (int h = 0; h < 2 * G; ++h) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                w + (h / 2) * panel_stride + t * 16 + (h % 2) * 8));
+            const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) c[r][h] = _mm256_fmadd_ps(a0[r], even, c[r][h]);
+            if constexpr (kOdd) {
+                const __m256 odd =
+                    _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(int(0xffff0000u))));
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) c[r][h] = _mm256_fmadd_ps(a1[r], odd, c[r][h]);
+            }
+        }
+    }
+    // Several rows (a decode step of several sequences, a short prefill chunk).
+    template <int R, int G>
+    static void rows(const float* a, std::ptrdiff_t lda, const std::uint32_t* w,
+                     std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
+                     bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
+        __m256 c[R][2 * G];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+            for (int h = 0; h < 2 * G; ++h) {
+                c[r][h] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + r * ld_acc + h * 8);
+            }
+        }
+        // Whole pairs, then (odd k) the last pair's even half.
+        const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
+        for (std::ptrdiff_t t = t0; t < t_full; ++t) {
+            pair<R, G, true>(a, lda, w, panel_stride, t, c);
+        }
+        if (odd_tail) pair<R, G, false>(a, lda, w, panel_stride, t_full, c);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8

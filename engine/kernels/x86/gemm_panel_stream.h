@@ -57,10 +57,13 @@ inline constexpr std::ptrdiff_t kStreamChunkPairs = 128;
 inline constexpr std::ptrdiff_t kStreamPrefetchPairs = 64;
 
 // Prefetches pair t + kStreamPrefetchPairs of panels [0, G) into L2; call once per pair. (In an
-// anonymous namespace: each ISA's translation unit keeps its own copy, style.md B.5.)
+// anonymous namespace: each ISA's translation unit keeps its own copy, style.md B.5.) Always
+// inlined: GCC 12 counts a function of prefetches alone as free of side effects, and where a
+// call to it survived early inlining (from inside another always_inline helper) it deleted the
+// call, prefetches and all.
 namespace {
 template <int G>
-inline void prefetch_panels(const std::uint32_t* w, std::ptrdiff_t panel_stride, std::ptrdiff_t t) {
+[[gnu::always_inline]] inline void prefetch_panels(const std::uint32_t* w, std::ptrdiff_t panel_stride, std::ptrdiff_t t) {
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
         _mm_prefetch(reinterpret_cast<const char*>(w + g * panel_stride +
