@@ -40,9 +40,11 @@
 
 namespace qvl::kernels::detail {
 
-// Pairs per chunk (4 panels x 128 pairs x 64 bytes = 32 KiB, in L1 while the row groups reuse
-// it).
-inline constexpr std::ptrdiff_t kStreamChunkPairs = 128;
+// Pairs per chunk: 4 panels x 64 pairs x 64 bytes = 16 KiB, in L1 while the row groups reuse it.
+// With 128 pairs (32 KiB, all of Zen 4's L1 data cache) the second row group of a batched
+// decode step read the chunk back from L2: kernel bench, M=8, 1 thread, Zen 4: 17.0-17.2 ->
+// 21.3-21.4 GB/s (AVX-512 bf16), 9.8 -> 10.5 (AVX2); M=1 unchanged; 32 pairs no better.
+inline constexpr std::ptrdiff_t kStreamChunkPairs = 64;
 
 // How far ahead of its reads each panel's stream is prefetched, in pairs (one 64-byte line per
 // pair and panel: 4 KiB ahead), and into L2, not L1. A decode step reads every weight once, so it
