@@ -351,6 +351,28 @@ struct PanelStreamF32 {
             rows<R, G>(a, lda, w, panel_stride, t0, t1, odd_tail, first, acc, ld_acc);
         }
     }
+    // A pass's sums: zero in a product's first chunk, else the slab's (stored and reloaded
+    // between chunks, which is exact).
+    template <int R, int G>
+    [[gnu::always_inline]] static inline void load_sums(__m256 (&c)[R][2 * G], const float* acc,
+                                                        std::ptrdiff_t ld_acc, bool first) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+            for (int h = 0; h < 2 * G; ++h) {
+                c[r][h] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + r * ld_acc + h * 8);
+            }
+        }
+    }
+    template <int R, int G>
+    [[gnu::always_inline]] static inline void store_sums(const __m256 (&c)[R][2 * G], float* acc,
+                                                         std::ptrdiff_t ld_acc) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+            for (int h = 0; h < 2 * G; ++h) _mm256_storeu_ps(acc + r * ld_acc + h * 8, c[r][h]);
+        }
+    }
     // All of a pair's weights loaded and widened before its FMAs: for one row (a decode step),
     // 26-27 GB/s against 23-25 for rows() on one row (kernel bench, M=1, 1 thread, Zen 4; the
     // step is bound by the loads in flight). With two rows the sums no longer fit the registers.
@@ -359,13 +381,7 @@ struct PanelStreamF32 {
                             std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
                             bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
         __m256 c[R][2 * G];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-            for (int h = 0; h < 2 * G; ++h) {
-                c[r][h] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + r * ld_acc + h * 8);
-            }
-        }
+        load_sums<R, G>(c, acc, ld_acc, first);
         const __m256i odd_mask = _mm256_set1_epi32(int(0xffff0000u));
         const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
         for (std::ptrdiff_t t = t0; t <= t_full; ++t) {
@@ -391,11 +407,7 @@ struct PanelStreamF32 {
                 for (int h = 0; h < 2 * G; ++h) c[r][h] = _mm256_fmadd_ps(a1, odd[h], c[r][h]);
             }
         }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-            for (int h = 0; h < 2 * G; ++h) _mm256_storeu_ps(acc + r * ld_acc + h * 8, c[r][h]);
-        }
+        store_sums<R, G>(c, acc, ld_acc);
     }
     // c[r][h] += the pair t of rows x panels (only its even k without kOdd). One half-panel's
     // weights widened at a time and used by every row at once: with all of them widened first
@@ -434,24 +446,14 @@ struct PanelStreamF32 {
                      std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
                      bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
         __m256 c[R][2 * G];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-            for (int h = 0; h < 2 * G; ++h) {
-                c[r][h] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + r * ld_acc + h * 8);
-            }
-        }
+        load_sums<R, G>(c, acc, ld_acc, first);
         // Whole pairs, then (odd k) the last pair's even half.
         const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
         for (std::ptrdiff_t t = t0; t < t_full; ++t) {
             pair<R, G, true>(a, lda, w, panel_stride, t, c);
         }
         if (odd_tail) pair<R, G, false>(a, lda, w, panel_stride, t_full, c);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-            for (int h = 0; h < 2 * G; ++h) _mm256_storeu_ps(acc + r * ld_acc + h * 8, c[r][h]);
-        }
+        store_sums<R, G>(c, acc, ld_acc);
     }
     static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
                          int m0, int m1, int n0, int n1) {

@@ -65,7 +65,8 @@ inline constexpr std::ptrdiff_t kStreamPrefetchPairs = 64;
 // call, prefetches and all.
 namespace {
 template <int G>
-[[gnu::always_inline]] inline void prefetch_panels(const std::uint32_t* w, std::ptrdiff_t panel_stride, std::ptrdiff_t t) {
+[[gnu::always_inline]] inline void prefetch_panels(const std::uint32_t* w,
+                                                   std::ptrdiff_t panel_stride, std::ptrdiff_t t) {
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
         _mm_prefetch(reinterpret_cast<const char*>(w + g * panel_stride +
