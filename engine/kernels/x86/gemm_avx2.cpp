@@ -324,8 +324,8 @@ using KernelF32Stream = KernelF32T<GemmBlocking{.mr = MR,
 // increasing order) read straight from the panels, widened with a shift (even k) and a mask
 // (odd k). Four panels per pass, as the AVX-512 tiers: a decode step is bound by the weight
 // streams in flight, and with two a thread read 22 GB/s where the AVX-512 tiers read 26
-// (kernel bench, Zen 4, 1 thread, M=1: 21.8 -> 26-27 GB/s with four). One row runs
-// widen_first(), several rows run rows(); each order is the faster one for its case.
+// (kernel bench, Zen 4, 1 thread, M=1: 21.8 -> 26-27 GB/s with four). One row runs one_row(),
+// several rows run rows(); each order is the faster one for its case.
 struct PanelStreamF32 {
     using AElem = float;
     static constexpr int kRows = 2, kPanels = 4;
@@ -341,7 +341,7 @@ struct PanelStreamF32 {
                       std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
                       bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
         if constexpr (R == 1) {
-            widen_first<R, G>(a, lda, w, panel_stride, t0, t1, odd_tail, first, acc, ld_acc);
+            one_row<G>(a, w, panel_stride, t0, t1, odd_tail, first, acc);
         } else if constexpr (G > 2) {
             // Two rows of four panels would need all 16 ymm registers for sums: two at a time.
             rows<R, 2>(a, lda, w, panel_stride, t0, t1, odd_tail, first, acc, ld_acc);
@@ -373,45 +373,56 @@ struct PanelStreamF32 {
             for (int h = 0; h < 2 * G; ++h) _mm256_storeu_ps(acc + r * ld_acc + h * 8, c[r][h]);
         }
     }
-    // All of a pair's weights loaded and widened before its FMAs: for one row (a decode step),
-    // 26-27 GB/s against 23-25 for rows() on one row (kernel bench, M=1, 1 thread, Zen 4; the
-    // step is bound by the loads in flight). With two rows the sums no longer fit the registers.
-    template <int R, int G>
-    static void widen_first(const float* a, std::ptrdiff_t lda, const std::uint32_t* w,
-                            std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
-                            bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
-        __m256 c[R][2 * G];
-        load_sums<R, G>(c, acc, ld_acc, first);
-        const __m256i odd_mask = _mm256_set1_epi32(int(0xffff0000u));
+    // One row (a decode step): a pair's weights widened one panel at a time, each panel's FMAs
+    // right after. The 2 G sums, a panel's four widened halves and the two broadcasts fit the 16
+    // ymm registers. Widening all four panels first (the order before) needed 24 and kept every
+    // sum on the stack: a store and a reload per FMA. Zen 4 hid that (it measured 26-27 GB/s
+    // against 23-25 for rows() on one row); Zen 1, with half-width FMA units and no renaming of
+    // stack memory, did not: kernel bench, M=1, 1 thread, 8.6-9.2 -> 12-15 GB/s of a 14.7 GB/s
+    // probe.
+    template <int G>
+    static void one_row(const float* a, const std::uint32_t* w, std::ptrdiff_t panel_stride,
+                        std::ptrdiff_t t0, std::ptrdiff_t t1, bool odd_tail, bool first,
+                        float* acc) {
+        __m256 c[1][2 * G];
+        load_sums<1, G>(c, acc, 0, first);
+        // Whole pairs, then (odd k) the last pair's even half.
         const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
-        for (std::ptrdiff_t t = t0; t <= t_full; ++t) {
-            detail::prefetch_panels<G>(w, panel_stride, t);
-            const bool even_only = t == t_full;
-            if (even_only && !odd_tail) break;
-            __m256 even[2 * G], odd[2 * G];
-#pragma GCC unroll 8
-            for (int h = 0; h < 2 * G; ++h) {
-                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                    w + (h / 2) * panel_stride + t * 16 + (h % 2) * 8));
-                even[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-                odd[h] = _mm256_castsi256_ps(_mm256_and_si256(v, odd_mask));
-            }
+        for (std::ptrdiff_t t = t0; t < t_full; ++t)
+            one_row_pair<G, true>(a, w, panel_stride, t, c);
+        if (odd_tail) one_row_pair<G, false>(a, w, panel_stride, t_full, c);
+        store_sums<1, G>(c, acc, 0);
+    }
+    template <int G, bool kOdd>
+    [[gnu::always_inline]] static inline void one_row_pair(const float* a, const std::uint32_t* w,
+                                                           std::ptrdiff_t panel_stride,
+                                                           std::ptrdiff_t t,
+                                                           __m256 (&c)[1][2 * G]) {
+        detail::prefetch_panels<G>(w, panel_stride, t);
+        const __m256 a0 = _mm256_broadcast_ss(a + 2 * t);
+        __m256 a1 = a0;
+        if constexpr (kOdd) a1 = _mm256_broadcast_ss(a + 2 * t + 1);
+        const __m256i odd_mask = _mm256_set1_epi32(int(0xffff0000u));
 #pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-                const __m256 a0 = _mm256_broadcast_ss(a + r * lda + 2 * t);
-#pragma GCC unroll 8
-                for (int h = 0; h < 2 * G; ++h) c[r][h] = _mm256_fmadd_ps(a0, even[h], c[r][h]);
-                if (even_only) continue;
-                const __m256 a1 = _mm256_broadcast_ss(a + r * lda + 2 * t + 1);
-#pragma GCC unroll 8
-                for (int h = 0; h < 2 * G; ++h) c[r][h] = _mm256_fmadd_ps(a1, odd[h], c[r][h]);
+        for (int g = 0; g < G; ++g) {
+            const std::uint32_t* wg = w + g * panel_stride + t * kPanelOutputs;
+            const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg));
+            const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + 8));
+            c[0][2 * g] =
+                _mm256_fmadd_ps(a0, _mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)), c[0][2 * g]);
+            c[0][2 * g + 1] = _mm256_fmadd_ps(a0, _mm256_castsi256_ps(_mm256_slli_epi32(v1, 16)),
+                                              c[0][2 * g + 1]);
+            if constexpr (kOdd) {
+                c[0][2 * g] = _mm256_fmadd_ps(
+                    a1, _mm256_castsi256_ps(_mm256_and_si256(v0, odd_mask)), c[0][2 * g]);
+                c[0][2 * g + 1] = _mm256_fmadd_ps(
+                    a1, _mm256_castsi256_ps(_mm256_and_si256(v1, odd_mask)), c[0][2 * g + 1]);
             }
         }
-        store_sums<R, G>(c, acc, ld_acc);
     }
     // c[r][h] += the pair t of rows x panels (only its even k without kOdd). One half-panel's
     // weights widened at a time and used by every row at once: with all of them widened first
-    // (as widen_first does), two rows' sums no longer fitted the 16 registers and the compiler
+    // (as one row once did), two rows' sums no longer fitted the 16 registers and the compiler
     // kept some on the stack (kernel bench, M=8: 42 % of the FMA peak, now 67 %).
     template <int R, int G, bool kOdd>
     [[gnu::always_inline]] static inline void pair(const float* a, std::ptrdiff_t lda,
