@@ -262,13 +262,15 @@ def test_soak():
 def test_graceful_shutdown():
     """SIGTERM: the running answer completes, new requests are refused, exit 0.
 
-    The running answer is long (1000 tokens, about a second or more) so that it is still
-    streaming when the late request arrives. The late request is sent once /health says the
-    server is draining: a completion request sent before the server has taken the signal is
-    accepted, as it should be, and waits in the queue behind the running answer; it then got its
-    200 only when that answer ended, the drained server exited, and the next poll met a closed
-    port instead of the 503 this test is about (a flake seen about once in four runs)."""
-    n = 1000
+    The running answer is long enough (400 tokens) to be still streaming when the late request
+    arrives, and short enough to end within the server's 5 s grace period on the slowest machine
+    seen: 1000 tokens overran it on a Zen 1 while other tests ran beside it, and were cut short.
+    The late request is sent once /health says the server is draining: a completion request sent
+    before the server has taken the signal is accepted, as it should be, and waits in the queue
+    behind the running answer; it then got its 200 only when that answer ended, the drained
+    server exited, and the next poll met a closed port instead of the 503 this test is about (a
+    flake seen about once in four runs)."""
+    n = 400
     s = su.Server(args.serve, args.model, "-c", "4096")
     body = json.dumps(chat_body("tell me everything", n=n, ignore_eos=True, stream=True,
                                 stream_options={"include_usage": True}))
