@@ -88,7 +88,7 @@ def parse_args():
                         "call (posix_fadvise DONTNEED), as after a reboot or when other programs "
                         "pushed them out: load and time to first token then include disk reads")
     p.add_argument("--peers", default="",
-                   help="comma-separated peer engines for the peer table: hf, llamacpp "
+                   help="comma-separated peer engines for the peer table: hf (bf16), hf-f32, llamacpp "
                         "(set up on first use in --peers-cache; see bench/README.md)")
     p.add_argument("--peers-only", action="store_true",
                    help="with --peers: skip the per-thread floor tables, run only the peer table")
@@ -107,9 +107,9 @@ def parse_args():
                         "(f32, bf16, bf16-all) or q8 (--weights q8); '' for none")
     a = p.parse_args()
     a.peers = [x.strip() for x in a.peers.split(",") if x.strip()]
-    bad = [x for x in a.peers if x not in ("hf", "llamacpp")]
+    bad = [x for x in a.peers if x not in ("hf", "hf-f32", "llamacpp")]
     if bad:
-        p.error(f"--peers: unknown engine(s) {bad}; known: hf, llamacpp")
+        p.error(f"--peers: unknown engine(s) {bad}; known: hf, hf-f32, llamacpp")
     a.qvl_extra = [x.strip() for x in a.qvl_extra.split(",") if x.strip()]
     for x in a.qvl_extra:
         if x not in ("f32", "bf16", "bf16-all", "q8"):

@@ -47,21 +47,27 @@ def build_engines(args):
     common = dict(model=args.model, question=args.question_text, n=args.peer_n,
                   threads=args.peer_threads, timeout=args.timeout)
     py = None
-    if "hf" in args.peers or "llamacpp" in args.peers:
+    if {"hf", "hf-f32", "llamacpp"} & set(args.peers):
         try:
             py = setup_env.ensure_venv(cache)  # convert_hf_to_gguf.py runs in it too
         except setup_env.SetupError as e:
-            errors["hf"] = errors["llamacpp"] = f"setup: {e}"
-    if "hf" in args.peers and py:
+            for key in {"hf", "hf-f32", "llamacpp"} & set(args.peers):
+                errors[key] = f"setup: {e}"
+    # hf: the checkpoint's own bf16; hf-f32: float32, the fair peer on CPUs without bf16
+    # arithmetic (AVX2 only), where torch's bf16 matrix products are several times slower.
+    for key, dtype, tag in (("hf", "bfloat16", "bf16"), ("hf-f32", "float32", "f32")):
+        if key not in args.peers or not py:
+            continue
         v = setup_env.venv_versions(py)
         label = (f"Hugging Face transformers {v.get('transformers', '?')}, torch "
-                 f"{v.get('torch', '?').split('+')[0]}, bf16, sdpa")
-        engines.append(("hf", label,
-                        lambda img, warm: runners.run_hf(python=py, image=img, **common)))
+                 f"{v.get('torch', '?').split('+')[0]}, {tag}, sdpa")
+        engines.append((key, label, lambda img, warm, dtype=dtype: runners.run_hf(
+            python=py, image=img, dtype=dtype, **common)))
         if args.peers_warm:
-            engines.append(("hf-warm", label + ", second request",
-                            lambda img, warm: runners.run_hf(python=py, image=img,
-                                                             warmup_image=warm, **common)))
+            engines.append((key + "-warm", label + ", second request",
+                            lambda img, warm, dtype=dtype: runners.run_hf(
+                                python=py, image=img, warmup_image=warm, dtype=dtype,
+                                **common)))
     if "llamacpp" in args.peers and py:
         try:
             bindir = setup_env.ensure_llamacpp(cache)

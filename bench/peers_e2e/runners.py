@@ -113,9 +113,10 @@ def run_qvl_warm(qvl_run, model, image, warmup_image, question, n, options, env,
             return None, f"qvl-run --batch output not understood: {type(e).__name__}: {e}"
 
 
-def run_hf(python, model, image, question, n, threads, timeout, warmup_image=None):
+def run_hf(python, model, image, question, n, threads, timeout, warmup_image=None,
+           dtype="bfloat16"):
     cmd = [python, os.path.join(HERE, "hf_worker.py"), "--model", model, "--image", image,
-           "--question", question, "-n", str(n), "--threads", str(threads)]
+           "--question", question, "-n", str(n), "--threads", str(threads), "--dtype", dtype]
     if warmup_image:
         cmd += ["--warmup-image", warmup_image]
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS=str(threads))
