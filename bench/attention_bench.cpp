@@ -116,7 +116,8 @@ struct TextProblem {
              .out_head_stride = hd,
              .scale = 0.08838834764831845f,
              .causal = true,
-             .q_pos0 = ctx - n_q};
+             .q_pos0 = ctx - n_q,
+             .incremental = true};  // the text decoder's attention over its KV cache
     }
     // K and V as a bf16 arena (the default outside f32 precision) instead of f32.
     void use_bf16_kv() {

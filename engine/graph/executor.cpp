@@ -277,7 +277,9 @@ void run_op(const OpRun& r, const op::Attention& p) {
                     .scale = p.scale,
                     .causal = p.causal,
                     .q_pos0 = p.pos0,
-                    .round_bf16 = p.precision == GemmPrecision::kBF16};
+                    .round_bf16 = p.precision == GemmPrecision::kBF16,
+                    // Attention over a KV cache is the kind decode continues row by row.
+                    .incremental = p.use_cache};
     if (p.use_cache) {
         a.k = p.kv.k;
         a.v = p.kv.v;

@@ -72,6 +72,12 @@ struct AttentionArgs {
     // too: a row's result must not depend on how many rows come with it). Elsewhere f32.
     bool round_bf16 = false;
     KvType kv_type = KvType::kF32;
+    // The caller will also compute rows of this attention one at a time (decode over a KV
+    // cache). A tier may then choose, for every n_q alike, the arithmetic whose one-row form is
+    // fast: the AVX2 kernel takes its scores with head_dim in lanes (its tiles otherwise put
+    // keys in lanes, which a single row can only feed through transposes). The results stay
+    // within the same error bounds; row invariance holds for either setting.
+    bool incremental = false;
 };
 
 // A good task count for n_threads workers (>= 1 whenever there is work).

@@ -3,7 +3,8 @@
 //   - agree with the scalar reference given the same bf16 K/V,
 //   - give bit-identically what it gives on f32 K/V holding the same (already rounded) values:
 //     the widening is exact, so bf16 storage changes the bytes read and nothing else,
-//   - not depend on the task split.
+//   - not depend on the task split,
+// for both formulations a tier may pick (AttentionArgs::incremental, tried on causal shapes).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -25,6 +26,7 @@ struct Shape {
     int n_q, n_kv, group, head_dim;
     bool causal;
     int row_pad;  // K/V row stride = head_dim + row_pad (odd pads: rows off alignment)
+    bool incremental = false;
 };
 
 // K and V in a [kv_head][max_ctx][row stride] arena, once as bf16 bits and once as the f32
@@ -80,6 +82,7 @@ class KvProblem {
         a.causal = s_.causal;
         a.q_pos0 = s_.causal ? s_.n_kv - s_.n_q : 0;
         a.round_bf16 = round_bf16;
+        a.incremental = s_.incremental;
         return a;
     }
 
@@ -114,16 +117,18 @@ TEST_P(AttentionKvTypeTest, MatchesReferenceAndF32OnTheSameValues) {
     for (int hd : {64, 128, 16, 72, 12}) {
         for (int group : {1, 2, 3}) {
             for (int n_kv : {1, 3, 17, 65, 130}) {
-                for (bool causal : {false, true}) {
+                for (auto [causal, incremental] :
+                     {std::pair{false, false}, {true, false}, {true, true}}) {
                     for (int n_q : {1, 3, 7}) {
                         if (n_q > n_kv) continue;
                         const int pad = (n_kv + hd + group) % 3 == 0 ? 0 : 1 + 2 * (n_kv % 2);
-                        const Shape s{n_q, n_kv, group, hd, causal, pad};
+                        const Shape s{n_q, n_kv, group, hd, causal, pad, incremental};
                         const KvProblem p(s, std::uint32_t(hd * 1000 + n_kv * 10 + group));
                         const std::string what =
                             "hd=" + std::to_string(hd) + " group=" + std::to_string(group) +
                             " n_kv=" + std::to_string(n_kv) + " n_q=" + std::to_string(n_q) +
-                            (causal ? " causal" : "") + " pad=" + std::to_string(pad);
+                            (causal ? " causal" : "") + (incremental ? " incremental" : "") +
+                            " pad=" + std::to_string(pad);
                         const std::vector<float> got = p.run(isa, type, round_bf16, 2);
                         // The reference in double on the same K/V; bf16 products (where the
                         // tier has them) err by a few 1e-3 on outputs of magnitude ~0.3.
@@ -148,7 +153,7 @@ TEST_P(AttentionKvTypeTest, MatchesReferenceAndF32OnTheSameValues) {
             }
         }
     }
-    EXPECT_EQ(cases, 360);
+    EXPECT_EQ(cases, 540);
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {

@@ -3,7 +3,9 @@
 // chunked prefill (any chunk sizes), as a decode step (n_q = 1), or with any task split. Prefix
 // reuse and batched decode rely on it: a cached prefix must hold exactly what a cold prefill
 // would have written, and a sequence's decode logits must not depend on the batch. The same
-// holds with the arena in bf16 (KvType::kBF16, the default outside f32 precision).
+// holds with the arena in bf16 (KvType::kBF16, the default outside f32 precision), and for
+// both formulations a tier may pick (AttentionArgs::incremental: the AVX2 kernel's scores with
+// head_dim or keys in lanes).
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -17,8 +19,8 @@
 namespace qvl::kernels {
 namespace {
 
-// (tier, round_bf16, head_dim, query heads per kv head, K/V element type)
-using Param = std::tuple<Isa, bool, int, int, KvType>;
+// (tier, round_bf16, head_dim, query heads per kv head, K/V element type, incremental)
+using Param = std::tuple<Isa, bool, int, int, KvType, bool>;
 
 class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
   protected:
@@ -26,7 +28,7 @@ class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
     static constexpr int kPositions = 150;  // crosses 64-key blocks and 32-item granules
 
     void SetUp() override {
-        std::tie(isa_, round_bf16_, head_dim_, group_, kv_type_) = GetParam();
+        std::tie(isa_, round_bf16_, head_dim_, group_, kv_type_, incremental_) = GetParam();
         n_heads_ = kKvHeads * group_;
         row_ = n_heads_ * head_dim_;
         max_ctx_ = kPositions + 3;
@@ -68,6 +70,7 @@ class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
         a.causal = true;
         a.q_pos0 = q0;
         a.round_bf16 = round_bf16_;
+        a.incremental = incremental_;
         const int tasks = attention_num_tasks(a, n_threads);
         for (int t = tasks - 1; t >= 0; --t) kernels_for(isa_).attention_task(a, t, tasks);
     }
@@ -93,6 +96,7 @@ class AttentionRowInvarianceTest : public ::testing::TestWithParam<Param> {
     bool round_bf16_ = false;
     int head_dim_ = 0, group_ = 0, n_heads_ = 0, row_ = 0, max_ctx_ = 0;
     KvType kv_type_ = KvType::kF32;
+    bool incremental_ = false;
     std::vector<float> q_, kv_;
     std::vector<std::uint16_t> kv16_;
 };
@@ -124,16 +128,18 @@ TEST_P(AttentionRowInvarianceTest, PrefillChunkedAndDecodeRowsAreBitIdentical) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-    const auto& [isa, bf16, hd, group, kv_type] = info.param;
+    const auto& [isa, bf16, hd, group, kv_type, incremental] = info.param;
     return std::string(isa_name(isa)) + (bf16 ? "_bf16" : "_f32") + "_hd" + std::to_string(hd) +
-           "_group" + std::to_string(group) + (kv_type == KvType::kBF16 ? "_kvbf16" : "_kvf32");
+           "_group" + std::to_string(group) + (kv_type == KvType::kBF16 ? "_kvbf16" : "_kvf32") +
+           (incremental ? "_incremental" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionRowInvarianceTest,
                          ::testing::Combine(::testing::ValuesIn(all_isas()), ::testing::Bool(),
-                                            ::testing::Values(64, 128, 16),
+                                            ::testing::Values(64, 128, 16, 24),
                                             ::testing::Values(1, 2, 4),
-                                            ::testing::Values(KvType::kF32, KvType::kBF16)),
+                                            ::testing::Values(KvType::kF32, KvType::kBF16),
+                                            ::testing::Bool()),
                          param_name);
 
 }  // namespace

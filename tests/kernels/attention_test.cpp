@@ -149,30 +149,37 @@ TEST_P(AttentionTest, NoMaskSingleSegment) {
     }
 }
 
+// incremental: the formulation for attention that decode continues (AttentionArgs), on and off.
 TEST_P(AttentionTest, CausalGqaPrefillMatchesNaive) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
     for (auto [n_q, n_kv] : {std::pair{1, 1}, {7, 7}, {17, 17}, {31, 40}, {100, 100}, {45, 130}}) {
         for (int hd : {16, 128}) {  // tiny test model, Qwen3-VL-2B
-            Problem p(n_q, n_kv, 4, 2, hd, true, false, n_q * 7 + n_kv);
-            const std::vector<float> want = p.naive();
-            p.run(GetParam(), 2);
-            p.expect_matches(want, "prefill");
-            const std::vector<float> two = p.out.vec();
-            p.run(GetParam(), 5);
-            EXPECT_TRUE(all_close(p.out.data(), two.data(), two.size(), 0, 0))
-                << "results depend on the task split";
+            for (bool incremental : {false, true}) {
+                Problem p(n_q, n_kv, 4, 2, hd, true, false, n_q * 7 + n_kv);
+                p.args.incremental = incremental;
+                const std::vector<float> want = p.naive();
+                p.run(GetParam(), 2);
+                p.expect_matches(want, incremental ? "incremental prefill" : "prefill");
+                const std::vector<float> two = p.out.vec();
+                p.run(GetParam(), 5);
+                EXPECT_TRUE(all_close(p.out.data(), two.data(), two.size(), 0, 0))
+                    << "results depend on the task split";
+            }
         }
     }
 }
 
 TEST_P(AttentionTest, DecodeOverLongContextMatchesNaive) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
-    for (int ctx : {1, 16, 17, 1000}) {
+    for (int ctx : {1, 5, 16, 17, 67, 1000}) {
         for (int hd : {16, 64, 128}) {
-            Problem p(1, ctx, 4, 2, hd, true, false, ctx + hd);
-            const std::vector<float> want = p.naive();
-            p.run(GetParam(), 2);
-            p.expect_matches(want, "decode");
+            for (bool incremental : {false, true}) {
+                Problem p(1, ctx, 4, 2, hd, true, false, ctx + hd);
+                p.args.incremental = incremental;
+                const std::vector<float> want = p.naive();
+                p.run(GetParam(), 2);
+                p.expect_matches(want, incremental ? "incremental decode" : "decode");
+            }
         }
     }
 }

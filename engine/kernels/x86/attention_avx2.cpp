@@ -2,16 +2,22 @@
 // 64-key blocks, online softmax in the log2 domain, f32 products and accumulation.
 //
 // Per task (one kv head, a block of query rows) the keys it will read are repacked once:
-// K transposed per 64-key block ([d][64 keys]) so that scores are broadcast-FMAs over rows of
-// Kt, V copied dense ([key][head_dim]). Each tile then keeps 6 x 16 scores or 6 x 16 outputs
-// in 12 ymm accumulators: two loads and six broadcasts feed twelve FMAs. Batches of 8 tiles
-// take the keys in L2-sized chunks, each chunk read by every tile of the batch in turn.
+// V copied dense ([key][head_dim]) and K either transposed per 64-key block ([d][64 keys]) so
+// that scores are broadcast-FMAs over rows of Kt, or, for incremental attention
+// (AttentionArgs::incremental: the text decoder's KV cache), dense like V, with scores taken
+// with head_dim in lanes (scores4x3 below). Each tile keeps 6 x 16 scores or 6 x 16 outputs in
+// 12 ymm accumulators: two loads and six broadcasts feed twelve FMAs (head_dim in lanes: 3 x 4
+// scores, seven loads). Batches of 8 tiles take the keys in L2-sized chunks, each chunk read by
+// every tile of the batch in turn.
 //
 // Key blocks sit at absolute multiples of 64 and every row is computed on its own (masks,
 // running max and sum per row), so a row's result does not depend on which task or tile it
-// fell into: identical for any thread count. Decode (one query row) reads K and V in place,
-// once for each pair of query heads, since repacking them would only add traffic; it computes
-// every row exactly as the tiles do, so a decoded row equals the same row of a prefill.
+// fell into: identical for any thread count. Decode (one query row of incremental attention)
+// reads K and V in place, once for each pair of query heads, since repacking them would only
+// add traffic; it computes every row exactly as the tiles do, so a decoded row equals the same
+// row of a prefill. That is why incremental scores put head_dim in lanes: with keys in lanes a
+// single row could only feed its FMAs through 8 x 8 transposes of K, and decode ran at a third
+// of the memory bandwidth. One row of other attention runs as a one-row tile.
 // bf16 K/V are widened (exactly) where they are read: in the repacking, and at decode's loads.
 #include <immintrin.h>
 
@@ -22,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <type_traits>
 
 #include "kernels/attention.h"
 #include "kernels/attention_plan.h"
@@ -73,6 +80,97 @@ inline __m256 load8(const std::uint16_t* p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+// Lane order of K rows (and query rows) in incremental attention: each complete 16-dim chunk
+// sits as [even dims, odd dims]; a last chunk of 8 stays in order. It is what bf16 rows give
+// cheapest: one 32-byte load, then the dwords shifted left by 16 are the even dims and masked
+// to their high halves the odd dims, one integer op per 8 dims (widening in order took a
+// zero-extension and a shift per 8 dims, both on Zen 1's one shuffle pipe: twice the
+// micro-ops). f32 rows take the same order (two shuffles and two lane permutes per 16 dims, in
+// decode only; the tiles repack K in lane order once per task), so a result does not depend on
+// the K element type.
+inline int lane_position(int d, int hd) {
+    const int c = d & ~15;
+    if (c + 16 > hd) return d;
+    return c + (d & 1) * 8 + ((d & 15) >> 1);
+}
+
+// Dims [c, c + 16) of a row in lane order: even dims, then odd dims.
+inline void load16_lanes(const std::uint16_t* row, int c, __m256* even, __m256* odd) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c));
+    *even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+    *odd = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(int(0xFFFF0000u))));
+}
+inline void load16_lanes(const float* row, int c, __m256* even, __m256* odd) {
+    const __m256 a = _mm256_loadu_ps(row + c), b = _mm256_loadu_ps(row + c + 8);
+    // [a0 a2 b0 b2 | a4 a6 b4 b6] -> 64-bit quarters 0, 2, 1, 3: [a0 a2 a4 a6 b0 b2 b4 b6].
+    const auto quarters = [](__m256 v) {
+        return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
+    };
+    *even = quarters(_mm256_shuffle_ps(a, b, 0x88));
+    *odd = quarters(_mm256_shuffle_ps(a, b, 0xDD));
+}
+
+// Decode's V rows: bf16 ones in lane order too (load16_lanes), f32 ones in order. A dim's sum
+// is the same whatever lane holds it; v_position says where dim d of the output ends up.
+template <class E>
+inline int v_position(int d, int hd) {
+    return std::is_same_v<E, float> ? d : lane_position(d, hd);
+}
+inline __m256 load8_v(const float* row, int c, int /*hd*/) { return load8(row + c); }
+inline __m256 load8_v(const std::uint16_t* row, int c, int hd) {
+    const int c16 = c & ~15;
+    if (c16 + 16 > hd) return load8(row + c);
+    __m256 even, odd;
+    load16_lanes(row, c16, &even, &odd);
+    return c == c16 ? even : odd;
+}
+
+// Scores with head_dim in lanes (incremental attention): lane x of a key's accumulator sums
+// q * k over lane position x of each 8-position chunk, chunk by chunk from zero, then each key's
+// eight lanes add up along one fixed tree, ((0+1)+(2+3))+((4+5)+(6+7)) (two vhaddps, then the
+// halves). Tiles and decode compute every score this way, so their rows agree to the bit.
+inline __m128 reduce_keys4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+}
+
+// s[r][0..4) = scores of the query rows q[r] (r < R <= 2; f32 in lane order, 32-byte aligned,
+// already scaled) against the key rows k[0..4) (hd % 8 == 0 elements each, float or bf16 bits,
+// in dim order: put in lane order as they load). Decode's form; the tiles use scores4x3.
+template <int R, class E>
+[[gnu::always_inline]] inline void scores4(const float* const (&q)[R], const E* const (&k)[4],
+                                           int hd, float* const (&s)[R]) {
+    __m256 acc[R][4];
+    for (auto& row : acc) {
+        for (auto& x : row) x = _mm256_setzero_ps();
+    }
+    int c = 0;
+    for (; c + 16 <= hd; c += 16) {
+        __m256 qe[R], qo[R];
+        for (int r = 0; r < R; ++r) {
+            qe[r] = _mm256_load_ps(q[r] + c);
+            qo[r] = _mm256_load_ps(q[r] + c + 8);
+        }
+        for (int x = 0; x < 4; ++x) {
+            __m256 even, odd;
+            load16_lanes(k[x], c, &even, &odd);
+            for (int r = 0; r < R; ++r) acc[r][x] = _mm256_fmadd_ps(qe[r], even, acc[r][x]);
+            for (int r = 0; r < R; ++r) acc[r][x] = _mm256_fmadd_ps(qo[r], odd, acc[r][x]);
+        }
+    }
+    if (c < hd) {  // a last chunk of 8 dims, in order
+        __m256 kc[4];
+        for (int x = 0; x < 4; ++x) kc[x] = load8(k[x] + c);
+        for (int r = 0; r < R; ++r) {
+            const __m256 qc = _mm256_load_ps(q[r] + c);
+            for (int x = 0; x < 4; ++x) acc[r][x] = _mm256_fmadd_ps(qc, kc[x], acc[r][x]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        _mm_storeu_ps(s[r], reduce_keys4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+    }
+}
+
 inline float hmax(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -107,42 +205,6 @@ inline void transpose8(__m256 r[8]) {
     }
 }
 
-inline __m128 load4(const float* p) { return _mm_loadu_ps(p); }
-inline __m128 load4(const std::uint16_t* p) {
-    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16));
-}
-
-// Columns of an 8 x 8 block of a row-major matrix: col[d] lane x = rows[x * stride + d], rows
-// from n8 on read as zero. The halves of rows x and x + 4 share a register from the start, so
-// only in-lane shuffles follow. Whole rows through transpose8 took 8 vperm2f128, 8 micro-ops
-// each on Zen 1 (kernel bench, decode, ctx 1024 and 4096, Zen 1, medians of 5 alternated runs:
-// 1 thread 3.2-3.5 -> 3.7-4.2 GB/s, 2 threads 5.5 -> 6.2-6.3).
-template <class E>
-inline void load_columns8(const E* rows, std::ptrdiff_t stride, int n8, __m256 col[8]) {
-    const __m128 zero = _mm_setzero_ps();
-    __m256 r[8];  // r[x] / r[x + 4]: dims 0-3 / 4-7 of row x (low half) and row x + 4 (high)
-    for (int x = 0; x < 4; ++x) {
-        const E* lo = rows + std::ptrdiff_t(x) * stride;
-        const E* hi = rows + std::ptrdiff_t(x + 4) * stride;
-        const bool has_lo = x < n8, has_hi = x + 4 < n8;
-        r[x] = _mm256_insertf128_ps(_mm256_castps128_ps256(has_lo ? load4(lo) : zero),
-                                    has_hi ? load4(hi) : zero, 1);
-        r[x + 4] = _mm256_insertf128_ps(_mm256_castps128_ps256(has_lo ? load4(lo + 4) : zero),
-                                        has_hi ? load4(hi + 4) : zero, 1);
-    }
-    for (int g = 0; g < 8; g += 4) {  // a 4 x 4 transpose in each 128-bit lane
-        const __m256 t0 = _mm256_unpacklo_ps(r[g], r[g + 1]);
-        const __m256 t1 = _mm256_unpackhi_ps(r[g], r[g + 1]);
-        const __m256 t2 = _mm256_unpacklo_ps(r[g + 2], r[g + 3]);
-        const __m256 t3 = _mm256_unpackhi_ps(r[g + 2], r[g + 3]);
-        col[g] = _mm256_shuffle_ps(t0, t2, 0x44);
-        col[g + 1] = _mm256_shuffle_ps(t0, t2, 0xEE);
-        col[g + 2] = _mm256_shuffle_ps(t1, t3, 0x44);
-        col[g + 3] = _mm256_shuffle_ps(t1, t3, 0xEE);
-    }
-}
-
 // The rescale of a row's output when its running max goes from m_old to m_new, lane for lane
 // what tile_softmax computes: 1 while nothing has been seen, 0 for the first keys, else
 // exp2_ps(m_old - m_new).
@@ -159,14 +221,15 @@ constexpr int kRowsAhead = 16;
 
 // The keys of one task, repacked: block b holds absolute keys [64 (first + b), +64).
 struct PackedKV {
-    const float* kt = nullptr;  // per block: [head_dim][64]
+    const float* kt = nullptr;  // per block: [head_dim][64]; null when k is set
+    const float* k = nullptr;   // incremental: [key - 64 first][head_dim]
     const float* v = nullptr;   // [key - 64 first][head_dim]
     int first = 0;              // first block (absolute key / 64)
 };
 
-// Repacks keys [key_lo, key_hi) of kv head g (elements E: float or bf16 bits); keys of the
-// covered blocks outside that range are zero (their weights are masked to exactly zero, and
-// 0 * 0 adds nothing).
+// Repacks keys [key_lo, key_hi) of kv head g (elements E: float or bf16 bits), K transposed
+// per block or, for incremental attention, dense; keys of the covered blocks outside that range
+// are zero (their weights are masked to exactly zero, and 0 * 0 adds nothing).
 template <class E>
 PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
     const int hd = a.head_dim;
@@ -184,11 +247,13 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
         float* vb = v + block_floats * b;
         const int j0 = (first + b) * kKeys;
         for (int j8 = 0; j8 < kKeys; j8 += 8) {  // 8 keys at a time
-            for (int j = j8; j < j8 + 8; ++j) {  // V rows, as they are
+            for (int j = j8; j < j8 + 8; ++j) {  // V rows (and incremental K rows) as they are
                 const int key = j0 + j;
                 float* vrow = vb + std::ptrdiff_t(j) * hd;
+                float* krow = ktb + std::ptrdiff_t(j) * hd;
                 if (!visible(key)) {
                     std::fill(vrow, vrow + hd, 0.0f);
+                    if (a.incremental) std::fill(krow, krow + hd, 0.0f);
                     continue;
                 }
                 x86::prefetch_rows(kg, a.k_row_stride, key + kRowsAhead, key + kRowsAhead + 1,
@@ -197,7 +262,19 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
                                    key_hi, hd);
                 const E* vsrc = vg + std::ptrdiff_t(key) * a.v_row_stride;
                 for (int d = 0; d < hd; ++d) vrow[d] = widen(vsrc[d]);
+                if (a.incremental) {  // in lane order (see lane_position)
+                    const E* ksrc = kg + std::ptrdiff_t(key) * a.k_row_stride;
+                    int c = 0;
+                    for (; c + 16 <= hd; c += 16) {
+                        __m256 even, odd;
+                        load16_lanes(ksrc, c, &even, &odd);
+                        _mm256_storeu_ps(krow + c, even);
+                        _mm256_storeu_ps(krow + c + 8, odd);
+                    }
+                    if (c < hd) _mm256_storeu_ps(krow + c, load8(ksrc + c));
+                }
             }
+            if (a.incremental) continue;
             const int key8 = j0 + j8;
             if (visible(key8) && visible(key8 + 7) && hd % 8 == 0) {
                 // K transposed 8 keys x 8 dims at a time through registers.
@@ -221,7 +298,8 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
             }
         }
     }
-    return {kt, v, first};
+    if (a.incremental) return {.k = kt, .v = v, .first = first};
+    return {.kt = kt, .v = v, .first = first};
 }
 
 // A tile: up to kRows query rows of one head that share the first visible key `lo`; row r sees
@@ -259,6 +337,51 @@ struct Tile {
         for (int r = 0; r < kRows; ++r) {
             _mm256_store_ps(&t->s[r][c], acc[r][0]);
             _mm256_store_ps(&t->s[r][c + 8], acc[r][1]);
+        }
+    }
+}
+
+// Three query rows against four key rows repacked in lane order: the sums of scores4, 8 lane
+// positions at a time (an even or odd half of a 16-dim chunk, or a last chunk of 8, in the
+// order scores4 takes them), in 12 accumulators with one key chunk and three query chunks: 7
+// loads feed 12 FMAs, where scores4's two rows needed 12 loads for 16. Text prefill attention
+// (kernel bench, Zen 1, 1 thread, concurrent pinned A/B against the keys-in-lanes tiles): two
+// rows 1.23-1.27x the time, three rows with K repacked by vector loads 1.07-1.15x.
+[[gnu::always_inline]] inline void scores4x3(const float* const (&q)[3], const float* const (&k)[4],
+                                             int hd, float* const (&s)[3]) {
+    __m256 acc[3][4];
+    for (auto& row : acc) {
+        for (auto& x : row) x = _mm256_setzero_ps();
+    }
+    for (int c = 0; c < hd; c += 8) {
+        const __m256 q0 = _mm256_load_ps(q[0] + c), q1 = _mm256_load_ps(q[1] + c),
+                     q2 = _mm256_load_ps(q[2] + c);
+        for (int x = 0; x < 4; ++x) {
+            const __m256 kc = _mm256_loadu_ps(k[x] + c);
+            acc[0][x] = _mm256_fmadd_ps(q0, kc, acc[0][x]);
+            acc[1][x] = _mm256_fmadd_ps(q1, kc, acc[1][x]);
+            acc[2][x] = _mm256_fmadd_ps(q2, kc, acc[2][x]);
+        }
+    }
+    for (int r = 0; r < 3; ++r) {
+        _mm_storeu_ps(s[r], reduce_keys4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+    }
+}
+
+// The same scores from K rows repacked in lane order (incremental attention, kb: the block's 64
+// rows), three query rows at a time; groups of unused rows are skipped (their scores are
+// masked). Scores up to nk rounded up to 8 are written.
+[[gnu::always_inline]] inline void tile_scores_rows(Tile* t, const float* kb, int hd, int nk) {
+    static_assert(kRows % 3 == 0);
+    const int n8 = (nk + 7) / 8 * 8;
+    for (int r = 0; r < t->n; r += 3) {
+        const float* const q[3] = {t->q[r], t->q[r + 1], t->q[r + 2]};
+        for (int j = 0; j < n8; j += 4) {
+            const float* const k[4] = {kb + std::ptrdiff_t(j) * hd, kb + std::ptrdiff_t(j + 1) * hd,
+                                       kb + std::ptrdiff_t(j + 2) * hd,
+                                       kb + std::ptrdiff_t(j + 3) * hd};
+            float* const s[3] = {&t->s[r][j], &t->s[r + 1][j], &t->s[r + 2][j]};
+            scores4x3(q, k, hd, s);
         }
     }
 }
@@ -349,6 +472,12 @@ template <int W>
     if (c < hd) tile_accumulate_chunk<1>(t, v, hd, nk, c);
 }
 
+// Where a query row keeps dim d: in lane order for incremental attention (lane_position), else
+// in order.
+inline int q_position(const AttentionArgs& a, int d) {
+    return a.incremental ? lane_position(d, a.head_dim) : d;
+}
+
 // Prepares a tile whose n, lo, hi, rows and head are set: Q scaled, O and the softmax state
 // cleared, unused rows given hi = lo and a zero query.
 void tile_begin(const AttentionArgs& a, Tile* t) {
@@ -359,7 +488,7 @@ void tile_begin(const AttentionArgs& a, Tile* t) {
         if (r < t->n) {
             const float* q =
                 a.q + std::ptrdiff_t(t->rows[r]) * a.q_row_stride + t->head * a.q_head_stride;
-            for (int d = 0; d < hd; ++d) t->q[r][d] = q[d] * qscale;
+            for (int d = 0; d < hd; ++d) t->q[r][q_position(a, d)] = q[d] * qscale;
             hi_max = std::max(hi_max, t->hi[r]);
         } else {
             std::fill(t->q[r], t->q[r] + hd, 0.0f);
@@ -384,7 +513,11 @@ void tile_begin(const AttentionArgs& a, Tile* t) {
     const int j0 = blk * kKeys;
     const int nk = std::min(kKeys, t->hi_max - j0);
     const std::size_t off = block_floats * std::size_t(blk - kv.first);
-    tile_scores(t, kv.kt + off, hd, nk);
+    if (kv.k != nullptr) {
+        tile_scores_rows(t, kv.k + off, hd, nk);
+    } else {
+        tile_scores(t, kv.kt + off, hd, nk);
+    }
     tile_softmax(t, j0, nk, j0 >= t->lo && j0 + nk <= t->hi_min && nk % 8 == 0);
     tile_accumulate(t, kv.v + off, hd, nk);
 }
@@ -488,7 +621,7 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
     float m[P], l[P];
     for (int p = 0; p < P; ++p) {
         const float* src = a.q + std::ptrdiff_t(row) * a.q_row_stride + (h0 + p) * a.q_head_stride;
-        for (int d = 0; d < hd; ++d) q[p][d] = src[d] * qscale;
+        for (int d = 0; d < hd; ++d) q[p][q_position(a, d)] = src[d] * qscale;
         std::fill(o[p], o[p] + hd, 0.0f);
         m[p] = -INFINITY;
         l[p] = 0.0f;
@@ -496,27 +629,28 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
     const E* kg = static_cast<const E*>(a.k) + g * a.k_head_stride;
     const E* vg = static_cast<const E*>(a.v) + g * a.v_head_stride;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    x86::prefetch_rows(kg, a.k_row_stride, lo, lo + kKeys, hi, hd);
     for (int j0 = lo; j0 < hi; j0 += kKeys) {
         const int nk = std::min(kKeys, hi - j0);
-        // Scores with keys in lanes, 8 at a time (K transposed 8 x 8 in registers): each lane
-        // is the same FMA chain along head_dim as in tile_scores, so decode rows come out
-        // bit-identical to prefill rows. Each K row chunk is loaded once for all P heads.
-        for (int j = 0; j < nk; j += 8) {
-            const int n8 = std::min(8, nk - j);
-            __m256 acc[P];
-            for (int p = 0; p < P; ++p) acc[p] = _mm256_setzero_ps();
-            for (int c = 0; c < hd; c += 8) {
-                __m256 kt[8];
-                load_columns8(kg + std::ptrdiff_t(j0 + j) * a.k_row_stride + c, a.k_row_stride, n8,
-                              kt);
-                for (int dd = 0; dd < 8; ++dd) {
-                    for (int p = 0; p < P; ++p) {
-                        acc[p] =
-                            _mm256_fmadd_ps(_mm256_broadcast_ss(&q[p][c + dd]), kt[dd], acc[p]);
-                    }
-                }
-            }
-            for (int p = 0; p < P; ++p) _mm256_store_ps(s[p] + j, acc[p]);
+        // Scores four keys at a time with head_dim in lanes, as tile_scores_rows computes
+        // them, so decode rows come out bit-identical to prefill rows; each K row chunk is
+        // loaded once for all P heads. Keys past nk (up to a multiple of 8) repeat the last
+        // key, in bounds; their weights are masked below.
+        const E* const kb = kg + std::ptrdiff_t(j0) * a.k_row_stride;
+        const auto key_row = [&](int j) {
+            return kb + std::ptrdiff_t(std::min(j, nk - 1)) * a.k_row_stride;
+        };
+        for (int j = 0; j < (nk + 7) / 8 * 8; j += 4) {
+            // This block's V rows and the next block's K rows, a block ahead of their use:
+            // without them a step waited on DRAM at 4 GB/s (the hardware prefetchers restart
+            // at every switch between the K and V streams).
+            x86::prefetch_rows(vg, a.v_row_stride, j0 + j, j0 + j + 4, hi, hd);
+            x86::prefetch_rows(kg, a.k_row_stride, j0 + kKeys + j, j0 + kKeys + j + 4, hi, hd);
+            const E* const k[4] = {key_row(j), key_row(j + 1), key_row(j + 2), key_row(j + 3)};
+            float* s_at[P];
+            const float* q_at[P];
+            for (int p = 0; p < P; ++p) s_at[p] = s[p] + j, q_at[p] = q[p];
+            scores4<P>(q_at, k, hd, s_at);
         }
         // Online softmax per head; lanes past nk get weight 0.
         const int n_vec = (nk + 7) / 8;
@@ -543,7 +677,8 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
             l[p] = std::fma(l[p], alpha[p], hsum(sum));  // as in tile_softmax
             m[p] = m_new;
         }
-        // o = o * alpha + P V, 32 columns at a time: each V row chunk loaded once for all heads.
+        // o = o * alpha + P V, 32 lane positions at a time (bf16 V rows in lane order: see
+        // v_position): each V row chunk is loaded once for all heads.
         const E* v0 = vg + std::ptrdiff_t(j0) * a.v_row_stride;
         int c = 0;
         for (; c + 32 <= hd; c += 32) {
@@ -557,7 +692,12 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
             for (int jj = 0; jj < nk; ++jj) {
                 const E* vr = v0 + std::ptrdiff_t(jj) * a.v_row_stride + c;
                 __m256 vv[4];
-                for (int w = 0; w < 4; ++w) vv[w] = load8(vr + 8 * w);
+                if constexpr (std::is_same_v<E, std::uint16_t>) {
+                    load16_lanes(vr, 0, &vv[0], &vv[1]);
+                    load16_lanes(vr, 16, &vv[2], &vv[3]);
+                } else {
+                    for (int w = 0; w < 4; ++w) vv[w] = load8(vr + 8 * w);
+                }
                 for (int p = 0; p < P; ++p) {
                     const __m256 w8 = _mm256_broadcast_ss(&s[p][jj]);
                     for (int w = 0; w < 4; ++w) acc[p][w] = _mm256_fmadd_ps(w8, vv[w], acc[p][w]);
@@ -573,7 +713,7 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
                 acc[p] = _mm256_mul_ps(_mm256_load_ps(o[p] + c), _mm256_set1_ps(alpha[p]));
             }
             for (int jj = 0; jj < nk; ++jj) {
-                const __m256 vv = load8(v0 + std::ptrdiff_t(jj) * a.v_row_stride + c);
+                const __m256 vv = load8_v(v0 + std::ptrdiff_t(jj) * a.v_row_stride, c, hd);
                 for (int p = 0; p < P; ++p) {
                     acc[p] = _mm256_fmadd_ps(_mm256_broadcast_ss(&s[p][jj]), vv, acc[p]);
                 }
@@ -584,7 +724,7 @@ void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi
     for (int p = 0; p < P; ++p) {
         float* out = a.out + std::ptrdiff_t(row) * a.out_row_stride + (h0 + p) * a.out_head_stride;
         const float inv = 1.0f / l[p];
-        for (int d = 0; d < hd; ++d) out[d] = o[p][d] * inv;
+        for (int d = 0; d < hd; ++d) out[d] = o[p][v_position<E>(d, hd)] * inv;
     }
 }
 
@@ -617,7 +757,7 @@ void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
     }
     AttentionTask t;
     if (!attention_task(a, task, num_tasks, &t)) return;
-    if (a.n_q == 1) {
+    if (a.n_q == 1 && a.incremental) {
         return a.kv_type == KvType::kBF16 ? decode_run_task<std::uint16_t>(a, t)
                                           : decode_run_task<float>(a, t);
     }
