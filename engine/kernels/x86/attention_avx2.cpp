@@ -221,11 +221,26 @@ constexpr int kRowsAhead = 16;
 
 // The keys of one task, repacked: block b holds absolute keys [64 (first + b), +64).
 struct PackedKV {
-    const float* kt = nullptr;  // per block: [head_dim][64]; null when k is set
-    const float* k = nullptr;   // incremental: [key - 64 first][head_dim]
-    const float* v = nullptr;   // [key - 64 first][head_dim]
-    int first = 0;              // first block (absolute key / 64)
+    // Per block [head_dim][64] (transposed) or, with k_rows (incremental attention), rows
+    // [key - 64 first][head_dim] in lane order.
+    const float* k = nullptr;
+    bool k_rows = false;
+    const float* v = nullptr;  // [key - 64 first][head_dim]
+    int first = 0;             // first block (absolute key / 64)
 };
+
+// A K row as floats in lane order (lane_position).
+template <class E>
+void widen_row_lanes(const E* src, int hd, float* dst) {
+    int c = 0;
+    for (; c + 16 <= hd; c += 16) {
+        __m256 even, odd;
+        load16_lanes(src, c, &even, &odd);
+        _mm256_storeu_ps(dst + c, even);
+        _mm256_storeu_ps(dst + c + 8, odd);
+    }
+    if (c < hd) _mm256_storeu_ps(dst + c, load8(src + c));
+}
 
 // Repacks keys [key_lo, key_hi) of kv head g (elements E: float or bf16 bits), K transposed
 // per block or, for incremental attention, dense; keys of the covered blocks outside that range
@@ -262,17 +277,8 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
                                    key_hi, hd);
                 const E* vsrc = vg + std::ptrdiff_t(key) * a.v_row_stride;
                 for (int d = 0; d < hd; ++d) vrow[d] = widen(vsrc[d]);
-                if (a.incremental) {  // in lane order (see lane_position)
-                    const E* ksrc = kg + std::ptrdiff_t(key) * a.k_row_stride;
-                    int c = 0;
-                    for (; c + 16 <= hd; c += 16) {
-                        __m256 even, odd;
-                        load16_lanes(ksrc, c, &even, &odd);
-                        _mm256_storeu_ps(krow + c, even);
-                        _mm256_storeu_ps(krow + c + 8, odd);
-                    }
-                    if (c < hd) _mm256_storeu_ps(krow + c, load8(ksrc + c));
-                }
+                if (a.incremental)
+                    widen_row_lanes(kg + std::ptrdiff_t(key) * a.k_row_stride, hd, krow);
             }
             if (a.incremental) continue;
             const int key8 = j0 + j8;
@@ -298,8 +304,7 @@ PackedKV pack_kv(const AttentionArgs& a, int g, int key_lo, int key_hi) {
             }
         }
     }
-    if (a.incremental) return {.k = kt, .v = v, .first = first};
-    return {.kt = kt, .v = v, .first = first};
+    return {.k = kt, .k_rows = a.incremental, .v = v, .first = first};
 }
 
 // A tile: up to kRows query rows of one head that share the first visible key `lo`; row r sees
@@ -513,10 +518,10 @@ void tile_begin(const AttentionArgs& a, Tile* t) {
     const int j0 = blk * kKeys;
     const int nk = std::min(kKeys, t->hi_max - j0);
     const std::size_t off = block_floats * std::size_t(blk - kv.first);
-    if (kv.k != nullptr) {
+    if (kv.k_rows) {
         tile_scores_rows(t, kv.k + off, hd, nk);
     } else {
-        tile_scores(t, kv.kt + off, hd, nk);
+        tile_scores(t, kv.k + off, hd, nk);
     }
     tile_softmax(t, j0, nk, j0 >= t->lo && j0 + nk <= t->hi_min && nk % 8 == 0);
     tile_accumulate(t, kv.v + off, hd, nk);
