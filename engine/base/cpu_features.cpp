@@ -47,8 +47,12 @@ CpuFeatures detect() {
     if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
         // "GenuineIntel" in ebx, edx, ecx order.
         f.intel = ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;
+        // "AuthenticAMD".
+        f.amd = ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;
     }
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+    f.family = int((eax >> 8) & 0xfu);
+    if (f.family == 0xf) f.family += int((eax >> 20) & 0xffu);
     const bool osxsave = ecx & (1u << 27);
     const bool fma = ecx & (1u << 12);
     const bool f16c = ecx & (1u << 29);

@@ -15,6 +15,8 @@ struct CpuFeatures {
     bool avx512_bf16 = false;
     bool avx512_vnni = false;
     bool intel = false;  // CPUID vendor "GenuineIntel" (some instruction costs differ by vendor)
+    bool amd = false;    // CPUID vendor "AuthenticAMD"
+    int family = 0;  // CPUID family, extended family included (AMD Zen 1/2: 0x17, Zen 3/4: 0x19)
     int physical_cores = 1;  // best effort; at least 1
 };
 

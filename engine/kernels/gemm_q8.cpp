@@ -192,16 +192,17 @@ struct Q8Tier {
     Q8QuantizeRowFn quantize = q8_quantize_row;
     bool avx512_epilogue = false;
     bool vnni = false;  // takes biased activations from kQ8VnniBiasedMinRows rows
+    bool fma = false;   // has the FMA kernel (gemm_q8_internal.h), for q8_fma_for_gemm() CPUs
 };
 
 Q8Tier q8_tier(Isa isa) {
     switch (isa) {
         case Isa::kAvx512Bf16:
-            return {q8_panel_avx512vnni, q8_quantize_row_avx512, true, true};
-        case Isa::kAvx512:  // no VNNI guaranteed: the AVX2 kernel
-            return {q8_panel_avx2, q8_quantize_row_avx2, true, false};
+            return {q8_panel_avx512vnni, q8_quantize_row_avx512, true, true, false};
+        case Isa::kAvx512:  // no VNNI guaranteed: the AVX2 kernels
+            return {q8_panel_avx2, q8_quantize_row_avx2, true, false, true};
         case Isa::kAvx2:
-            return {q8_panel_avx2, q8_quantize_row_avx2, false, false};
+            return {q8_panel_avx2, q8_quantize_row_avx2, false, false, true};
         default:
             return {};
     }
@@ -241,6 +242,79 @@ void quantize_rows(const GemmArgs& p, const Q8Tier& tier, bool biased, int m0, i
         const Q8Rows row = out.from_row(r);
         tier.quantize(p.a + std::ptrdiff_t(m0 + r) * p.lda, p.k, block, row.qa, row.da, row.sa);
         if (biased) q8_bias_row(row.qa, out.lda_q);
+    }
+}
+
+// The epilogue of rows [m0, m1) over the columns of one panel inside [n0, n1); acc and acc2 hold
+// the panel's rows x 16 sums.
+void panel_epilogue(const GemmArgs& p, const Q8Tier& tier, int panel, const float* acc,
+                    const float* acc2, int m0, int m1, int n0, int n1) {
+    const int j0 = std::max(n0, panel * kQ8Panel);
+    const int j1 = std::min(n1, (panel + 1) * kQ8Panel);
+    // acc is indexed from column panel·16; the epilogue wants it from j0.
+    const int off = j0 - panel * kQ8Panel;
+    const float* up = acc2 == nullptr ? nullptr : acc2 + off;
+    if (tier.avx512_epilogue)
+        gemm_epilogue_avx512(p, acc + off, up, kQ8Panel, m0, m1, j0, j1);
+    else
+        gemm_epilogue(p, acc + off, up, kQ8Panel, m0, m1, j0, j1);
+}
+
+// A tile on the FMA kernel (gemm_q8_internal.h): chunks of k outer, panels inner, every panel's
+// running sums in memory until the last chunk, then the epilogue panel by panel.
+void fma_tile(const GemmArgs& p, const Q8Tier& tier, const Q8Rows& a, int m0, int m1, int n0,
+              int n1) {
+    const Q8Matrix& w = q8_weights(p);
+    const auto* w2 = static_cast<const Q8Matrix*>(p.w_up);
+    const int rows = m1 - m0;
+    const int panel0 = n0 / kQ8Panel;
+    const int panels = ceil_div(n1, kQ8Panel) - panel0;
+    const std::size_t panel_acc = std::size_t(rows) * kQ8Panel;
+    const std::size_t acc_bytes = sizeof(float) * panel_acc * std::size_t(panels);
+    auto* acc = static_cast<float*>(thread_scratch(kScratchC, acc_bytes));
+    std::fill_n(acc, panel_acc * std::size_t(panels), 0.0f);
+    float* acc2 = nullptr;
+    if (w2 != nullptr) {
+        acc2 = static_cast<float*>(thread_scratch(kScratchC2, acc_bytes));
+        std::fill_n(acc2, panel_acc * std::size_t(panels), 0.0f);
+    }
+    const int k_pad = w.k_blocks * w.block;
+    const int chunk = std::max(kQ8FmaChunk / w.block, 1) * w.block;
+    auto* x = static_cast<float*>(
+        thread_scratch(kScratchQ8WideA, sizeof(float) * std::size_t(rows) * std::size_t(chunk)));
+    auto* wide = static_cast<float*>(
+        thread_scratch(kScratchQ8WideW, sizeof(float) * std::size_t(chunk) * kQ8Panel));
+    const struct {
+        const Q8Matrix* w;
+        float* acc;
+    } products[2] = {{&w, acc}, {w2, acc2}};
+    for (int k0 = 0; k0 < k_pad; k0 += chunk) {
+        const int kc = std::min(chunk, k_pad - k0);
+        q8_widen_rows_avx2(a.qa, a.lda_q, rows, k0, kc, x);
+        Q8FmaArgs f{.w = wide,
+                    .blocks = kc / w.block,
+                    .block = w.block,
+                    .rows = rows,
+                    .x = x,
+                    .ldx = kc,
+                    .da = a.da + k0 / w.block,
+                    .ld_da = a.kb};
+        for (int i = 0; i < panels; ++i) {
+            for (const auto& product : products) {
+                if (product.w == nullptr) continue;
+                q8_widen_panel_avx2(*product.w, panel0 + i, k0, kc, wide);
+                const std::size_t first_block =
+                    std::size_t(panel0 + i) * std::size_t(w.k_blocks) + std::size_t(k0 / w.block);
+                f.ws = product.w->scales + first_block * kQ8Panel;
+                f.acc = product.acc + std::size_t(i) * panel_acc;
+                q8_panel_fma_avx2(f);
+            }
+        }
+    }
+    for (int i = 0; i < panels; ++i) {
+        const std::size_t at = std::size_t(i) * panel_acc;
+        panel_epilogue(p, tier, panel0 + i, acc + at, acc2 == nullptr ? nullptr : acc2 + at, m0, m1,
+                       n0, n1);
     }
 }
 
@@ -286,6 +360,8 @@ void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
         biased = tier.vnni && rows >= kQ8VnniBiasedMinRows;
         quantize_rows(p, tier, biased, m0, m1, a);
     }
+    if (tier.fma && rows >= kQ8FmaMinRows && q8_fma_for_gemm())
+        return fma_tile(p, tier, a, m0, m1, n0, n1);
     auto* acc = static_cast<float*>(
         thread_scratch(kScratchC, sizeof(float) * std::size_t(rows) * kQ8Panel));
     float* acc2 = w2 == nullptr ? nullptr
@@ -298,11 +374,9 @@ void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
                      .biased = biased,
                      .da = a.da,
                      .sa = a.sa};
-    for (int j0 = n0; j0 < n1;) {
-        const int panel_index = j0 / kQ8Panel;
-        const int j1 = std::min(n1, (panel_index + 1) * kQ8Panel);
+    for (int panel = n0 / kQ8Panel; panel * kQ8Panel < n1; ++panel) {
         args.w = w;
-        args.panel = panel_index;
+        args.panel = panel;
         args.acc = acc;
         tier.panel(args);
         if (w2 != nullptr) {
@@ -310,15 +384,7 @@ void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
             args.acc = acc2;
             tier.panel(args);
         }
-        // acc is indexed from column panel_index·16; the epilogue wants it from j0.
-        const int off = j0 - panel_index * kQ8Panel;
-        if (tier.avx512_epilogue)
-            gemm_epilogue_avx512(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel, m0,
-                                 m1, j0, j1);
-        else
-            gemm_epilogue(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel, m0, m1,
-                          j0, j1);
-        j0 = j1;
+        panel_epilogue(p, tier, panel, acc, acc2, m0, m1, n0, n1);
     }
 }
 

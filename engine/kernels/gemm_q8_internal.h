@@ -44,6 +44,37 @@ void q8_bias_row(std::int8_t* q, std::ptrdiff_t n);
 void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, float* d,
                             std::int32_t* sums);
 
+// The int8 products on f32 FMAs (isa.h q8_fma_for_gemm), for tiles of at least kQ8FmaMinRows
+// rows: fewer rows (a decode step) would widen more weights than they multiply. The tile runs
+// over k in chunks of kQ8FmaChunk (or one block, if longer): each chunk of its activation rows is
+// widened once, each panel's chunk of weights once, and the panels' running sums wait in memory
+// between chunks, so a chunk's weights stay in L1 and its rows in L2.
+inline constexpr int kQ8FmaMinRows = 16;
+inline constexpr int kQ8FmaChunk = 256;
+
+// One panel and chunk: for each row and block of the chunk, the block's sum of products (exact:
+// integers below 2^24), then acc = fma(sum·d_w, d_a, acc), as the other kernels.
+struct Q8FmaArgs {
+    const float* w = nullptr;   // the panel's chunk widened: [k][16] (q8_widen_panel_avx2)
+    const float* ws = nullptr;  // scales of the chunk's first block, 16 per block
+    int blocks = 0;             // blocks in the chunk
+    int block = 0;
+    int rows = 0;
+    const float* x = nullptr;  // the chunk's rows widened (q8_widen_rows_avx2); ldx = its k
+    std::ptrdiff_t ldx = 0;
+    const float* da = nullptr;  // row r, block b of the chunk at da[r·ld_da + b]
+    std::ptrdiff_t ld_da = 0;
+    float* acc = nullptr;  // rows x 16, carried from chunk to chunk
+};
+void q8_panel_fma_avx2(const Q8FmaArgs& a);
+// Weights k0 .. k0 + kc of a panel (k0, kc multiples of 4) as floats, [k][16].
+void q8_widen_panel_avx2(const Q8Matrix& w, int panel, int k0, int kc, float* out);
+// Columns k0 .. k0 + kc of `rows` activation rows (row r at q + r·ldq) as floats, in the
+// kernel's tiles of rows: a tile of R rows from row r0 holds (r0 + r, k0 + i) at
+// out[r0·kc + i·R + r].
+void q8_widen_rows_avx2(const std::int8_t* q, std::ptrdiff_t ldq, int rows, int k0, int kc,
+                        float* out);
+
 // Rows [m0, m1) x columns [n0, n1) of a kQ8 problem, epilogue included (the hook that
 // run_problem_task calls for w_type == kQ8). With GemmArgs::packed_a set, the rows' quantized
 // activations are read from there (gemm_q8_quantize_a) instead of quantized by the task.

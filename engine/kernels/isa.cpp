@@ -1,7 +1,6 @@
 #include "kernels/isa.h"
 
 #include <atomic>
-#include <cstdlib>
 
 #include "base/cpu_features.h"
 
@@ -82,6 +81,25 @@ bool bf16_dot_for_gemm() {
 }
 
 void set_bf16_dot_for_gemm(bool use_bf16_dot) { g_bf16_dot_for_gemm.store(use_bf16_dot ? 1 : 0); }
+
+bool q8_fma_beats_int8(bool cpu_is_amd, int cpu_family) { return cpu_is_amd && cpu_family == 0x17; }
+
+namespace {
+std::atomic<int> g_q8_fma_for_gemm{-1};  // -1: not decided yet
+}  // namespace
+
+bool q8_fma_for_gemm() {
+    int v = g_q8_fma_for_gemm.load(std::memory_order_relaxed);
+    if (v < 0) {
+        const base::CpuFeatures& f = base::cpu_features();
+        v = q8_fma_beats_int8(f.amd, f.family) ? 1 : 0;
+        int expected = -1;
+        if (!g_q8_fma_for_gemm.compare_exchange_strong(expected, v)) v = expected;
+    }
+    return v != 0;
+}
+
+void set_q8_fma_for_gemm(bool use_fma) { g_q8_fma_for_gemm.store(use_fma ? 1 : 0); }
 
 Isa best_isa() {
     static const Isa isa = detect_best();

@@ -36,6 +36,19 @@ bool bf16_dot_beats_fma(bool cpu_has_avx512_bf16, bool cpu_is_intel);
 bool bf16_dot_for_gemm();
 void set_bf16_dot_for_gemm(bool use_bf16_dot);
 
+// Whether int8-weight products over many rows (kernels/gemm_q8.h, from kQ8FmaMinRows rows) on the
+// AVX2 kernels run on f32 FMAs over the int8 values widened to f32 rather than on vpmaddubsw /
+// vpmaddwd. Both give the exact integer block sums (x86/gemm_q8_avx2.cpp), so the same bits; only
+// speed differs. AMD family 17h (Zen 1, Zen+, Zen 2) multiplies vector integers on one pipe and
+// runs FMAs on two: Zen 1 measured the int8 kernel at 51 GOPS against 74 GFLOP/s for the f32
+// GEMM (2 threads, the text MLP at 212 rows). Elsewhere the integer multiplies have two pipes (or
+// VNNI) and keep the int8 kernel. A pure function of the CPU.
+bool q8_fma_beats_int8(bool cpu_is_amd, int cpu_family);
+// This process's policy: q8_fma_beats_int8() of this CPU unless overridden (tests and benchmarks
+// reach both kernels on any AVX2 CPU). Thread-safe.
+bool q8_fma_for_gemm();
+void set_q8_fma_for_gemm(bool use_fma);
+
 // Every tier, lowest first (tests iterate over it and skip the unsupported ones visibly).
 std::vector<Isa> all_isas();
 

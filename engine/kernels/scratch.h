@@ -32,7 +32,9 @@ enum ScratchSlot {
     kScratchAttention = 7,      // the flash driver's tiles (x86/attention_flash.h)
     kScratchAttentionKV = 8,    // a task's keys and values, repacked for its tiles
     kScratchQ8Corrections = 9,  // the int8 VNNI kernel's per-panel weight sums
-    kScratchSlots = 10
+    kScratchQ8WideA = 10,       // int8 activations widened to f32 for the FMA kernel
+    kScratchQ8WideW = 11,       // int8 weights widened to f32 for the FMA kernel
+    kScratchSlots = 12
 };
 
 // The calling thread's buffer for slot, at least bytes long and 64-byte aligned; valid until

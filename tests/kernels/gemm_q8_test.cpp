@@ -1,8 +1,9 @@
-// Int8-weight GEMM (kernels/gemm_q8.h) on every ISA tier against the double-precision
-// reference: odd shapes (k not a multiple of the block, n not a multiple of the panel, m = 1..40),
-// misaligned activations and strides, every epilogue, the gated pair, all block sizes; plus the
-// properties the runtime relies on: tiers agree bit for bit, and a row's result never depends on
-// m, on its neighbours or on the thread split (batch invariance).
+// Int8-weight GEMM (kernels/gemm_q8.h) on every ISA tier (the AVX2 kernels both on int8
+// multiplies and on f32 FMAs) against the double-precision reference: odd shapes (k not a multiple
+// of the block, n not a multiple of the panel, m = 1..40), misaligned activations and strides,
+// every epilogue, the gated pair, all block sizes; plus the properties the runtime relies on: tiers
+// agree bit for bit, and a row's result never depends on m, on its neighbours or on the thread
+// split (batch invariance).
 #include "kernels/gemm_q8.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,15 +60,51 @@ double abs_terms(const float* a, int k, const Q8Matrix& w, int j) {
     for (int b = 0; b < w.k_blocks; ++b) {
         std::int64_t isum = 0;
         for (int i = 0; i < w.block && b * w.block + i < k; ++i)
-            isum += q[std::size_t(b * w.block + i)] * q8_weight(w, j, b * w.block + i);
+            isum += q[std::size_t(b) * std::size_t(w.block) + std::size_t(i)] *
+                    q8_weight(w, j, b * w.block + i);
         total += std::fabs(double(d[std::size_t(b)]) * q8_scale(w, j, b) * double(isum));
     }
     return total;
 }
 
-class GemmQ8Test : public ::testing::TestWithParam<Isa> {
+// A tier, and for the AVX2 kernels which of their two ways to the block sums (isa.h
+// q8_fma_for_gemm: int8 multiplies or f32 FMAs, from kQ8FmaMinRows rows) runs.
+struct Q8Kernel {
+    Isa isa;
+    bool fma;
+};
+
+std::vector<Q8Kernel> q8_kernels() {
+    std::vector<Q8Kernel> out;
+    for (Isa isa : all_isas()) {
+        out.push_back({isa, false});
+        if (isa == Isa::kAvx2 || isa == Isa::kAvx512) out.push_back({isa, true});
+    }
+    return out;
+}
+
+std::string q8_kernel_label(const Q8Kernel& k) {
+    return std::string(isa_name(k.isa)) + (k.fma ? "_fma" : "");
+}
+
+std::string q8_kernel_name(const ::testing::TestParamInfo<Q8Kernel>& info) {
+    return q8_kernel_label(info.param);
+}
+
+// gtest prints a parameter as its bytes otherwise, padding included.
+void PrintTo(const Q8Kernel& k, std::ostream* os) { *os << q8_kernel_label(k); }
+
+class GemmQ8Test : public ::testing::TestWithParam<Q8Kernel> {
   protected:
-    void SetUp() override { QVL_SKIP_IF_UNSUPPORTED(GetParam()); }
+    void SetUp() override {
+        QVL_SKIP_IF_UNSUPPORTED(isa());
+        set_q8_fma_for_gemm(GetParam().fma);
+    }
+    void TearDown() override { set_q8_fma_for_gemm(saved_policy_); }
+    Isa isa() const { return GetParam().isa; }
+
+  private:
+    bool saved_policy_ = q8_fma_for_gemm();
 };
 
 struct Case {
@@ -145,30 +183,30 @@ TEST_P(GemmQ8Test, OddShapesMatchReference) {
         for (int m : {1, 2, 3, 7, 17, 40})
             for (int n : {1, 3, 17, 31, 70})
                 for (int k : {1, 7, 31, 33, 100, 257})
-                    run_case({m, n, k, block, GemmActivation::kNone, false, false, false},
-                             GetParam(), rng);
+                    run_case({m, n, k, block, GemmActivation::kNone, false, false, false}, isa(),
+                             rng);
 }
 
 TEST_P(GemmQ8Test, EpiloguesAndGated) {
     std::mt19937 rng(99);
     for (GemmActivation act :
          {GemmActivation::kNone, GemmActivation::kSilu, GemmActivation::kGeluTanh})
-        for (int m : {1, 5, 33})
-            run_case({m, 45, 300, 64, act, true, true, false}, GetParam(), rng);
-    for (int m : {1, 4, 9, 40}) run_case({m, 37, 129, 32, {}, false, false, true}, GetParam(), rng);
+        for (int m : {1, 5, 33}) run_case({m, 45, 300, 64, act, true, true, false}, isa(), rng);
+    for (int m : {1, 4, 9, 40}) run_case({m, 37, 129, 32, {}, false, false, true}, isa(), rng);
 }
 
 TEST_P(GemmQ8Test, TextShapesMatchReference) {
     // Real decoder shapes on a column window (the reference is slow): k = 2048 and 6144.
     std::mt19937 rng(5);
-    for (int k : {2048, 6144}) run_case({3, 40, k, 64, {}, false, true, false}, GetParam(), rng);
+    for (int k : {2048, 6144})
+        for (int m : {3, 20}) run_case({m, 40, k, 64, {}, false, true, false}, isa(), rng);
 }
 
 // Every tier equals the scalar tier bit for bit (same quantized activations, same f32 chain).
 TEST_P(GemmQ8Test, BitIdenticalToScalarTier) {
     std::mt19937 rng(7);
     for (int block : {32, 128}) {
-        const int m = 13, n = 53, k = 333;
+        const int m = 37, n = 53, k = 333;  // more than kQ8FmaMinRows rows, two chunks of k
         QWeights w(n, k, block, rng);
         std::vector<float> a = random_vec(std::size_t(m) * k, rng);
         std::vector<float> c1(std::size_t(m) * n), c2(c1.size());
@@ -181,7 +219,7 @@ TEST_P(GemmQ8Test, BitIdenticalToScalarTier) {
                    .w_type = WeightType::kQ8,
                    .c = c1.data(),
                    .ldc = n};
-        kernels_for(GetParam()).gemm(g);
+        kernels_for(isa()).gemm(g);
         g.c = c2.data();
         kernels_for(Isa::kScalar).gemm(g);
         for (std::size_t i = 0; i < c1.size(); ++i) ASSERT_EQ(c1[i], c2[i]) << "element " << i;
@@ -199,7 +237,7 @@ TEST_P(GemmQ8Test, WeightQuantizationSameOnEveryTier) {
         const Q8Matrix m1 = q8_describe(n, k, block, q1.data(), s1.data());
         const Q8Matrix m2 = q8_describe(n, k, block, q2.data(), s2.data());
         q8_quantize_panels(src.data(), WeightType::kF32, k, m1, 0, m1.panels, Isa::kScalar);
-        q8_quantize_panels(src.data(), WeightType::kF32, k, m2, 0, m2.panels, GetParam());
+        q8_quantize_panels(src.data(), WeightType::kF32, k, m2, 0, m2.panels, isa());
         EXPECT_EQ(q1, q2) << "block " << block;
         EXPECT_EQ(s1, s2) << "block " << block;
     }
@@ -222,12 +260,12 @@ TEST_P(GemmQ8Test, RowResultDoesNotDependOnBatch) {
                .w_type = WeightType::kQ8,
                .c = full.data(),
                .ldc = n};
-    kernels_for(GetParam()).gemm(g);
+    kernels_for(isa()).gemm(g);
     for (int tasks : {2, 3, 7}) {
         std::vector<float> split(full.size());
         GemmArgs s = g;
         s.c = split.data();
-        for (int t = 0; t < tasks; ++t) kernels_for(GetParam()).gemm_task(s, t, tasks);
+        for (int t = 0; t < tasks; ++t) kernels_for(isa()).gemm_task(s, t, tasks);
         ASSERT_EQ(split, full) << tasks << " tasks";
     }
     for (int r0 : {0, 5, 31})
@@ -237,7 +275,7 @@ TEST_P(GemmQ8Test, RowResultDoesNotDependOnBatch) {
             s.m = rows;
             s.a = a.data() + std::ptrdiff_t(r0) * k;
             s.c = part.data();
-            kernels_for(GetParam()).gemm(s);
+            kernels_for(isa()).gemm(s);
             for (int i = 0; i < rows; ++i)
                 for (int j = 0; j < n; ++j)
                     ASSERT_EQ(part[std::size_t(i * n + j)], full[std::size_t((r0 + i) * n + j)])
@@ -250,7 +288,7 @@ TEST_P(GemmQ8Test, RowResultDoesNotDependOnBatch) {
 // the tasks read them (spoiling the buffer changes the output).
 TEST_P(GemmQ8Test, SharedActivationsGiveTheSameBits) {
     std::mt19937 rng(17);
-    const KernelTable& table = kernels_for(GetParam());
+    const KernelTable& table = kernels_for(isa());
     for (const bool gated : {false, true}) {
         const int m = 77, n = 300, k = 333;
         QWeights w(n, k, 64, rng), w2(n, k, 64, rng);
@@ -309,8 +347,15 @@ TEST(GemmQ8, RejectsBadBlock) {
     EXPECT_TRUE(q8_block_ok(64));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, GemmQ8Test, ::testing::ValuesIn(all_isas()),
-                         testing::isa_param_name);
+TEST(GemmQ8, FmaPolicyIsAmdFamily17hOnly) {
+    EXPECT_TRUE(q8_fma_beats_int8(/*cpu_is_amd=*/true, /*cpu_family=*/0x17));
+    EXPECT_FALSE(q8_fma_beats_int8(true, 0x19));
+    EXPECT_FALSE(q8_fma_beats_int8(true, 0x1a));
+    EXPECT_FALSE(q8_fma_beats_int8(false, 0x17));
+    EXPECT_FALSE(q8_fma_beats_int8(false, 6));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, GemmQ8Test, ::testing::ValuesIn(q8_kernels()), q8_kernel_name);
 
 }  // namespace
 }  // namespace qvl::kernels

@@ -1,7 +1,12 @@
-// Int8-weight GEMM panel kernel on AVX2 (plain AVX2 + FMA, no VNNI): vpmaddubsw needs one
-// unsigned operand, so the sign moves onto the activations (|w| times x·sign(w), at most
-// 2·127·127 per pair: no int16 saturation), then vpmaddwd widens to int32. Integer sums are
-// exact; the f32 block chain is the one in kernels/gemm_q8.h, so results equal the other tiers.
+// Int8-weight GEMM panel kernels on AVX2 (plain AVX2 + FMA, no VNNI); the f32 block chain is the
+// one in kernels/gemm_q8.h, so results equal the other tiers'. Two ways to the exact integer sum
+// of a block's products:
+// - int8: vpmaddubsw needs one unsigned operand, so the sign moves onto the activations (|w|
+//   times x·sign(w), at most 2·127·127 per pair: no int16 saturation), then vpmaddwd widens to
+//   int32;
+// - f32 FMAs over both operands widened to float (isa.h q8_fma_for_gemm): each product is an
+//   integer of magnitude at most 127·127 < 2^14 and a block (at most 128 of them) sums to less
+//   than 2^21, so every partial sum is an integer that f32 holds exactly, in any order.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -73,7 +78,94 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
     }
 }
 
+// Rows per tile of the FMA kernel: 12 block sums, 2 weight vectors and a broadcast in 15
+// registers.
+constexpr int kFmaTileRows = 6;
+
+// R rows x 16 columns of one panel and chunk on FMAs, the rows widened as one tile (the layout
+// of q8_widen_rows_avx2). Per block: 2R block sums from zero, then the block chain on the running
+// sums in memory.
+template <int R>
+void fma_rows(const Q8FmaArgs& a, int r0) {
+    const float* x = a.x + r0 * a.ldx;
+    float* acc = a.acc + r0 * kQ8Panel;
+    const int block = a.block;
+    for (int b = 0; b < a.blocks; ++b) {
+        const float* w = a.w + std::ptrdiff_t(b) * block * kQ8Panel;
+        const float* xb = x + std::ptrdiff_t(b) * block * R;
+        __m256 lo[R], hi[R];
+        for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+#pragma GCC unroll 2
+        for (int i = 0; i < block; ++i) {
+            const __m256 w0 = _mm256_load_ps(w + i * kQ8Panel);
+            const __m256 w1 = _mm256_load_ps(w + i * kQ8Panel + 8);
+            for (int r = 0; r < R; ++r) {
+                const __m256 xr = _mm256_broadcast_ss(xb + i * R + r);
+                lo[r] = _mm256_fmadd_ps(w0, xr, lo[r]);
+                hi[r] = _mm256_fmadd_ps(w1, xr, hi[r]);
+            }
+        }
+        const __m256 dw_lo = _mm256_loadu_ps(a.ws + b * kQ8Panel);
+        const __m256 dw_hi = _mm256_loadu_ps(a.ws + b * kQ8Panel + 8);
+        for (int r = 0; r < R; ++r) {
+            const __m256 da = _mm256_set1_ps(a.da[std::ptrdiff_t(r0 + r) * a.ld_da + b]);
+            float* c = acc + r * kQ8Panel;
+            _mm256_storeu_ps(c,
+                             _mm256_fmadd_ps(_mm256_mul_ps(lo[r], dw_lo), da, _mm256_loadu_ps(c)));
+            _mm256_storeu_ps(
+                c + 8, _mm256_fmadd_ps(_mm256_mul_ps(hi[r], dw_hi), da, _mm256_loadu_ps(c + 8)));
+        }
+    }
+}
+
 }  // namespace
+
+void q8_panel_fma_avx2(const Q8FmaArgs& a) {
+    x86::for_static_tiles<kFmaTileRows>(
+        a.rows, [&](auto rows, int r) { fma_rows<decltype(rows)::value>(a, r); });
+}
+
+void q8_widen_panel_avx2(const Q8Matrix& w, int panel, int k0, int kc, float* out) {
+    // A panel's blocks lie one after another, so k's group of 4 (64 bytes: 4 bytes of each of
+    // the 16 columns) is at k / 4 · 64.
+    const std::int8_t* src = w.q + std::ptrdiff_t(panel) * w.k_blocks * w.block * kQ8Panel +
+                             std::ptrdiff_t(k0) * kQ8Panel;
+    // Within each 16-byte lane (4 columns x 4 k), k-major: dword t = the 4 columns' k = t.
+    const __m256i k_major = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                             0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int g = 0; g < kc / 4; ++g) {
+        const __m256i v[2] = {
+            _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + g * 64)),
+                                k_major),
+            _mm256_shuffle_epi8(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + g * 64 + 32)), k_major)};
+        float* o = out + std::ptrdiff_t(g) * 4 * kQ8Panel;
+        for (int t = 0; t < 4; ++t) {
+            // Dword t of each lane: 8 columns' k = 4g + t.
+            const __m256i pick = _mm256_setr_epi32(t, t + 4, 0, 0, 0, 0, 0, 0);
+            for (int h = 0; h < 2; ++h) {
+                const __m128i bytes =
+                    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v[h], pick));
+                _mm256_store_ps(o + t * kQ8Panel + h * 8,
+                                _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)));
+            }
+        }
+    }
+}
+
+void q8_widen_rows_avx2(const std::int8_t* q, std::ptrdiff_t ldq, int rows, int k0, int kc,
+                        float* out) {
+    // Tile by tile, as q8_panel_fma_avx2 splits the rows: k-major inside a tile, so the kernel
+    // broadcasts its R values of one k from one place.
+    x86::for_static_tiles<kFmaTileRows>(rows, [&](auto tile_rows, int r0) {
+        constexpr int R = decltype(tile_rows)::value;
+        float* o = out + std::ptrdiff_t(r0) * kc;
+        for (int r = 0; r < R; ++r) {
+            const std::int8_t* s = q + (r0 + r) * ldq + k0;
+            for (int i = 0; i < kc; ++i) o[i * R + r] = float(s[i]);
+        }
+    });
+}
 
 void q8_panel_avx2(const Q8PanelArgs& a) {
     x86::for_static_tiles<3>(a.rows,
