@@ -68,9 +68,12 @@ void gemm_pack_a_avx512bf16(const GemmArgs& p, int m0, int m1);
 void gemm_epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld_acc,
                    int m0, int m1, int n0, int n1);
 
-// The same with AVX-512 (kernels/x86/gemm_epilogue_avx512.cpp); call only where it is supported.
+// The same with AVX-512 (kernels/x86/gemm_epilogue_avx512.cpp) or AVX2 (the AVX2 tier's
+// vectorised activations, kernels/x86/gemm_avx2.cpp); call only where it is supported.
 void gemm_epilogue_avx512(const GemmArgs& p, const float* acc, const float* acc2,
                           std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1);
+void gemm_epilogue_avx2(const GemmArgs& p, const float* acc, const float* acc2,
+                        std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1);
 
 // The source of each row of one A panel, for packing: rows [row0, row0 + n) x k [p0, p0 + kc)
 // of A itself, or, when p.load_a is set, those rows gathered into the kScratchGather slot (one

@@ -190,7 +190,8 @@ namespace {
 struct Q8Tier {
     Q8PanelFn panel = q8_panel_scalar;
     Q8QuantizeRowFn quantize = q8_quantize_row;
-    bool avx512_epilogue = false;
+    // The tier's epilogue, the one its f32 GEMM uses (vectorised activations), for every m.
+    decltype(&gemm_epilogue) epilogue = gemm_epilogue;
     bool vnni = false;  // takes biased activations from kQ8VnniBiasedMinRows rows
     bool fma = false;   // has the FMA kernel (gemm_q8_internal.h), for q8_fma_for_gemm() CPUs
 };
@@ -198,11 +199,11 @@ struct Q8Tier {
 Q8Tier q8_tier(Isa isa) {
     switch (isa) {
         case Isa::kAvx512Bf16:
-            return {q8_panel_avx512vnni, q8_quantize_row_avx512, true, true, false};
+            return {q8_panel_avx512vnni, q8_quantize_row_avx512, gemm_epilogue_avx512, true, false};
         case Isa::kAvx512:  // no VNNI guaranteed: the AVX2 kernels
-            return {q8_panel_avx2, q8_quantize_row_avx2, true, false, true};
+            return {q8_panel_avx2, q8_quantize_row_avx2, gemm_epilogue_avx512, false, true};
         case Isa::kAvx2:
-            return {q8_panel_avx2, q8_quantize_row_avx2, false, false, true};
+            return {q8_panel_avx2, q8_quantize_row_avx2, gemm_epilogue_avx2, false, true};
         default:
             return {};
     }
@@ -253,11 +254,7 @@ void panel_epilogue(const GemmArgs& p, const Q8Tier& tier, int panel, const floa
     const int j1 = std::min(n1, (panel + 1) * kQ8Panel);
     // acc is indexed from column panel·16; the epilogue wants it from j0.
     const int off = j0 - panel * kQ8Panel;
-    const float* up = acc2 == nullptr ? nullptr : acc2 + off;
-    if (tier.avx512_epilogue)
-        gemm_epilogue_avx512(p, acc + off, up, kQ8Panel, m0, m1, j0, j1);
-    else
-        gemm_epilogue(p, acc + off, up, kQ8Panel, m0, m1, j0, j1);
+    tier.epilogue(p, acc + off, acc2 == nullptr ? nullptr : acc2 + off, kQ8Panel, m0, m1, j0, j1);
 }
 
 // A tile on the FMA kernel (gemm_q8_internal.h): chunks of k outer, panels inner, every panel's

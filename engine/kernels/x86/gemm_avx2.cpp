@@ -489,6 +489,11 @@ void gemm_pack_a_avx2(const GemmArgs& p, int m0, int m1) {
     pack_a_shared<avx2::KernelF32>(p, m0, m1);
 }
 
+void gemm_epilogue_avx2(const GemmArgs& p, const float* acc, const float* acc2,
+                        std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1) {
+    avx2::epilogue_rows(p, acc, acc2, ld_acc, m0, m1, n0, n1);
+}
+
 void gemv_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
         return gemm_tile_panel_stream<avx2::PanelStreamF32>(p, m0, m1, n0, n1);
