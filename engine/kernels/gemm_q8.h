@@ -11,8 +11,10 @@
 //
 // Every tier (scalar, AVX2, AVX-512 VNNI) quantizes activations bit-identically to the reference
 // and sums the blocks of one output element in the same order with the same f32 operations
-// (t = float(isum)·d_w; acc = fma(t, d_a, acc)), so tiers agree bit for bit and a row's result
-// depends only on that row: never on m, on which rows share a call, or on the thread split.
+// (t = float(isum)·d_w; acc = fma(t, d_a, acc)), so the sums agree bit for bit across tiers and
+// kernels; the epilogue (bias, activation, residual) is the tier's own, as for its f32 GEMM, and
+// the same for every m. So a row's result depends only on that row and the tier: never on m, on
+// which rows share a call, or on the thread split.
 #pragma once
 
 #include <cstddef>
