@@ -53,7 +53,8 @@ inline constexpr int kQ8FmaMinRows = 16;
 inline constexpr int kQ8FmaChunk = 256;
 
 // One panel and chunk: for each row and block of the chunk, the block's sum of products (exact:
-// integers below 2^24), then acc = fma(sum·d_w, d_a, acc), as the other kernels.
+// every partial sum is an integer below 2^21, and f32 holds integers up to 2^24), then
+// acc = fma(sum·d_w, d_a, acc), as the other kernels.
 struct Q8FmaArgs {
     const float* w = nullptr;   // the panel's chunk widened: [k][16] (q8_widen_panel_avx2)
     const float* ws = nullptr;  // scales of the chunk's first block, 16 per block

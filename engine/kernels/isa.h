@@ -41,8 +41,10 @@ void set_bf16_dot_for_gemm(bool use_bf16_dot);
 // vpmaddwd. Both give the exact integer block sums (x86/gemm_q8_avx2.cpp), so the same bits; only
 // speed differs. AMD family 17h (Zen 1, Zen+, Zen 2) multiplies vector integers on one pipe and
 // runs FMAs on two: Zen 1 measured the int8 kernel at 51 GOPS against 74 GFLOP/s for the f32
-// GEMM (2 threads, the text MLP at 212 rows). Elsewhere the integer multiplies have two pipes (or
-// VNNI) and keep the int8 kernel. A pure function of the CPU.
+// GEMM (2 threads, the text MLP at 212 rows). Other CPUs keep the int8 kernel: their published
+// tables give vector integer multiplies two pipes (Zen 3, Intel) or VNNI, but that is not
+// measured here; `qvl-bench-kernels --benchmark_filter=gemm_q8/.*/avx2` compares both kernels on
+// any AVX2 CPU. A pure function of the CPU.
 bool q8_fma_beats_int8(bool cpu_is_amd, int cpu_family);
 // This process's policy: q8_fma_beats_int8() of this CPU unless overridden (tests and benchmarks
 // reach both kernels on any AVX2 CPU). Thread-safe.
