@@ -76,7 +76,8 @@ def parse_args():
     p.add_argument("--dram", type=float, help="DRAM read GB/s")
     p.add_argument("--precision", choices=("f32", "bf16", "bf16-all"),
                    help="QVL_PRECISION for qvl-run (default: its own choice, bf16 matrix "
-                        "products where the CPU has AVX512_BF16)")
+                        "products and KV cache, plus bf16 attention where bf16 dot "
+                        "products are the fast path)")
     p.add_argument("--isa", choices=("scalar", "avx2", "avx512", "avx512bf16"),
                    help="QVL_ISA for qvl-run: measure a lower kernel tier (avx2: the floors then "
                         "use the AVX2 FMA peak, qvl-bench-kernels' peak/avx2_fp32 row)")

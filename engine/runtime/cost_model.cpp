@@ -55,18 +55,10 @@ const kernels::KernelTable& session_kernels(const SessionOptions& options) {
                                             : kernels::best_isa());
 }
 
-kernels::GemmPrecision session_gemm_precision(const SessionOptions& options,
-                                              const kernels::KernelTable& kernels) {
-    const Precision precision = options.precision;
-    return precision == Precision::kF32 || (precision == Precision::kAuto && !kernels.bf16_products)
-               ? kernels::GemmPrecision::kF32
-               : kernels::GemmPrecision::kBF16;
-}
-
 }  // namespace
 
 kernels::KvType session_kv_type(const SessionOptions& options) {
-    return kv_type_for(session_gemm_precision(options, session_kernels(options)));
+    return kv_type_for(session_gemm_precision(options));
 }
 
 double kv_bytes_per_token(const model::TextConfig& text, kernels::KvType type) {
@@ -76,7 +68,7 @@ double kv_bytes_per_token(const model::TextConfig& text, kernels::KvType type) {
 
 MachineRates probe_rates(const SessionOptions& options) {
     const kernels::KernelTable& kernels = session_kernels(options);
-    const kernels::GemmPrecision gemm_precision = session_gemm_precision(options, kernels);
+    const kernels::GemmPrecision gemm_precision = session_gemm_precision(options);
     base::ThreadPool pool(options.threads > 0 ? options.threads
                                               : base::cpu_features().physical_cores);
     MachineRates rates;

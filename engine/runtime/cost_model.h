@@ -22,8 +22,7 @@ struct MachineRates {
 };
 MachineRates probe_rates(const SessionOptions& options);
 
-// The KV element type a session with these options will use (kv_type_for its precision with
-// kAuto resolved for its kernel tier, as Session resolves it).
+// The KV element type a session with these options will use (kv_type_for its precision).
 kernels::KvType session_kv_type(const SessionOptions& options);
 
 struct RunShape {

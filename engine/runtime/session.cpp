@@ -86,15 +86,21 @@ image::PreprocessConfig effective_preprocess(const model::Model& model,
     return pp;
 }
 
+kernels::GemmPrecision session_gemm_precision(const SessionOptions& options) {
+    // kAuto is bf16 on every tier: the precision Hugging Face runs a bf16 checkpoint in. On AVX2
+    // the products cost the same as in f32, and the bf16 KV cache halves what decode attention
+    // reads (issue 14: Zen 1, 2 threads, --weights q8, ~3300 cached tokens: 130 -> 102
+    // ms/token, peak RSS -366 MB), with logits error below Hugging Face's own bf16 run on every
+    // golden case (bench/precision_evidence.py). f32 only when asked for.
+    return options.precision == Precision::kF32 ? kernels::GemmPrecision::kF32
+                                                : kernels::GemmPrecision::kBF16;
+}
+
 Session::Session(const model::Model& model, const SessionOptions& options)
     : model_(&model),
       options_(options),
       kernels_(&kernels::kernels_for(resolve_isa(options.isa))),
-      gemm_precision_(options.precision == Precision::kBF16 ||
-                              options.precision == Precision::kBF16All ||
-                              (options.precision == Precision::kAuto && kernels_->bf16_products)
-                          ? kernels::GemmPrecision::kBF16
-                          : kernels::GemmPrecision::kF32),
+      gemm_precision_(session_gemm_precision(options)),
       // kAuto: bf16 attention where bf16 dot products are the fast path (issue 14's evidence:
       // its logits error stays below Hugging Face's own bf16 run on every golden case).
       attention_precision_(options.precision == Precision::kBF16All ||

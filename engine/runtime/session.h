@@ -72,6 +72,10 @@ struct SessionOptions {
     int slots = 1;  // sequences with their own KV region (1..model::kMaxDecodeBatch)
 };
 
+// The matrix-product precision of a session with these options, kAuto resolved: the one rule,
+// used by Session and by the dry-run's memory estimate (session_kv_type).
+kernels::GemmPrecision session_gemm_precision(const SessionOptions& options);
+
 // The kernel tier a session with that request runs on this machine ("avx512bf16", ...).
 const char* kernel_isa_name(std::optional<kernels::Isa> requested = std::nullopt);
 

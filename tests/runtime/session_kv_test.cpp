@@ -28,9 +28,7 @@ TEST(SessionKv, ArenaIsBf16AndHalfTheBytesOutsideF32Precision) {
         auto s = Session::create(test_util::tiny_model(), so);
         ASSERT_TRUE(s.ok()) << s.status().message();
         const bool f32 = s.value()->precision() == Precision::kF32;
-        EXPECT_EQ(f32, precision == Precision::kF32 ||
-                           (precision == Precision::kAuto &&
-                            !kernels::kernels_for(s.value()->isa()).bf16_products));
+        EXPECT_EQ(f32, precision == Precision::kF32);  // kAuto is bf16 on every tier
         const kernels::KvType want = f32 ? kernels::KvType::kF32 : kernels::KvType::kBF16;
         EXPECT_EQ(s.value()->kv_type(), want) << precision_name(precision);
         EXPECT_EQ(session_kv_type(so), want) << precision_name(precision);
