@@ -41,8 +41,9 @@ namespace qvl::runtime {
 // are nearly tied can then differ from kBF16's. Its logits error stays below Hugging Face's own
 // bf16 run on every golden case (bench/precision_evidence.py). kAuto picks kBF16All where the CPU
 // has AVX512_BF16 and its dot product outruns its FMAs (kernels/isa.h bf16_dot_for_gemm: AMD Zen
-// 4/5), kBF16 where it has the instructions but they are the slower path (the Intel Xeons seen
-// here), else kF32.
+// 4/5), else kBF16: where the instructions are the slower path (the Intel Xeons seen here) and
+// on CPUs without them (AVX2, scalar), whose products run as f32 FMAs over the bf16-rounded
+// operands. kF32 only when asked for (session_gemm_precision).
 enum class Precision { kAuto, kF32, kBF16, kBF16All };
 
 // Longest prefill chunk: bounds the activation arena independently of the context size.
