@@ -34,6 +34,7 @@ DECODE_WEIGHT_BYTES = 2 * (1_409_408_000 + 2048 + 311_164_928 + 2048)
 KV_BYTES_PER_TOKEN = 28 * 2 * 8 * 128 * 2     # 114,688 B read per cached token per step
 WEIGHT_FILE_BYTES = 4_255_064_064
 RSS_SLACK_BYTES = 400e6                       # issue 8: RSS <= weights + KV arena + 400 MB
+QVL_PRECISIONS = ("f32", "f32-kv-bf16", "bf16", "bf16-all")  # what QVL_PRECISION accepts
 
 # machine.md (2 cores; 1 core in brackets): FP32 FMA 452-477 (229-245), BF16 dot 908-957
 # (451-485) GFLOP/s, DRAM ~37 GB/s typical, one core nearly saturates it.
@@ -74,10 +75,11 @@ def parse_args():
     p.add_argument("--peak-bf16", type=float,
                    help="BF16 GFLOP/s at 2 threads (scaled by threads/2 for other counts)")
     p.add_argument("--dram", type=float, help="DRAM read GB/s")
-    p.add_argument("--precision", choices=("f32", "bf16", "bf16-all"),
-                   help="QVL_PRECISION for qvl-run (default: its own choice, bf16 matrix "
-                        "products and KV cache, plus bf16 attention where bf16 dot "
-                        "products are the fast path)")
+    p.add_argument("--precision", choices=QVL_PRECISIONS,
+                   help="QVL_PRECISION for qvl-run (default: its own choice, the fastest "
+                        "precision of the CPU: bf16 products, plus bf16 attention where bf16 "
+                        "dot products are the fast path; f32 products over a bf16 KV cache "
+                        "without bf16 instructions)")
     p.add_argument("--isa", choices=("scalar", "avx2", "avx512", "avx512bf16"),
                    help="QVL_ISA for qvl-run: measure a lower kernel tier (avx2: the floors then "
                         "use the AVX2 FMA peak, qvl-bench-kernels' peak/avx2_fp32 row)")
@@ -105,7 +107,7 @@ def parse_args():
                         "and has first-request rows only)")
     p.add_argument("--qvl-extra", default="bf16-all,q8",
                    help="comma-separated extra qvl rows of the peer table: a QVL_PRECISION "
-                        "(f32, bf16, bf16-all) or q8 (--weights q8); '' for none")
+                        "(f32, f32-kv-bf16, bf16, bf16-all) or q8 (--weights q8); '' for none")
     a = p.parse_args()
     a.peers = [x.strip() for x in a.peers.split(",") if x.strip()]
     bad = [x for x in a.peers if x not in ("hf", "hf-f32", "llamacpp")]
@@ -113,8 +115,8 @@ def parse_args():
         p.error(f"--peers: unknown engine(s) {bad}; known: hf, hf-f32, llamacpp")
     a.qvl_extra = [x.strip() for x in a.qvl_extra.split(",") if x.strip()]
     for x in a.qvl_extra:
-        if x not in ("f32", "bf16", "bf16-all", "q8"):
-            p.error(f"--qvl-extra: unknown row {x!r} (f32, bf16, bf16-all or q8)")
+        if x not in QVL_PRECISIONS + ("q8",):
+            p.error(f"--qvl-extra: unknown row {x!r} ({', '.join(QVL_PRECISIONS)} or q8)")
     return a
 
 

@@ -10,7 +10,7 @@ greedy tokens:
   Qwen3VLForConditionalGeneration (bf16 and, as a check of this harness, f32), so only the
   model's arithmetic differs from the oracle;
 - qvl: `qvl-run --messages case.json --temp 0 -n 16 --ignore-eos --json --dump-logits` with
-  QVL_PRECISION=f32 / bf16 / bf16-all.
+  QVL_PRECISION=f32 / f32-kv-bf16 / bf16 / bf16-all.
 Metrics per case: max abs error, max abs error / max |ref|, relative L2 error, cosine, top-1
 agreement, and greedy agreement (tokens equal to the golden's before the first difference, /16).
 
@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "tools"))
 from conformance import read_safetensors  # noqa: E402  (the goldens' reader, one copy)
 
 IMAGE_TOKEN_ID = 151655
-QVL_PRECISIONS = ("f32", "bf16", "bf16-all")
+QVL_PRECISIONS = ("f32", "f32-kv-bf16", "bf16", "bf16-all")
 
 
 def golden_cases(testdata):

@@ -25,7 +25,7 @@ int read_env_options(EnvOptions* out, std::FILE* err, const EnvLookup& lookup) {
         // "auto" is the default, not a value to ask for: the documented set is the three below.
         const std::optional<runtime::Precision> p = runtime::precision_from_name(v);
         if (!p || *p == runtime::Precision::kAuto) {
-            return unknown_value(err, "QVL_PRECISION", v, "f32, bf16, bf16-all");
+            return unknown_value(err, "QVL_PRECISION", v, "f32, f32-kv-bf16, bf16, bf16-all");
         }
         out->precision = *p;
     }

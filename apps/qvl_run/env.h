@@ -13,7 +13,7 @@
 namespace qvl::app {
 
 struct EnvOptions {
-    std::optional<runtime::Precision> precision;  // QVL_PRECISION=f32|bf16|bf16-all
+    std::optional<runtime::Precision> precision;  // QVL_PRECISION=f32|f32-kv-bf16|bf16|bf16-all
     std::optional<kernels::Isa> isa;              // QVL_ISA=scalar|avx2|avx512|avx512bf16
     bool profile = false;                         // QVL_PROFILE=0|1
     std::string trace_dir;                        // QVL_TRACE=DIR
@@ -24,7 +24,8 @@ using EnvLookup = std::function<const char*(const char* name)>;
 
 // Reads the four variables through `lookup` (std::getenv by default) into *out. An unset or
 // empty variable keeps the default. An unknown value prints one line
-//   qvl-run: error: QVL_PRECISION: unknown value 'bogus' (expected f32, bf16, bf16-all)
+//   qvl-run: error: QVL_PRECISION: unknown value 'bogus' (expected f32, f32-kv-bf16, bf16,
+//   bf16-all)
 // to err and returns 2 (the usage exit code); otherwise returns -1 (continue).
 int read_env_options(EnvOptions* out, std::FILE* err, const EnvLookup& lookup = {});
 

@@ -33,6 +33,13 @@ base::Result<runtime::SessionOptions> to_engine(const SessionOptions& options) {
     return so;
 }
 
+// The public enum mirrors runtime::Precision value for value.
+static_assert(int(Precision::kAuto) == int(runtime::Precision::kAuto) &&
+              int(Precision::kF32) == int(runtime::Precision::kF32) &&
+              int(Precision::kBF16) == int(runtime::Precision::kBF16) &&
+              int(Precision::kBF16All) == int(runtime::Precision::kBF16All) &&
+              int(Precision::kF32KvBF16) == int(runtime::Precision::kF32KvBF16));
+
 Precision from_engine(runtime::Precision precision) { return Precision(int(precision)); }
 
 std::vector<text::ChatMessage> to_engine(const std::vector<Message>& messages) {

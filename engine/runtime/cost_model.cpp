@@ -48,19 +48,6 @@ double time_matmul(base::ThreadPool* pool, const kernels::KernelTable& kernels,
 
 }  // namespace
 
-namespace {
-
-const kernels::KernelTable& session_kernels(const SessionOptions& options) {
-    return kernels::kernels_for(options.isa ? kernels::resolve_isa(*options.isa)
-                                            : kernels::best_isa());
-}
-
-}  // namespace
-
-kernels::KvType session_kv_type(const SessionOptions& options) {
-    return kv_type_for(session_gemm_precision(options));
-}
-
 double kv_bytes_per_token(const model::TextConfig& text, kernels::KvType type) {
     return 2.0 * text.num_hidden_layers * text.num_key_value_heads * text.head_dim *
            double(kernels::kv_type_bytes(type));

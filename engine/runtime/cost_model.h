@@ -22,9 +22,6 @@ struct MachineRates {
 };
 MachineRates probe_rates(const SessionOptions& options);
 
-// The KV element type a session with these options will use (kv_type_for its precision).
-kernels::KvType session_kv_type(const SessionOptions& options);
-
 struct RunShape {
     std::vector<int> image_patches;  // per image, all frames
     int prompt_tokens = 0;           // image pads expanded

@@ -19,11 +19,6 @@ base::Status check_context_fits(std::int64_t used, std::int64_t n_new, std::int6
                        capacity);
 }
 
-kernels::KvType kv_type_for(kernels::GemmPrecision gemm_precision) {
-    return gemm_precision == kernels::GemmPrecision::kF32 ? kernels::KvType::kF32
-                                                          : kernels::KvType::kBF16;
-}
-
 bool KvCache::arena_bytes(int n_layers, int n_kv_heads, int head_dim, int max_ctx, int n_slots,
                           kernels::KvType type, std::uint64_t* bytes) {
     return n_layers >= 0 && n_kv_heads >= 0 && head_dim >= 0 && max_ctx >= 0 && n_slots >= 0 &&

@@ -1,10 +1,10 @@
 // The KV arena: one allocation at session start holding keys and values for every slot (one
 // sequence each) and every layer, laid out [slot][layer][k|v][kv_head][pos][head_dim] in f32 or
-// bf16 (kv_type_for below: half the bytes, and half what decode attention reads), so
-// decode attention streams each head's keys contiguously and a slot's region never moves. Tracks
-// per slot how many positions are filled and the M-RoPE delta (the two differ after an image;
-// confusing them shifts every generated token). The slot argument defaults to 0, the only slot of
-// a single-conversation cache.
+// bf16 (the session chooses: runtime/session.h session_kv_type; bf16 halves the bytes and what
+// decode attention reads), so decode attention streams each head's keys contiguously and a
+// slot's region never moves. Tracks per slot how many positions are filled and the M-RoPE delta
+// (the two differ after an image; confusing them shifts every generated token). The slot
+// argument defaults to 0, the only slot of a single-conversation cache.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,6 @@
 #include "base/status.h"
 #include "graph/graph.h"
 #include "kernels/attention.h"
-#include "kernels/gemm.h"
 
 namespace qvl::runtime {
 
@@ -25,12 +24,6 @@ namespace qvl::runtime {
 // of 256 tokens".
 base::Status check_context_fits(std::int64_t used, std::int64_t n_new, std::int64_t capacity,
                                 std::string_view what);
-
-// The one rule for the KV element type of a session whose matrix products run in
-// `gemm_precision` (its precision with kAuto resolved): bf16 where they round to bf16 (kBF16,
-// kBF16All; Hugging Face keeps a bf16 checkpoint's cache in bf16 too), f32 in f32 precision, so
-// the float64 goldens stay exact there.
-kernels::KvType kv_type_for(kernels::GemmPrecision gemm_precision);
 
 class KvCache {
   public:

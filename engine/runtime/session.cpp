@@ -44,7 +44,8 @@ kernels::Isa resolve_isa(std::optional<kernels::Isa> requested) {
 }  // namespace
 
 std::optional<Precision> precision_from_name(std::string_view name) {
-    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All}) {
+    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All,
+                        Precision::kF32KvBF16}) {
         if (name == precision_name(p)) return p;
     }
     return std::nullopt;
@@ -60,6 +61,8 @@ const char* precision_name(Precision precision) {
             return "bf16";
         case Precision::kBF16All:
             return "bf16-all";
+        case Precision::kF32KvBF16:
+            return "f32-kv-bf16";
     }
     return "unknown";
 }
@@ -86,14 +89,37 @@ image::PreprocessConfig effective_preprocess(const model::Model& model,
     return pp;
 }
 
+const kernels::KernelTable& session_kernels(const SessionOptions& options) {
+    // No warning here: the Session constructor's resolve_isa gives it once.
+    return kernels::kernels_for(options.isa ? kernels::resolve_isa(*options.isa)
+                                            : kernels::best_isa());
+}
+
 kernels::GemmPrecision session_gemm_precision(const SessionOptions& options) {
-    // kAuto is bf16 on every tier: the precision Hugging Face runs a bf16 checkpoint in. On AVX2
-    // the products cost the same as in f32, and the bf16 KV cache halves what decode attention
-    // reads (issue 14: Zen 1, 2 threads, --weights q8, ~3300 cached tokens: 130 -> 102
-    // ms/token, peak RSS -366 MB), with logits error below Hugging Face's own bf16 run on every
-    // golden case (bench/precision_evidence.py). f32 only when asked for.
-    return options.precision == Precision::kF32 ? kernels::GemmPrecision::kF32
-                                                : kernels::GemmPrecision::kBF16;
+    switch (options.precision) {
+        case Precision::kF32:
+        case Precision::kF32KvBF16:
+            return kernels::GemmPrecision::kF32;
+        case Precision::kBF16:
+        case Precision::kBF16All:
+            return kernels::GemmPrecision::kBF16;
+        case Precision::kAuto:
+            break;
+    }
+    // kAuto: bf16 activations only where bf16 products are the tier's own instructions. Without
+    // them (AVX2, AVX-512F, scalar) a bf16 product is an f32 FMA over operands rounded first:
+    // the same speed as f32 (issue 14, Zen 1: vision, prefill and decode alike), for ~1e-2 of
+    // logits error that f32 activations do not have.
+    return session_kernels(options).bf16_products ? kernels::GemmPrecision::kBF16
+                                                  : kernels::GemmPrecision::kF32;
+}
+
+kernels::KvType session_kv_type(const SessionOptions& options) {
+    // bf16 unless f32 was asked for (the float64 goldens stay exact there): half the bytes, and
+    // half what decode attention reads; Hugging Face keeps a bf16 checkpoint's cache in bf16
+    // too. On AVX2 (issue 14: Zen 1, 2 threads, --weights q8, ~3300 cached tokens) decode went
+    // from 130 to 102 ms/token and peak RSS fell by 366 MB.
+    return options.precision == Precision::kF32 ? kernels::KvType::kF32 : kernels::KvType::kBF16;
 }
 
 Session::Session(const model::Model& model, const SessionOptions& options)
@@ -147,7 +173,7 @@ base::Status Session::reserve() {
     std::uint64_t kv_bytes = 0, visual_bytes = 0, scratch_bytes = 0, fixed = 0;
     const bool sizes_ok =
         KvCache::arena_bytes(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
-                             options_.ctx_size, options_.slots, kv_type_for(gemm_precision_),
+                             options_.ctx_size, options_.slots, session_kv_type(options_),
                              &kv_bytes) &&
         base::checked_product(
             {1 + vc.deepstack_visual_indexes.size(), std::uint64_t(options_.ctx_size),
@@ -164,7 +190,7 @@ base::Status Session::reserve() {
 
     QVL_ASSIGN_OR_RETURN(
         kv_, KvCache::create(tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
-                             options_.ctx_size, options_.slots, kv_type_for(gemm_precision_)));
+                             options_.ctx_size, options_.slots, session_kv_type(options_)));
     QVL_TRY(vision_inputs_.reserve(vc, max_patches_));
     const int rows = std::max(chunk_, options_.slots);
     text_cos_.resize(std::size_t(rows) * tc.head_dim / 2);

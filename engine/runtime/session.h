@@ -33,23 +33,28 @@
 namespace qvl::runtime {
 
 // How the products round their operands. kF32 keeps f32 activations (bf16 weights widened
-// exactly): within 2e-5 of the float64 reference. kBF16 rounds the matrix products' activations
-// to bf16 and uses vdpbf16ps: about twice as fast on CPUs with AVX512_BF16, within ~1e-2 of the
-// reference (the precision Hugging Face itself runs a bf16 checkpoint in); attention stays f32.
+// exactly) and an f32 KV cache: within 2e-5 of the float64 reference. kF32KvBF16 is kF32 with
+// the KV cache in bf16: half what decode attention reads, for a small error (the cache's
+// rounding only). kBF16 rounds the matrix products' activations to bf16 and uses vdpbf16ps:
+// about twice as fast on CPUs with AVX512_BF16, within ~1e-2 of the reference (the precision
+// Hugging Face itself runs a bf16 checkpoint in); attention stays f32, the KV cache is bf16.
 // kBF16All also runs attention (vision tower, prefill) on bf16 operands: ~1.6x faster attention,
 // which dominates large images, for similar logits error; greedy continuations whose top logits
 // are nearly tied can then differ from kBF16's. Its logits error stays below Hugging Face's own
-// bf16 run on every golden case (bench/precision_evidence.py). kAuto picks kBF16All where the CPU
-// has AVX512_BF16 and its dot product outruns its FMAs (kernels/isa.h bf16_dot_for_gemm: AMD Zen
-// 4/5), else kBF16: where the instructions are the slower path (the Intel Xeons seen here) and
-// on CPUs without them (AVX2, scalar), whose products run as f32 FMAs over the bf16-rounded
-// operands. kF32 only when asked for (session_gemm_precision).
-enum class Precision { kAuto, kF32, kBF16, kBF16All };
+// bf16 run on every golden case (bench/precision_evidence.py).
+// kAuto (session_gemm_precision, session_kv_type) is the fastest of these on the tier, and the
+// most accurate among equally fast ones: kBF16All where the CPU has AVX512_BF16 and its dot
+// product outruns its FMAs (kernels/isa.h bf16_dot_for_gemm: AMD Zen 4/5), kBF16 on the other
+// AVX512_BF16 CPUs (the Intel Xeons seen here), kF32KvBF16 on tiers without bf16 products
+// (AVX2, AVX-512F, scalar), whose products run as f32 FMAs whether or not the activations were
+// rounded first. The values are those of qvl::Precision (include/qvl/qvl.h).
+enum class Precision { kAuto, kF32, kBF16, kBF16All, kF32KvBF16 };
 
 // Longest prefill chunk: bounds the activation arena independently of the context size.
 inline constexpr int kMaxPrefillChunk = 512;
 
-// The spellings "f32", "bf16", "bf16-all" (and "auto"); nullopt for anything else.
+// The spellings "f32", "bf16", "bf16-all", "f32-kv-bf16" (and "auto"); nullopt for anything
+// else.
 std::optional<Precision> precision_from_name(std::string_view name);
 const char* precision_name(Precision precision);
 
@@ -73,9 +78,12 @@ struct SessionOptions {
     int slots = 1;  // sequences with their own KV region (1..model::kMaxDecodeBatch)
 };
 
-// The matrix-product precision of a session with these options, kAuto resolved: the one rule,
-// used by Session and by the dry-run's memory estimate (session_kv_type).
+// The matrix-product precision and the KV element type of a session with these options, kAuto
+// resolved: the one rule, used by Session and by the dry run's memory estimate.
 kernels::GemmPrecision session_gemm_precision(const SessionOptions& options);
+kernels::KvType session_kv_type(const SessionOptions& options);
+// The kernel table a session with these options runs on (its isa clamped to this CPU).
+const kernels::KernelTable& session_kernels(const SessionOptions& options);
 
 // The kernel tier a session with that request runs on this machine ("avx512bf16", ...).
 const char* kernel_isa_name(std::optional<kernels::Isa> requested = std::nullopt);
@@ -177,7 +185,7 @@ class Session {
     int slots() const { return kv_.slots(); }
     int context_used(int slot = 0) const { return kv_.size(slot); }
     int context_size() const { return kv_.capacity(); }
-    // The KV arena: its element type (kv_type_for the precision in effect) and size.
+    // The KV arena: its element type (session_kv_type) and size.
     kernels::KvType kv_type() const { return kv_.type(); }
     std::size_t kv_bytes() const { return kv_.bytes(); }
     int max_image_tokens() const { return max_image_tokens_; }
@@ -185,7 +193,9 @@ class Session {
     kernels::Isa isa() const { return kernels_->isa; }
     // The precision in effect (kAuto resolved).
     Precision precision() const {
-        if (gemm_precision_ == kernels::GemmPrecision::kF32) return Precision::kF32;
+        if (gemm_precision_ == kernels::GemmPrecision::kF32) {
+            return kv_.type() == kernels::KvType::kF32 ? Precision::kF32 : Precision::kF32KvBF16;
+        }
         return attention_precision_ == kernels::GemmPrecision::kBF16 ? Precision::kBF16All
                                                                      : Precision::kBF16;
     }

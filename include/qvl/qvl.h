@@ -151,9 +151,11 @@ class Prompt {
 // ---- Session ---------------------------------------------------------------------------------
 
 // How the matrix products round their operands: kF32 stays within 2e-5 of the float64
-// reference; kBF16 rounds activations to bf16 (about twice as fast where the CPU has
-// AVX512_BF16); kBF16All also runs attention in bf16. kAuto: kBF16 where AVX512_BF16 exists.
-enum class Precision { kAuto, kF32, kBF16, kBF16All };
+// reference; kF32KvBF16 is kF32 with the KV cache in bf16 (half the bytes, faster decode over
+// long contexts); kBF16 rounds activations to bf16 (about twice as fast where the CPU has
+// AVX512_BF16) and keeps a bf16 KV cache; kBF16All also runs attention in bf16. kAuto: kBF16All
+// or kBF16 where AVX512_BF16 exists, kF32KvBF16 elsewhere (Session::precision says which).
+enum class Precision { kAuto, kF32, kBF16, kBF16All, kF32KvBF16 };
 
 struct SessionOptions {
     int threads = 0;      // 0: one per physical core

@@ -81,9 +81,11 @@ TEST(EnvOptions, UnknownValueIsAUsageErrorNamingTheVariable) {
         const char* message;
     } cases[] = {
         {"QVL_PRECISION", "bogus",
-         "qvl-run: error: QVL_PRECISION: unknown value 'bogus' (expected f32, bf16, bf16-all)\n"},
+         "qvl-run: error: QVL_PRECISION: unknown value 'bogus' (expected f32, f32-kv-bf16, bf16, "
+         "bf16-all)\n"},
         {"QVL_PRECISION", "auto",
-         "qvl-run: error: QVL_PRECISION: unknown value 'auto' (expected f32, bf16, bf16-all)\n"},
+         "qvl-run: error: QVL_PRECISION: unknown value 'auto' (expected f32, f32-kv-bf16, bf16, "
+         "bf16-all)\n"},
         {"QVL_ISA", "foo",
          "qvl-run: error: QVL_ISA: unknown value 'foo' (expected scalar, avx2, avx512, "
          "avx512bf16)\n"},

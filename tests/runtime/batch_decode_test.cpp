@@ -121,15 +121,15 @@ INSTANTIATE_TEST_SUITE_P(Tiers, BatchInvariance,
                          ::testing::Values(Tier{Precision::kF32, kernels::Isa::kScalar},
                                            Tier{Precision::kF32, kernels::Isa::kAvx2},
                                            Tier{Precision::kBF16, kernels::Isa::kAvx2},
+                                           Tier{Precision::kF32KvBF16, kernels::Isa::kAvx2},
                                            Tier{Precision::kF32, kernels::Isa::kAvx512},
                                            Tier{Precision::kBF16, kernels::Isa::kAvx512},
                                            Tier{Precision::kF32, kernels::Isa::kAvx512Bf16},
                                            Tier{Precision::kBF16, kernels::Isa::kAvx512Bf16},
                                            Tier{Precision::kBF16All, kernels::Isa::kAvx512Bf16}),
                          [](const auto& info) {
-                             const char* p = info.param.precision == Precision::kF32    ? "f32"
-                                             : info.param.precision == Precision::kBF16 ? "bf16"
-                                                                                        : "bf16all";
+                             std::string p = precision_name(info.param.precision);
+                             std::erase(p, '-');
                              return std::string(kernels::isa_name(info.param.isa)) + "_" + p;
                          });
 

@@ -383,7 +383,8 @@ TEST_P(PrefillPieces, MatchOneChunkBitForBit) {
 }
 
 const auto kPrecisionsAndTiers = ::testing::Combine(
-    ::testing::Values(Precision::kF32, Precision::kBF16, Precision::kBF16All),
+    ::testing::Values(Precision::kF32, Precision::kF32KvBF16, Precision::kBF16,
+                      Precision::kBF16All),
     ::testing::Values(kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16));
 
 std::string precision_and_tier(

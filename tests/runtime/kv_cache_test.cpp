@@ -108,11 +108,6 @@ TEST(KvCache, Bf16ArenaIsHalfTheF32One) {
     EXPECT_EQ(bf16, f32 / 2);
 }
 
-TEST(KvCache, ElementTypeFollowsThePrecision) {
-    EXPECT_EQ(kv_type_for(kernels::GemmPrecision::kF32), kernels::KvType::kF32);
-    EXPECT_EQ(kv_type_for(kernels::GemmPrecision::kBF16), kernels::KvType::kBF16);
-}
-
 TEST(KvCache, CountersAdvanceAndClear) {
     base::Result<KvCache> kv = KvCache::create(1, 1, 16, 64);
     ASSERT_TRUE(kv.ok());

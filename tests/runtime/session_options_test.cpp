@@ -19,7 +19,8 @@ namespace {
 using test::tiny_model;
 
 TEST(SessionOptions, PrecisionNames) {
-    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All}) {
+    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All,
+                        Precision::kF32KvBF16}) {
         EXPECT_EQ(precision_from_name(precision_name(p)), p);
     }
     EXPECT_FALSE(precision_from_name("bogus").has_value());
@@ -35,7 +36,7 @@ TEST(SessionOptions, IsaRequestIsClampedToTheCpu) {
 
 TEST(SessionOptions, AutoPrecisionFollowsTheFastBf16Path) {
     if (!kernels::isa_supported(kernels::Isa::kAvx512Bf16)) {
-        GTEST_SKIP() << "this CPU has no AVX512_BF16: auto is f32";
+        GTEST_SKIP() << "this CPU has no AVX512_BF16: auto is f32-kv-bf16";
     }
     const bool saved = kernels::bf16_dot_for_gemm();
     SessionOptions so;
