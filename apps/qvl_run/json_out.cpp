@@ -40,15 +40,16 @@ std::string format_json_report(const RunReport& r) {
         "\"preprocess\": {:.3f}, \"vision\": {:.3f}, \"prefill\": {:.3f}, \"decode\": {:.3f}, "
         "\"ttft\": {:.3f}, \"total\": {:.3f}}}, \"prefill_tokens_per_s\": {:.3f}, "
         "\"decode_tokens_per_s\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"threads\": {}, "
-        "\"weights\": \"{}\", \"sampling\": {{\"temperature\": {}, \"top_k\": {}, \"top_p\": {}, "
+        "\"weights\": \"{}\", \"isa\": \"{}\", \"precision\": \"{}\", \"sampling\": "
+        "{{\"temperature\": {}, \"top_k\": {}, \"top_p\": {}, "
         "\"seed\": {}, \"repetition_penalty\": {}, \"presence_penalty\": {}, "
         "\"frequency_penalty\": {}}}{}}}",
         json_int_array(p.ids), json_int_array(g.tokens), io::json_quote(g.text), g.finish_reason,
         images, r.load_ms, p.image_decode_ms, p.preprocess_ms, g.vision_ms, g.prefill_ms,
         g.decode_ms, p.image_decode_ms + p.preprocess_ms + g.ttft_ms, r.total_ms,
         per_s(double(p.ids.size()), g.prefill_ms), per_s(g.decoded_steps, g.decode_ms),
-        r.peak_rss_mb, r.threads, r.weights, r.sampling.temperature, r.sampling.top_k,
-        r.sampling.top_p, r.sampling.seed, r.sampling.repetition_penalty,
+        r.peak_rss_mb, r.threads, r.weights, r.isa, r.precision, r.sampling.temperature,
+        r.sampling.top_k, r.sampling.top_p, r.sampling.seed, r.sampling.repetition_penalty,
         r.sampling.presence_penalty, r.sampling.frequency_penalty, boxes);
 }
 
@@ -65,11 +66,12 @@ std::string format_timing_block(const RunReport& r) {
         "decode          {:10.1f} ms  ({} steps, {:.2f} tokens/s)\n"
         "time to first   {:10.1f} ms\n"
         "total           {:10.1f} ms\n"
-        "peak RSS        {:10.1f} MB\n",
+        "peak RSS        {:10.1f} MB\n"
+        "kernels         {} ({} precision, {} weights)\n",
         r.threads, r.load_ms, p.image_decode_ms, p.preprocess_ms, g.vision_ms, g.prefill_ms,
         p.ids.size(), per_s(double(p.ids.size()), g.prefill_ms), g.decode_ms, g.decoded_steps,
         per_s(g.decoded_steps, g.decode_ms), p.image_decode_ms + p.preprocess_ms + g.ttft_ms,
-        r.total_ms, r.peak_rss_mb);
+        r.total_ms, r.peak_rss_mb, r.isa, r.precision, r.weights);
 }
 
 }  // namespace qvl::app

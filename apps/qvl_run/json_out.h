@@ -16,6 +16,9 @@ struct RunReport {
     runtime::SamplingParams sampling;
     int threads = 0;
     const char* weights = "bf16";  // the text decoder's weight format
+    // What ran: the kernel tier ("avx2") and the precision with auto resolved ("f32-kv-bf16").
+    const char* isa = "";
+    const char* precision = "";
     double load_ms = 0, total_ms = 0, peak_rss_mb = 0;
     std::string boxes_json;  // grounding boxes of the answer as a JSON array; "" = none
 };

@@ -310,6 +310,8 @@ int run(const RunOptions& o, const EnvOptions& env) {
                      .sampling = sampling,
                      .threads = engine.threads(),
                      .weights = m.weight_format() == model::WeightFormat::kQ8 ? "q8" : "bf16",
+                     .isa = runtime::kernel_isa_name(engine.isa()),
+                     .precision = runtime::precision_name(engine.precision()),
                      .load_ms = load_ms,
                      .total_ms = total.elapsed_ms(),
                      .peak_rss_mb = peak_rss_mb(),

@@ -154,6 +154,28 @@ double json_number(const std::string& report, const std::string& key) {
     return std::stod(report.substr(at + key.size() + 4));
 }
 
+// The report says what ran: the kernel tier and the precision with auto resolved, in --json and
+// in the stderr timing block.
+TEST(CliModes, ReportNamesTheKernelsAndThePrecisionThatRan) {
+    testing::ScratchDir dir;
+    const fs::path err = dir.path() / "err.txt";
+    const std::vector<std::string> args = {"-m", kTiny.string(), "-p", "hi", "-n", "1", "--json"};
+    const testing::ProgramRun f32 = testing::run_program(
+        QVL_RUN_PATH, args, {.env = "QVL_PRECISION=f32 QVL_ISA=scalar", .stderr_file = err});
+    ASSERT_EQ(f32.exit_code, 0) << f32.err;
+    EXPECT_NE(f32.out.find("\"isa\": \"scalar\", \"precision\": \"f32\""), std::string::npos)
+        << f32.out;
+    EXPECT_NE(f32.err.find("kernels         scalar (f32 precision, bf16 weights)"),
+              std::string::npos)
+        << f32.err;
+    // Auto on the scalar tier, which has no bf16 products: f32 activations, bf16 KV cache.
+    const testing::ProgramRun automatic =
+        testing::run_program(QVL_RUN_PATH, args, {.env = "QVL_ISA=scalar"});
+    ASSERT_EQ(automatic.exit_code, 0);
+    EXPECT_NE(automatic.out.find("\"precision\": \"f32-kv-bf16\""), std::string::npos)
+        << automatic.out;
+}
+
 TEST(CliModes, DryRunPredictsMemoryWithoutRunning) {
     const std::vector<std::string> args = {"-m",        kTiny.string(), "-i", kPng.string(), "-p",
                                            "Describe.", "-n",           "8",  "--temp",      "0",
