@@ -22,10 +22,10 @@ int read_env_options(EnvOptions* out, std::FILE* err, const EnvLookup& lookup) {
         return v == nullptr ? std::string_view() : std::string_view(v);
     };
     if (const std::string_view v = get("QVL_PRECISION"); !v.empty()) {
-        // "auto" is the default, not a value to ask for: the documented set is the three below.
+        // "auto" is the default, not a value to ask for: the documented set is the named ones.
         const std::optional<runtime::Precision> p = runtime::precision_from_name(v);
         if (!p || *p == runtime::Precision::kAuto) {
-            return unknown_value(err, "QVL_PRECISION", v, "f32, f32-kv-bf16, bf16, bf16-all");
+            return unknown_value(err, "QVL_PRECISION", v, runtime::precision_choices().c_str());
         }
         out->precision = *p;
     }

@@ -43,9 +43,9 @@ base::Result<runtime::Precision> precision_from_env() {
     if (p == nullptr || *p == '\0') return runtime::Precision::kAuto;
     const std::optional<runtime::Precision> precision = runtime::precision_from_name(p);
     if (!precision) {
-        return base::error(
-            base::ErrorCode::kInvalidArgument,
-            "QVL_PRECISION: unknown value '{}' (expected f32, f32-kv-bf16, bf16, bf16-all)", p);
+        return base::error(base::ErrorCode::kInvalidArgument,
+                           "QVL_PRECISION: unknown value '{}' (expected {})", p,
+                           runtime::precision_choices());
     }
     return *precision;
 }

@@ -31,24 +31,28 @@ constexpr std::size_t kGraphReserve = 4096;
 
 namespace {
 
-kernels::Isa resolve_isa(std::optional<kernels::Isa> requested) {
-    if (!requested) return kernels::best_isa();
-    const kernels::Isa isa = kernels::resolve_isa(*requested);
-    if (isa != *requested) {
-        base::log(base::LogLevel::kWarning, "kernel tier {} is not supported here; using {}",
-                  kernels::isa_name(*requested), kernels::isa_name(isa));
-    }
-    return isa;
+// The tier a request runs on: the best this CPU has, or the request clamped to it.
+kernels::Isa tier_for(std::optional<kernels::Isa> requested) {
+    return requested ? kernels::resolve_isa(*requested) : kernels::best_isa();
 }
 
 }  // namespace
 
 std::optional<Precision> precision_from_name(std::string_view name) {
-    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All,
-                        Precision::kF32KvBF16}) {
+    if (name == precision_name(Precision::kAuto)) return Precision::kAuto;
+    for (Precision p : kNamedPrecisions) {
         if (name == precision_name(p)) return p;
     }
     return std::nullopt;
+}
+
+std::string precision_choices() {
+    std::string out;
+    for (Precision p : kNamedPrecisions) {
+        if (!out.empty()) out += ", ";
+        out += precision_name(p);
+    }
+    return out;
 }
 
 const char* precision_name(Precision precision) {
@@ -68,7 +72,7 @@ const char* precision_name(Precision precision) {
 }
 
 const char* kernel_isa_name(std::optional<kernels::Isa> requested) {
-    return kernels::isa_name(requested ? kernels::resolve_isa(*requested) : kernels::best_isa());
+    return kernels::isa_name(tier_for(requested));
 }
 
 int default_max_image_tokens(const model::Model& model) {
@@ -90,9 +94,7 @@ image::PreprocessConfig effective_preprocess(const model::Model& model,
 }
 
 const kernels::KernelTable& session_kernels(const SessionOptions& options) {
-    // No warning here: the Session constructor's resolve_isa gives it once.
-    return kernels::kernels_for(options.isa ? kernels::resolve_isa(*options.isa)
-                                            : kernels::best_isa());
+    return kernels::kernels_for(tier_for(options.isa));
 }
 
 kernels::GemmPrecision session_gemm_precision(const SessionOptions& options) {
@@ -125,7 +127,7 @@ kernels::KvType session_kv_type(const SessionOptions& options) {
 Session::Session(const model::Model& model, const SessionOptions& options)
     : model_(&model),
       options_(options),
-      kernels_(&kernels::kernels_for(resolve_isa(options.isa))),
+      kernels_(&session_kernels(options)),
       gemm_precision_(session_gemm_precision(options)),
       // kAuto: bf16 attention where bf16 dot products are the fast path (issue 14's evidence:
       // its logits error stays below Hugging Face's own bf16 run on every golden case).
@@ -138,6 +140,10 @@ Session::Session(const model::Model& model, const SessionOptions& options)
           options.threads > 0 ? options.threads : base::cpu_features().physical_cores,
           options.pin_threads)),
       executor_(pool_.get(), *kernels_) {
+    if (options.isa && kernels_->isa != *options.isa) {
+        base::log(base::LogLevel::kWarning, "kernel tier {} is not supported here; using {}",
+                  kernels::isa_name(*options.isa), kernels::isa_name(kernels_->isa));
+    }
     executor_.enable_profile(options.profile);
     if (!options.trace_dir.empty()) set_observer(graph::make_trace_observer(options.trace_dir));
 }

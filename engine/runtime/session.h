@@ -53,10 +53,17 @@ enum class Precision { kAuto, kF32, kBF16, kBF16All, kF32KvBF16 };
 // Longest prefill chunk: bounds the activation arena independently of the context size.
 inline constexpr int kMaxPrefillChunk = 512;
 
-// The spellings "f32", "bf16", "bf16-all", "f32-kv-bf16" (and "auto"); nullopt for anything
+// The precisions a user can name (kAuto is the default, not a choice), in the order messages
+// list them.
+inline constexpr Precision kNamedPrecisions[] = {Precision::kF32, Precision::kF32KvBF16,
+                                                 Precision::kBF16, Precision::kBF16All};
+
+// The spellings "f32", "f32-kv-bf16", "bf16", "bf16-all" (and "auto"); nullopt for anything
 // else.
 std::optional<Precision> precision_from_name(std::string_view name);
 const char* precision_name(Precision precision);
+// The named spellings as a message lists them: "f32, f32-kv-bf16, bf16, bf16-all".
+std::string precision_choices();
 
 // Everything about how a session runs is an option here: the engine reads no environment
 // variables (the CLI maps QVL_* onto these fields).

@@ -19,10 +19,9 @@ namespace {
 using test::tiny_model;
 
 TEST(SessionOptions, PrecisionNames) {
-    for (Precision p : {Precision::kAuto, Precision::kF32, Precision::kBF16, Precision::kBF16All,
-                        Precision::kF32KvBF16}) {
-        EXPECT_EQ(precision_from_name(precision_name(p)), p);
-    }
+    EXPECT_EQ(precision_from_name("auto"), Precision::kAuto);
+    for (Precision p : kNamedPrecisions) EXPECT_EQ(precision_from_name(precision_name(p)), p);
+    EXPECT_EQ(precision_choices(), "f32, f32-kv-bf16, bf16, bf16-all");
     EXPECT_FALSE(precision_from_name("bogus").has_value());
     EXPECT_FALSE(precision_from_name("").has_value());
 }
