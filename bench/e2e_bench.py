@@ -230,12 +230,15 @@ def measure_peaks(args, thread_counts):
 def resolve_peaks(args, thread_counts):
     """Per thread count: values and where each came from."""
     measured = measure_peaks(args, thread_counts)
-    if args.isa in ("avx2", "scalar"):
-        # QVL_ISA=avx2 runs ymm FMAs and no bf16 dot product: its floors divide by the AVX2
-        # peak, whatever the CPU could do with AVX-512.
+    if args.isa in ("avx2", "scalar", "avx512"):
+        # These tiers have no bf16 dot product, whatever the CPU has: bf16 operands are widened
+        # and multiplied by f32 FMAs, so the FP32 peak is their floor (QVL_ISA=avx512 on a Zen 4
+        # was divided by the vdpbf16ps peak, twice the FMA peak, and its vision tower showed
+        # 42 % of a floor it could not reach).
+        # QVL_ISA=avx2 runs ymm FMAs: its floors divide by the AVX2 peak.
         for t, kinds in measured.items():
             kinds.pop("bf16", None)
-            if "avx2_f32" in kinds:
+            if args.isa != "avx512" and "avx2_f32" in kinds:
                 kinds["f32"] = kinds["avx2_f32"]
     peaks = {}
     for t in thread_counts:
@@ -252,7 +255,9 @@ def resolve_peaks(args, thread_counts):
             elif kind == "bf16" and "f32" in measured.get(t, {}):
                 # No bf16 dot-product instructions (the peak loop refused to run): bf16 weights
                 # are widened and multiplied in f32, so the FP32 peak is this machine's floor.
-                entry[kind] = (measured[t]["f32"], "this CPU has no bf16 dot product: FP32 peak")
+                entry[kind] = (measured[t]["f32"],
+                               f"QVL_ISA={args.isa} has no bf16 dot product: FP32 peak" if args.isa
+                               else "this CPU has no bf16 dot product: FP32 peak")
             else:
                 entry[kind] = (default[kind], "machine.md default")
         peaks[t] = entry
