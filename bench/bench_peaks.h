@@ -14,7 +14,9 @@ double peak_gflops_bf16(int threads);  // GFLOP/s (a bf16 pair product-add count
 // The AVX2 tier's FP32 peak (ymm vfmadd231ps) on any CPU with AVX2: what QVL_ISA=avx2 runs on an
 // AVX-512 machine, so its floors divide by this rather than by the zmm figure; 0 without AVX2.
 double peak_gflops_f32_avx2(int threads);
-double dram_read_gbps(int threads);  // GB/s (1e9 bytes)
+double dram_read_gbps(int threads);  // GB/s (1e9 bytes), the fastest of 8 reads
+// The median of the same 8 reads: what a shared host sustains, as opposed to its best moment.
+double dram_read_gbps_median(int threads);
 
 // Bytes a working set needs to come from DRAM rather than the L3: 4x the L3 this process reports
 // (sysconf), at least 1 GiB. Some server parts have an L3 of 260 MB and more, where a fixed
