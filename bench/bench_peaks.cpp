@@ -132,22 +132,15 @@ DramFigures measure_dram_figures(int threads) {
     return {bytes / seconds.front() / 1e9, bytes / seconds[seconds.size() / 2] / 1e9};
 }
 
-const DramFigures& dram_figures(int threads) {
+// Each figure measured once per (kind, thread count), on first use.
+template <class T>
+T cached(int kind, int threads, T (*measure)(int)) {
     static std::mutex mu;
-    static std::map<int, DramFigures> values;
-    const std::lock_guard<std::mutex> lock(mu);
-    const int t = std::max(threads, 1);
-    if (auto it = values.find(t); it != values.end()) return it->second;
-    return values[t] = measure_dram_figures(t);
-}
-
-double cached(int kind, int threads, double (*measure)(int)) {
-    static std::mutex mu;
-    static std::map<std::pair<int, int>, double> values;
+    static std::map<std::pair<int, int>, T> values;
     const std::lock_guard<std::mutex> lock(mu);
     const auto key = std::make_pair(kind, threads);
     if (auto it = values.find(key); it != values.end()) return it->second;
-    const double v = measure(std::max(threads, 1));
+    const T v = measure(std::max(threads, 1));
     values[key] = v;
     return v;
 }
@@ -162,7 +155,9 @@ std::size_t beyond_cache_bytes() {
 double peak_gflops_f32(int threads) { return cached(0, threads, &measure_f32); }
 double peak_gflops_bf16(int threads) { return cached(1, threads, &measure_bf16); }
 double peak_gflops_f32_avx2(int threads) { return cached(3, threads, &measure_f32_avx2); }
-double dram_read_gbps(int threads) { return dram_figures(threads).best; }
-double dram_read_gbps_median(int threads) { return dram_figures(threads).median; }
+double dram_read_gbps(int threads) { return cached(2, threads, &measure_dram_figures).best; }
+double dram_read_gbps_median(int threads) {
+    return cached(2, threads, &measure_dram_figures).median;
+}
 
 }  // namespace qvl::bench
