@@ -40,6 +40,10 @@ int read_env_options(EnvOptions* out, std::FILE* err, const EnvLookup& lookup) {
         if (v != "0" && v != "1") return unknown_value(err, "QVL_PROFILE", v, "0, 1");
         out->profile = v == "1";
     }
+    if (const std::string_view v = get("QVL_LOGITS_SCREEN"); !v.empty()) {
+        if (v != "0" && v != "1") return unknown_value(err, "QVL_LOGITS_SCREEN", v, "0, 1");
+        out->logits_screen = v == "1";
+    }
     out->trace_dir = std::string(get("QVL_TRACE"));
     return -1;
 }

@@ -17,12 +17,13 @@ struct EnvOptions {
     std::optional<kernels::Isa> isa;              // QVL_ISA=scalar|avx2|avx512|avx512bf16
     bool profile = false;                         // QVL_PROFILE=0|1
     std::string trace_dir;                        // QVL_TRACE=DIR
+    bool logits_screen = true;                    // QVL_LOGITS_SCREEN=0|1 (a load option)
 };
 
 // How a variable is looked up: returns nullptr when unset. Tests pass their own.
 using EnvLookup = std::function<const char*(const char* name)>;
 
-// Reads the four variables through `lookup` (std::getenv by default) into *out. An unset or
+// Reads the variables through `lookup` (std::getenv by default) into *out. An unset or
 // empty variable keeps the default. An unknown value prints one line
 //   qvl-run: error: QVL_PRECISION: unknown value 'bogus' (expected f32, f32-kv-bf16, bf16,
 //   bf16-all)

@@ -169,6 +169,7 @@ int run(const RunOptions& o, const EnvOptions& env) {
         o.model_dir,
         {.weights = o.weights_q8 ? model::WeightFormat::kQ8 : model::WeightFormat::kBF16,
          .panels = !o.dry_run,
+         .logits_screen = env.logits_screen && !o.dry_run,
          .read_ahead = !o.dry_run});
     if (!loaded.ok()) {
         return fail(kExitModel, loaded.status(),
@@ -274,9 +275,10 @@ int run(const RunOptions& o, const EnvOptions& env) {
                                : base::write_npy_f32(o.dump_vision, f,
                                                      {std::int64_t(f.size()) / hidden, hidden});
     };
-    request.after_prefill = [&](std::span<const float> logits) {
+    request.after_prefill = [&](const runtime::Session& s, int at) {
         progress.clear();
         if (o.dump_logits.empty()) return;
+        const std::span<const float> logits = s.logits(at);
         const std::string err =
             base::write_npy_f32(o.dump_logits, logits, {std::int64_t(logits.size())});
         if (dump_error.empty()) dump_error = err;

@@ -1,7 +1,10 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <thread>
+
+#include "io/mapped_file.h"
 
 namespace qvl::model {
 
@@ -46,12 +49,27 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     if (options.weights == WeightFormat::kQ8) {
         QVL_ASSIGN_OR_RETURN(quantized, QuantizedText::quantize(weights, options.q8));
     }
+    const int threads = options.threads > 0
+                            ? options.threads
+                            : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+    std::unique_ptr<LogitsScreen> screen;
+    const Matrix& lm_head = weights.text().lm_head;
+    if (options.logits_screen && options.weights == WeightFormat::kBF16 &&
+        lm_head.type == kernels::WeightType::kBF16) {
+        QVL_ASSIGN_OR_RETURN(screen, LogitsScreen::build(lm_head, kLogitsScreenBlock, threads));
+        // From here on a step reads a few rows of the bf16 matrix (the tied embedding too):
+        // hand its pages back, as the int8 decoder does with its sources (model/quantize.h).
+        if (!weights.is_copy(lm_head.data)) {
+            io::release_mapped_pages(lm_head.data,
+                                     (std::size_t(lm_head.rows - 1) * std::size_t(lm_head.ld) +
+                                      std::size_t(lm_head.cols)) *
+                                         sizeof(std::uint16_t));
+        }
+    }
     std::unique_ptr<PanelWeights> panels;
     if (options.panels) {
-        const int threads = options.threads > 0
-                                ? options.threads
-                                : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
-        QVL_ASSIGN_OR_RETURN(panels, PanelWeights::rearrange(weights, threads));
+        QVL_ASSIGN_OR_RETURN(panels,
+                             PanelWeights::rearrange(weights, threads, true, screen == nullptr));
     }
     // Cold start: read the weights ahead in the order of use while the rest loads and the caller
     // decodes the image and runs the vision tower (the text decoder's weights are needed only
@@ -59,12 +77,14 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     // not read back in (the copies are resident already). Moving `weights` keeps the views it reads
     // valid; declared after `weights`, it stops before they are unmapped on every path.
     auto prefetch = std::make_unique<WeightPrefetch>(
-        options.read_ahead ? weights_in_use_order(weights) : std::vector<ByteRange>{});
+        options.read_ahead ? weights_in_use_order(weights, screen == nullptr)
+                           : std::vector<ByteRange>{});
     auto model = std::unique_ptr<Model>(new Model(std::move(config), std::move(weights),
                                                   std::move(tokenizer), preprocess,
                                                   std::move(generation), dir));
     model->quantized_ = std::move(quantized);
     model->panels_ = std::move(panels);
+    model->screen_ = std::move(screen);
     model->prefetch_ = std::move(prefetch);
     return model;
 }

@@ -8,6 +8,7 @@
 #include "base/status.h"
 #include "image/image_preprocess.h"
 #include "model/config.h"
+#include "model/logits_screen.h"
 #include "model/quantize.h"
 #include "model/weight_panels_load.h"
 #include "model/weight_prefetch.h"
@@ -31,6 +32,10 @@ struct LoadOptions {
     // Off only to measure or test the stored layout.
     bool panels = true;
     int threads = 0;  // workers for the rearrangement; 0: one per CPU (at most 8)
+    // With bf16 text weights and a bf16 lm_head: an int8 copy of lm_head that bounds every
+    // logit (model/logits_screen.h), so greedy and top-k steps compute only the few rows that
+    // can win. Off to measure without it.
+    bool logits_screen = true;
     // Read the mapped weights ahead in the background (weight_prefetch.h). Off for a process
     // that will not run the model (a dry run measures its own memory).
     bool read_ahead = true;
@@ -56,6 +61,8 @@ class Model {
     std::size_t quantized_bytes() const { return quantized_ ? quantized_->bytes() : 0; }
     // Bytes of the rearranged bf16 panels (0 when off).
     std::size_t panel_bytes() const { return panels_ ? panels_->bytes() : 0; }
+    // The logits screen, or null (kQ8 weights, an lm_head in another format, or turned off).
+    const LogitsScreen* logits_screen() const { return screen_.get(); }
     // The background read-ahead of the weights started by load() (weight_prefetch.h).
     const WeightPrefetch& prefetch() const { return *prefetch_; }
 
@@ -78,6 +85,7 @@ class Model {
     std::filesystem::path dir_;
     std::unique_ptr<QuantizedText> quantized_;  // the weights_ text matrices point into it
     std::unique_ptr<PanelWeights> panels_;      // likewise
+    std::unique_ptr<LogitsScreen> screen_;
     // Last: stopped and joined before the weights it reads are unmapped.
     std::unique_ptr<WeightPrefetch> prefetch_;
 };

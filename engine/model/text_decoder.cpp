@@ -129,6 +129,10 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
     g.set_scope("text");
     Tensor last = batch ? x : g.view(x, x_rows - 1, 1, 0, d);  // [1, d] or the whole batch
     Tensor h = g.rms_norm("final_norm", last, w.final_norm.data, eps);
+    if (!in.lm_head) {  // the caller applies lm_head (runtime: the logits screen)
+        g.keep(h);
+        return h;
+    }
     Tensor logits = g.matmul("logits", h, weight_ref(w.lm_head));  // [1, vocab]
     g.keep(logits);
     return logits;

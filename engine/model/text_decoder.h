@@ -29,6 +29,9 @@ struct TextGraphInputs {
     float* image_embeds = nullptr;              // [n_visual, hidden]
     std::span<float* const> deepstack;          // each [n_visual, hidden]
     bool want_logits = true;                    // lm_head on the last row
+    // False: the graph stops before lm_head and returns the final-normed hidden rows
+    // ([rows, hidden]), which the caller multiplies (model/logits_screen.h).
+    bool lm_head = true;
     // Decode batch: when non-empty (size n_tokens), row i is its own sequence at cache index
     // batch_pos0[i] of batch_kv[i]; kv and pos0 are then unused, there are no visual rows, and
     // the logits cover every row.
@@ -42,7 +45,7 @@ struct TextGraphInputs {
 inline constexpr int kMaxDecodeBatch = 32;
 
 // Returns the logits tensor [1, vocab] ([n_tokens, vocab] for a decode batch; invalid when
-// !want_logits).
+// !want_logits), or the hidden rows under them when !lm_head.
 graph::Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const TextWeights& w,
                                const graph::KvCacheView& kv, const TextGraphInputs& in);
 

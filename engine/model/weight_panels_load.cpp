@@ -15,12 +15,12 @@ namespace {
 std::size_t round_up64(std::size_t n) { return (n + 63) / 64 * 64; }
 
 // The matrices the rearrangement rewrites: every bf16 linear layer but the patch embedding.
-std::vector<Matrix*> panel_targets(ModelWeights& w) {
+std::vector<Matrix*> panel_targets(ModelWeights& w, bool lm_head) {
     std::vector<Matrix*> targets;
     for (TextLayerWeights& l : w.mutable_text().layers) {
         for (Matrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) targets.push_back(m);
     }
-    targets.push_back(&w.mutable_text().lm_head);
+    if (lm_head) targets.push_back(&w.mutable_text().lm_head);
     VisionWeights& v = w.mutable_vision();
     for (VisionBlockWeights& b : v.blocks) {
         for (Matrix* m : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) targets.push_back(m);
@@ -61,8 +61,9 @@ Matrix stacked_rows(const Matrix& q, const Matrix& k, const Matrix& v) {
 }  // namespace
 
 base::Result<std::unique_ptr<PanelWeights>> PanelWeights::rearrange(ModelWeights& w, int threads,
-                                                                    bool release_source) {
-    const std::vector<Matrix*> targets = panel_targets(w);
+                                                                    bool release_source,
+                                                                    bool lm_head) {
+    const std::vector<Matrix*> targets = panel_targets(w, lm_head);
     std::vector<std::size_t> offsets;
     std::size_t total = 0;
     for (const Matrix* m : targets) {

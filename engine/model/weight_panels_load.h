@@ -21,12 +21,13 @@ class PanelWeights {
   public:
     // Rewrites every bf16 linear-layer Matrix of w (text: q, k, v, o, gate, up, down, lm_head;
     // vision: qkv, proj, fc1, fc2 of each block, the merger's and each deepstack merger's fc1 and
-    // fc2) to WeightType::kBF16Panels (ld = k pairs); f32 and int8 matrices stay as they are.
-    // threads:
-    // workers for the rearrangement (panels are independent, so the result does not depend on
-    // them).
+    // fc2) to WeightType::kBF16Panels (ld = k pairs); f32 and int8 matrices stay as they are,
+    // and lm_head when !lm_head (a logits screen reads a few of its rows, model/logits_screen.h).
+    // threads: workers for the rearrangement (panels are independent, so the result does not
+    // depend on them).
     static base::Result<std::unique_ptr<PanelWeights>> rearrange(ModelWeights& w, int threads,
-                                                                 bool release_source = true);
+                                                                 bool release_source = true,
+                                                                 bool lm_head = true);
     std::size_t bytes() const { return storage_.size(); }
 
   private:

@@ -90,7 +90,7 @@ void touch(const std::byte* p, std::size_t n) {
 
 }  // namespace
 
-std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights) {
+std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights, bool lm_head) {
     std::vector<ByteRange> out;
     const VisionWeights& v = weights.vision();
     add_matrix(weights, v.patch_embed, &out);
@@ -113,7 +113,7 @@ std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights) {
     // The embedding is read a few rows at a time during prefill: read ahead only where it is
     // also the mapped lm_head (tied, and not rearranged into panels at load), read whole once at
     // the end of prefill.
-    add_matrix(weights, t.lm_head, &out);
+    if (lm_head) add_matrix(weights, t.lm_head, &out);
     return out;
 }
 

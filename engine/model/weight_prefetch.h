@@ -28,8 +28,9 @@ struct ByteRange {
     std::size_t size = 0;
 };
 
-// The matrices of `weights` in the order of use (see above); empty matrices are left out.
-std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights);
+// The matrices of `weights` in the order of use (see above); empty matrices are left out, and
+// lm_head when !lm_head (a logits screen reads a few of its rows, model/logits_screen.h).
+std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights, bool lm_head = true);
 
 class WeightPrefetch {
   public:

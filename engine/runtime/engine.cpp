@@ -171,7 +171,7 @@ void Engine::Impl::take_token(int slot) {
         finish(slot, "cancelled");
         return;
     }
-    const std::int32_t token = j.sampler->sample(session->logits(slot));
+    const std::int32_t token = session->sample(slot, *j.sampler);
     if (j.result.tokens.empty() && j.first_token_ms == 0) {
         j.first_token_ms = base::now_ms();
         j.result.timings.ttft = j.first_token_ms - j.submitted_ms;

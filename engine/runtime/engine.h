@@ -82,10 +82,12 @@ struct Request {
     // Optional views into the work (for one-shot tools: --dump-vision, --dump-logits, progress).
     // on_vision_node is the graph observer while this request's images run through the vision
     // tower; after_vision runs once its images are encoded (images reused from a slot's KV are
-    // not encoded again), before its prefill; after_prefill gets the last prompt token's logits.
+    // not encoded again), before its prefill; after_prefill runs once the prompt is in the
+    // slot's KV, when session.logits(slot) gives the last prompt token's logits (computed on
+    // that call when the model has a logits screen: a hook that does not ask costs nothing).
     graph::Observer on_vision_node;
     std::function<void(const Session&)> after_vision;
-    std::function<void(std::span<const float> logits)> after_prefill;
+    std::function<void(const Session& session, int slot)> after_prefill;
 };
 
 using RequestId = std::uint64_t;

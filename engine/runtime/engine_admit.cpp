@@ -176,7 +176,7 @@ void Engine::Impl::admit_piece(double budget_ms) {
     if (done) {
         admitting = -1;
         slot_images[std::size_t(slot)] = {j.image_hashes, j.grids};
-        if (j.req.after_prefill) j.req.after_prefill(session->logits(slot));
+        if (j.req.after_prefill) j.req.after_prefill(*session, slot);
         // The repetition penalty counts the prompt's ids (from penalty_from, checked at submit).
         j.sampler->begin(
             std::span<const std::int32_t>(j.req.prompt.ids).subspan(j.req.penalty_from));

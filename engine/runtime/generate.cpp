@@ -96,7 +96,7 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
     t.reset();
     QVL_TRY(session.prefill(prompt.ids));
     r.prefill_ms = t.elapsed_ms();
-    if (hooks.after_prefill) hooks.after_prefill(session.logits());
+    if (hooks.after_prefill) hooks.after_prefill(session, 0);
 
     const model::Model& model = session.model();
     Sampler sampler(model.config().text.vocab_size, params.sampling);
@@ -110,7 +110,7 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
             r.finish_reason = "interrupted";
             break;
         }
-        const std::int32_t token = sampler.sample(session.logits());
+        const std::int32_t token = session.sample(0, sampler);
         if (i == 0) r.ttft_ms = total.elapsed_ms();
         const bool stop = std::find(params.stop_ids.begin(), params.stop_ids.end(), token) !=
                           params.stop_ids.end();

@@ -72,9 +72,10 @@ struct GenerateResult {
 };
 
 struct GenerateHooks {
-    std::function<void(std::string_view)> on_text;              // streamed text pieces
-    std::function<void(const Session&)> after_vision;           // images encoded, before prefill
-    std::function<void(std::span<const float>)> after_prefill;  // logits of the last prompt token
+    std::function<void(std::string_view)> on_text;     // streamed text pieces
+    std::function<void(const Session&)> after_vision;  // images encoded, before prefill
+    // The prompt is in slot 0's KV: session.logits() gives the last prompt token's logits.
+    std::function<void(const Session&, int slot)> after_prefill;
 };
 
 // The stop ids a model's generation config implies (plus <|im_end|> and <|endoftext|>).

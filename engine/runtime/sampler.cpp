@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 
 namespace qvl::runtime {
 
@@ -56,29 +58,28 @@ void Sampler::accept(std::int32_t id) {
 
 // mirrors vLLM's apply_penalties (repetition, then frequency, then presence), which for the
 // repetition part is HF's RepetitionPenaltyLogitsProcessor; both run before temperature
+float Sampler::penalize(std::int32_t id, float v) const {
+    const float rep = params_.repetition_penalty;
+    if (rep != 1.0f) v = v > 0.0f ? v / rep : v * rep;
+    const std::int32_t count = counts_[id];
+    if (count > 0) v -= params_.frequency_penalty * float(count) + params_.presence_penalty;
+    return v;
+}
+
 int Sampler::penalized(std::span<const float> logits) {
     const int n = int(std::min(logits.size(), values_.size()));
     std::copy_n(logits.begin(), n, values_.begin());
-    const float rep = params_.repetition_penalty;
     for (int i = 0; i < n_touched_; ++i) {
         const std::int32_t id = touched_[i];
-        if (id >= n) continue;
-        float v = values_[id];
-        if (rep != 1.0f) v = v > 0.0f ? v / rep : v * rep;
-        const std::int32_t count = counts_[id];
-        if (count > 0) v -= params_.frequency_penalty * float(count) + params_.presence_penalty;
-        values_[id] = v;
+        if (id < n) values_[id] = penalize(id, values_[id]);
     }
     return n;
 }
 
-int Sampler::candidates(int n) {
-    for (int i = 0; i < n; ++i) {
-        ids_[i] = i;
-        values_[i] /= params_.temperature;
-    }
+int Sampler::candidates(int n, int vocab) {
+    for (int i = 0; i < n; ++i) values_[ids_[i]] /= params_.temperature;
     int kept = n;
-    if (params_.top_k > 0 && params_.top_k < n) {
+    if (params_.top_k > 0 && params_.top_k < vocab) {
         // Threshold = the k-th largest value; everything >= it survives (ties kept).
         std::vector<float>& v = values_;
         std::vector<std::int32_t>& ids = ids_;
@@ -115,6 +116,16 @@ int Sampler::candidates(int n) {
     return kept;
 }
 
+std::int32_t Sampler::draw(int kept) {
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * total_;
+    double acc = 0;
+    for (int i = 0; i < kept; ++i) {
+        acc += std::exp(double(values_[ids_[i]]) - max_);
+        if (u < acc) return ids_[i];
+    }
+    return ids_[kept - 1];
+}
+
 // mirrors GenerationMixin's order: processors (penalties) -> temperature -> top-k -> top-p ->
 // softmax -> draw
 std::int32_t Sampler::sample(std::span<const float> logits) {
@@ -126,14 +137,68 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
     }
     const int n = penalties ? penalized(logits) : int(std::min(logits.size(), values_.size()));
     if (!penalties) std::copy_n(logits.begin(), n, values_.begin());
-    const int kept = candidates(n);
-    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * total_;
-    double acc = 0;
-    for (int i = 0; i < kept; ++i) {
-        acc += std::exp(double(values_[ids_[i]]) - max_);
-        if (u < acc) return ids_[i];
+    std::iota(ids_.begin(), ids_.begin() + n, 0);
+    return draw(candidates(n, n));
+}
+
+int Sampler::screen_candidates(std::span<const float> lower, std::span<const float> upper,
+                               std::span<std::int32_t> ids) {
+    const int n = int(std::min({lower.size(), upper.size(), values_.size()}));
+    const bool greedy = params_.temperature <= 0.0f;
+    if (!greedy && (params_.top_k <= 0 || params_.top_k >= n)) return -1;
+    const int k = greedy ? 1 : params_.top_k;
+    if (k > int(ids.size()) || n == 0) return -1;
+    const bool penalties = has_penalties() && n_touched_ > 0;
+    auto bound = [&](std::span<const float> b, int id) {
+        return penalties && seen_[id] != 0 ? penalize(id, b[id]) : b[id];
+    };
+    // t = the k-th largest lower bound: a min-heap of the k best in values_[0, k).
+    float* heap = values_.data();
+    int filled = 0;
+    for (int id = 0; id < n; ++id) {
+        const float lo = bound(lower, id);
+        if (!(lo == lo)) return -1;  // NaN
+        if (filled < k) {
+            heap[filled++] = lo;
+            std::push_heap(heap, heap + filled, std::greater<>());
+        } else if (lo > heap[0]) {
+            std::pop_heap(heap, heap + k, std::greater<>());
+            heap[k - 1] = lo;
+            std::push_heap(heap, heap + k, std::greater<>());
+        }
     }
-    return ids_[kept - 1];
+    const float t = heap[0];
+    int count = 0;
+    for (int id = 0; id < n; ++id) {
+        const float hi = bound(upper, id);
+        if (!(hi == hi)) return -1;
+        if (hi >= t) {
+            if (count == int(ids.size())) return -1;
+            ids[count++] = id;
+        }
+    }
+    return count;
+}
+
+std::int32_t Sampler::sample_candidates(std::span<const std::int32_t> ids,
+                                        std::span<const float> values) {
+    const bool penalties = has_penalties() && n_touched_ > 0;
+    const int n = int(std::min(ids.size(), values.size()));
+    for (int i = 0; i < n; ++i) {
+        const std::int32_t id = ids[i];
+        values_[id] = penalties && seen_[id] != 0 ? penalize(id, values[i]) : values[i];
+    }
+    if (params_.temperature <= 0.0f) {
+        // argmax over ascending ids: the lowest id on ties, NaN never wins, as argmax()
+        std::int32_t best = n > 0 ? ids[0] : 0;
+        float best_v = -INFINITY;
+        for (int i = 0; i < n; ++i) {
+            if (values_[ids[i]] > best_v) best_v = values_[ids[i]], best = ids[i];
+        }
+        return best;
+    }
+    std::copy_n(ids.begin(), n, ids_.begin());
+    return draw(candidates(n, int(values_.size())));
 }
 
 void Sampler::probabilities(std::span<const float> logits, std::span<double> probs) {
@@ -143,7 +208,8 @@ void Sampler::probabilities(std::span<const float> logits, std::span<double> pro
         probs[argmax(std::span<const float>(values_.data(), std::size_t(n)))] = 1.0;
         return;
     }
-    const int kept = candidates(n);
+    std::iota(ids_.begin(), ids_.begin() + n, 0);
+    const int kept = candidates(n, n);
     for (int i = 0; i < kept; ++i) {
         probs[ids_[i]] = std::exp(double(values_[ids_[i]]) - max_) / total_;
     }

@@ -10,6 +10,13 @@
 //      <= 1 - top_p, keep at least one), softmax, one seeded multinomial draw.
 // The penalty state (which ids were seen, how often each was generated) lives in vocab-sized
 // arrays allocated by the constructor: begin(), accept() and sample() allocate nothing.
+//
+// Screened sampling (model/logits_screen.h) gives the same token from bounds on every logit
+// and the exact logits of a few ids: screen_candidates() names the ids whose exact values
+// can decide the draw (every id whose upper bound reaches the k-th best lower bound, k = 1 for
+// greedy, top_k for sampling, after the penalties, which are monotone in the logit), and
+// sample_candidates() draws from their exact logits. The survivors of top-k are all among them,
+// in the same order, so the draw consumes the same random number and picks the same id.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +49,17 @@ class Sampler {
 
     std::int32_t sample(std::span<const float> logits);
 
+    // Screened sampling: lower[i] <= logit i <= upper[i] for every id. Writes the ids whose
+    // exact logits decide the draw to ids (ascending) and returns how many, or -1 when this
+    // sampler needs every logit (temperature > 0 without top-k), when ids is too short, or when
+    // the bounds are not numbers. Allocates nothing.
+    int screen_candidates(std::span<const float> lower, std::span<const float> upper,
+                          std::span<std::int32_t> ids);
+    // What sample() returns for logits whose values at ids (from screen_candidates) are
+    // values[i]; consumes the same random draw.
+    std::int32_t sample_candidates(std::span<const std::int32_t> ids,
+                                   std::span<const float> values);
+
     // The distribution sample() draws from for these logits: probs[i] for every id (0 for the
     // ids top-k / top-p removed); with temperature 0, 1 at the greedy choice. For tests and
     // diagnostics; probs.size() must be >= logits.size().
@@ -53,9 +71,14 @@ class Sampler {
   private:
     // Writes the penalized logits to values_[0, n) and returns n.
     int penalized(std::span<const float> logits);
-    // Filters values_[0, n) by top-k and top-p; leaves the survivors in ids_[0, kept) sorted by
-    // value, largest first, their softmax weights relative to max_ in total_. Returns kept.
-    int candidates(int n);
+    // The penalties' effect on one id's logit v (monotone non-decreasing in v).
+    float penalize(std::int32_t id, float v) const;
+    // Filters the ids in ids_[0, n) (values in values_) by top-k (when top_k is set and below
+    // `vocab`) and top-p; leaves the survivors in ids_[0, kept) sorted by value, largest first,
+    // their softmax weights relative to max_ in total_. Returns kept.
+    int candidates(int n, int vocab);
+    // One draw from candidates(): consumes one random number.
+    std::int32_t draw(int kept);
 
     SamplingParams params_;
     std::mt19937_64 rng_;

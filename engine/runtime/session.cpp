@@ -206,6 +206,27 @@ base::Status Session::reserve() {
     chunk_pos_w_.resize(rows);
     visual_rows_.resize(chunk_);
     logits_.resize(std::size_t(options_.slots) * tc.vocab_size);
+    logits_ready_.assign(std::size_t(options_.slots), 1);
+    screen_ = model_->logits_screen();
+    if (screen_ != nullptr && screen_->cols() == tc.hidden_size &&
+        screen_->rows() == tc.vocab_size) {
+        const std::size_t h = std::size_t(tc.hidden_size), v = std::size_t(tc.vocab_size),
+                          n = std::size_t(options_.slots);
+        ScreenBuffers& b = screen_buf_;
+        b.hidden.resize(n * h);
+        b.x.resize(n * h);
+        b.scores.resize(n * v);
+        b.batch.resize(n * v);
+        b.bounds.resize(n);
+        b.scratch.resize(screen_->scratch_floats());
+        b.lower.resize(v);
+        b.upper.resize(v);
+        b.ids.resize(kScreenCandidates);
+        b.values.resize(kScreenCandidates);
+        b.rows.resize(kScreenCandidates * h);
+    } else {
+        screen_ = nullptr;
+    }
     decode_ids_.resize(options_.slots);
     decode_pos_.resize(options_.slots);
     decode_kv_.resize(options_.slots);
@@ -463,7 +484,8 @@ base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> 
          .visual_rows = visual_rows_.data(),
          .image_embeds = visual_.as<float>() + std::size_t(visual_base) * tc.hidden_size,
          .deepstack = chunk_deepstack_,
-         .want_logits = last});
+         .want_logits = last,
+         .lm_head = screen_ == nullptr});
     const int parts = pool_->size();
     pool_->parallel_for(parts,
                         [&](int part) { kv_.populate(slot, kv_.size(slot), n, part, parts); });
@@ -471,10 +493,13 @@ base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> 
     kv_.advance(n, slot);
     history_[std::size_t(slot)].insert(history_[std::size_t(slot)].end(), ids.begin() + offset,
                                        ids.begin() + offset + n);
-    if (last) {
+    if (last && screen_ != nullptr) {
+        screen_rows({&slot, 1}, executor_.data(graph_, logits, arena_.data()));
+    } else if (last) {
         const std::size_t vocab = std::size_t(tc.vocab_size);
         std::memcpy(logits_.data() + std::size_t(slot) * vocab,
                     executor_.data(graph_, logits, arena_.data()), vocab * sizeof(float));
+        logits_ready_[std::size_t(slot)] = 1;
     }
     return base::Status();
 }
@@ -523,6 +548,7 @@ base::Status Session::decode_batch(std::span<const int> slots,
                                  .ids = decode_ids_.data(),
                                  .rope_cos = text_cos_.data(),
                                  .rope_sin = text_sin_.data(),
+                                 .lm_head = screen_ == nullptr,
                                  .batch_kv = {decode_kv_.data(), std::size_t(m)},
                                  .batch_pos0 = decode_pos_.data()});
     run_graph();
@@ -531,10 +557,107 @@ base::Status Session::decode_batch(std::span<const int> slots,
     for (int i = 0; i < m; ++i) {
         kv_.advance(1, slots[i]);
         history_[std::size_t(slots[i])].push_back(tokens[i]);
+        if (screen_ != nullptr) continue;
         std::memcpy(logits_.data() + std::size_t(slots[i]) * vocab, out + std::size_t(i) * vocab,
                     vocab * sizeof(float));
+        logits_ready_[std::size_t(slots[i])] = 1;
     }
+    if (screen_ != nullptr) screen_rows(slots, out);
     return base::Status();
+}
+
+void Session::screen_rows(std::span<const int> slots, const float* hidden) {
+    const model::TextConfig& tc = model_->config().text;
+    const std::size_t h = std::size_t(tc.hidden_size), vocab = std::size_t(tc.vocab_size);
+    ScreenBuffers& b = screen_buf_;
+    const int m = int(slots.size());
+    for (int i = 0; i < m; ++i) {
+        const std::size_t slot = std::size_t(slots[i]);
+        const float* row = hidden + std::size_t(i) * h;
+        std::copy_n(row, h, b.hidden.data() + slot * h);
+        b.bounds[slot] = screen_->prepare_row(row, gemm_precision_, b.x.data() + std::size_t(i) * h,
+                                              b.scratch.data());
+    }
+    lm_head_gemm_.run(*kernels_,
+                      {.m = m,
+                       .n = int(vocab),
+                       .k = int(h),
+                       .a = b.x.data(),
+                       .lda = std::ptrdiff_t(h),
+                       .w = &screen_->matrix(),
+                       .ldw = std::ptrdiff_t(h),
+                       .w_type = kernels::WeightType::kQ8,
+                       .c = b.batch.data(),
+                       .ldc = std::ptrdiff_t(vocab)},
+                      *pool_);
+    for (int i = 0; i < m; ++i) {
+        const std::size_t slot = std::size_t(slots[i]);
+        std::copy_n(b.batch.data() + std::size_t(i) * vocab, vocab, b.scores.data() + slot * vocab);
+        logits_ready_[slot] = 0;
+    }
+}
+
+std::span<const float> Session::logits(int slot) const {
+    const model::TextConfig& tc = model_->config().text;
+    const std::size_t vocab = std::size_t(tc.vocab_size), h = std::size_t(tc.hidden_size);
+    float* out = logits_.data() + std::size_t(slot) * vocab;
+    if (logits_ready_[std::size_t(slot)] == 0) {
+        // The product the graph's "logits" node runs without the screen: the same bits.
+        const model::Matrix& w = model_->weights().text().lm_head;
+        lm_head_gemm_.run(*kernels_,
+                          {.m = 1,
+                           .n = w.rows,
+                           .k = w.cols,
+                           .a = screen_buf_.hidden.data() + std::size_t(slot) * h,
+                           .lda = std::ptrdiff_t(h),
+                           .w = w.data,
+                           .ldw = w.ld,
+                           .w_type = w.type,
+                           .c = out,
+                           .ldc = std::ptrdiff_t(vocab),
+                           .precision = gemm_precision_},
+                          *pool_);
+        logits_ready_[std::size_t(slot)] = 1;
+    }
+    return {out, vocab};
+}
+
+std::int32_t Session::sample(int slot, Sampler& sampler) {
+    last_candidates_ = -1;
+    if (screen_ == nullptr || logits_ready_[std::size_t(slot)] != 0) {
+        return sampler.sample(logits(slot));
+    }
+    const model::TextConfig& tc = model_->config().text;
+    const std::size_t vocab = std::size_t(tc.vocab_size), h = std::size_t(tc.hidden_size);
+    ScreenBuffers& b = screen_buf_;
+    screen_->bounds(b.bounds[std::size_t(slot)], b.scores.data() + std::size_t(slot) * vocab,
+                    b.lower.data(), b.upper.data());
+    const int n = sampler.screen_candidates(b.lower, b.upper, b.ids);
+    if (n <= 0) return sampler.sample(logits(slot));
+    // The candidates' rows, gathered: each output of the product depends only on its own row
+    // and the activation row (kernels/gemm.h), so these are the full product's bits.
+    const model::Matrix& w = model_->weights().text().lm_head;
+    const auto* src = static_cast<const std::uint16_t*>(w.data);
+    for (int i = 0; i < n; ++i) {
+        std::copy_n(src + std::ptrdiff_t(b.ids[std::size_t(i)]) * w.ld, h,
+                    b.rows.data() + std::size_t(i) * h);
+    }
+    lm_head_gemm_.run(*kernels_,
+                      {.m = 1,
+                       .n = n,
+                       .k = int(h),
+                       .a = b.hidden.data() + std::size_t(slot) * h,
+                       .lda = std::ptrdiff_t(h),
+                       .w = b.rows.data(),
+                       .ldw = std::ptrdiff_t(h),
+                       .w_type = w.type,
+                       .c = b.values.data(),
+                       .ldc = std::ptrdiff_t(n),
+                       .precision = gemm_precision_},
+                      *pool_);
+    last_candidates_ = n;
+    return sampler.sample_candidates({b.ids.data(), std::size_t(n)},
+                                     {b.values.data(), std::size_t(n)});
 }
 
 }  // namespace qvl::runtime

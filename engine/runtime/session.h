@@ -23,12 +23,14 @@
 #include "graph/planner.h"
 #include "image/image_preprocess.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_run.h"
 #include "kernels/kernel_table.h"
 #include "model/model.h"
 #include "model/mrope.h"
 #include "model/vision_encoder.h"
 #include "model/vision_inputs.h"
 #include "runtime/kv_cache.h"
+#include "runtime/sampler.h"
 
 namespace qvl::runtime {
 
@@ -52,6 +54,10 @@ enum class Precision { kAuto, kF32, kBF16, kBF16All, kF32KvBF16 };
 
 // Longest prefill chunk: bounds the activation arena independently of the context size.
 inline constexpr int kMaxPrefillChunk = 512;
+
+// Most lm_head rows a screened sample computes exactly (Session::sample); past it the step
+// computes every logit. 4096 rows of the 2B model are 16 MB, 2.6 % of the whole matrix.
+inline constexpr int kScreenCandidates = 4096;
 
 // The precisions a user can name (kAuto is the default, not a choice), in the order messages
 // list them.
@@ -158,10 +164,16 @@ class Session {
     // the same step gives it alone.
     base::Status decode_batch(std::span<const int> slots, std::span<const std::int32_t> tokens);
 
-    std::span<const float> logits(int slot = 0) const {
-        const std::size_t vocab = std::size_t(model_->config().text.vocab_size);
-        return {logits_.data() + std::size_t(slot) * vocab, vocab};
-    }
+    // The last position's logits. With the model's logits screen (model/logits_screen.h) a
+    // step computes them only when asked (here, the same bits as without the screen).
+    std::span<const float> logits(int slot = 0) const;
+    // The slot's next token from `sampler` given its last position's logits: what
+    // sampler.sample(logits(slot)) returns, through the screen when the sampler allows it
+    // (greedy, top-k), which computes only the rows that can win.
+    std::int32_t sample(int slot, Sampler& sampler);
+    // How many exact lm_head rows the last screened sample() computed (-1: it used every
+    // logit). For tests and benchmarks.
+    int last_screen_candidates() const { return last_candidates_; }
     // The final merger output of encoded image i (of those waiting for prefill).
     std::span<const float> image_features(int image) const;
     // Every feature level of encoded image i (merger output, then each deepstack level), each
@@ -226,6 +238,9 @@ class Session {
     base::Status run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset, int n,
                                    int visual_base);
     void run_graph();
+    // After a text graph that stopped before lm_head (screen_ set): keeps each row's hidden
+    // state for slots[i] and runs the int8 screen over all rows at once.
+    void screen_rows(std::span<const int> slots, const float* hidden);
     // Maps the first `need` bytes of the activation arena (vision: the vision tower's) before a
     // graph runs on them, once: what a plan uses is written anyway, and faulting it in a page at
     // a time inside the first vision block cost tens of milliseconds.
@@ -260,7 +275,24 @@ class Session {
     model::VisionInputTables vision_inputs_;
     std::vector<float> text_cos_, text_sin_;
     std::vector<std::int32_t> chunk_pos_t_, chunk_pos_h_, chunk_pos_w_, visual_rows_;
-    std::vector<float> logits_;
+    // Per slot; with the screen, logits_ of a slot are computed on demand (logits_ready_ 0
+    // until then) from hidden_.
+    mutable std::vector<float> logits_;
+    mutable std::vector<std::uint8_t> logits_ready_;
+    const model::LogitsScreen* screen_ = nullptr;
+    struct ScreenBuffers {
+        std::vector<float> hidden;  // [slots, hidden]: final-normed rows under the logits
+        std::vector<float> x;       // [slots, hidden]: the int8 product's rows of a step
+        std::vector<float> scores;  // [slots, vocab]: int8 products, by slot
+        std::vector<float> batch;   // [slots, vocab]: int8 products, by row of a step
+        std::vector<model::ScreenRowBound> bounds;  // per slot
+        std::vector<float> scratch, lower, upper, values;
+        std::vector<std::int32_t> ids;
+        std::vector<std::uint16_t> rows;  // the candidates' lm_head rows, [ids.size(), hidden]
+    };
+    ScreenBuffers screen_buf_;
+    mutable kernels::GemmRunner lm_head_gemm_;
+    int last_candidates_ = -1;
     // The normalisation table of the fused patch embedding; usable when every channel has the
     // same mean and std (true for Qwen3-VL), else images go through pixel_values.
     float pixel_lut_[256] = {};

@@ -59,7 +59,10 @@ CaseOutput run(const model::Model& m, const std::string& name) {
     gp.n_predict = 16;
     gp.ignore_eos = true;
     GenerateHooks hooks;
-    hooks.after_prefill = [&](std::span<const float> l) { r.logits.assign(l.begin(), l.end()); };
+    hooks.after_prefill = [&](const Session& s, int slot) {
+        const std::span<const float> l = s.logits(slot);
+        r.logits.assign(l.begin(), l.end());
+    };
     auto result = generate(*session.value(), prompt.value(), gp, hooks);
     EXPECT_TRUE(result.ok()) << result.status().message();
     if (result.ok()) r.tokens = result.value().tokens;

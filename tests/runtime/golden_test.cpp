@@ -69,7 +69,10 @@ CaseRun run_case(const std::string& name, int threads, Precision precision = Pre
     gp.n_predict = 16;
     gp.ignore_eos = true;
     GenerateHooks hooks;
-    hooks.after_prefill = [&](std::span<const float> l) { run.logits.assign(l.begin(), l.end()); };
+    hooks.after_prefill = [&](const Session& s, int slot) {
+        const std::span<const float> l = s.logits(slot);
+        run.logits.assign(l.begin(), l.end());
+    };
     auto result = generate(s, run.prompt, gp, hooks);
     EXPECT_TRUE(result.ok()) << result.status().message();
     if (result.ok()) run.result = std::move(result).value();

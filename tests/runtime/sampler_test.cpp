@@ -307,5 +307,80 @@ TEST(Sampler, PenalizedStepsDoNotAllocate) {
     EXPECT_EQ(counter.allocations(), 0);
 }
 
+// Screened sampling gives what sampling over the full logits gives, step after step (the same
+// random draws), from bounds of any width around the logits, with penalties and with ties.
+TEST(Sampler, ScreenedSamplingMatchesTheFullLogits) {
+    const int vocab = 3000;
+    const std::vector<SamplingParams> cases = {
+        {},
+        {.repetition_penalty = 1.3f},
+        {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .seed = 5},
+        {.temperature = 1.0f, .top_k = 1, .seed = 6},
+        {.temperature = 1.3f, .top_k = 200, .seed = 7, .frequency_penalty = 0.5f},
+        {.temperature = 0.5f,
+         .top_k = 5,
+         .top_p = 0.9f,
+         .seed = 8,
+         .repetition_penalty = 0.8f,
+         .presence_penalty = -1.5f},
+    };
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> width(0.0f, 1.5f);
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+        Sampler full(vocab, cases[c]), screened(vocab, cases[c]);
+        const std::vector<std::int32_t> prompt = {1, 2, 3, 2999, 40};
+        full.begin(prompt);
+        screened.begin(prompt);
+        std::vector<float> lower(vocab), upper(vocab), values;
+        std::vector<std::int32_t> ids(vocab);
+        for (int step = 0; step < 60; ++step) {
+            std::vector<float> logits = random_logits(vocab, std::uint32_t(100 * c + step));
+            // Every third step: few distinct values, so ties cross the top-k threshold.
+            if (step % 3 == 0) {
+                for (float& v : logits) v = std::round(v * 2.0f) / 2.0f;
+            }
+            for (int i = 0; i < vocab; ++i) {
+                lower[i] = logits[i] - width(rng);
+                upper[i] = logits[i] + (step % 5 == 0 ? 0.0f : width(rng));
+            }
+            const int n = screened.screen_candidates(lower, upper, ids);
+            ASSERT_GT(n, 0) << "case " << c << " step " << step;
+            ASSERT_TRUE(std::is_sorted(ids.begin(), ids.begin() + n));
+            values.clear();
+            for (int i = 0; i < n; ++i) values.push_back(logits[std::size_t(ids[i])]);
+            const std::int32_t got =
+                screened.sample_candidates({ids.data(), std::size_t(n)}, values);
+            const std::int32_t want = full.sample(logits);
+            ASSERT_EQ(got, want) << "case " << c << " step " << step << " candidates " << n;
+            full.accept(want);
+            screened.accept(got);
+        }
+    }
+}
+
+TEST(Sampler, ScreeningDeclinesWhatItCannotDecide) {
+    const int vocab = 100;
+    std::vector<float> lower(vocab, 0.0f), upper(vocab, 1.0f);
+    std::vector<std::int32_t> ids(vocab), few(3);
+    // Temperature without top-k needs every logit.
+    EXPECT_EQ(Sampler(vocab, {.temperature = 0.7f}).screen_candidates(lower, upper, ids), -1);
+    EXPECT_EQ(
+        Sampler(vocab, {.temperature = 0.7f, .top_k = vocab}).screen_candidates(lower, upper, ids),
+        -1);
+    // Overlapping bounds: every id could win, more than `few` holds.
+    EXPECT_EQ(Sampler(vocab, {}).screen_candidates(lower, upper, few), -1);
+    EXPECT_EQ(Sampler(vocab, {}).screen_candidates(lower, upper, ids), vocab);
+    // Bounds that are not numbers.
+    lower[7] = NAN;
+    EXPECT_EQ(Sampler(vocab, {}).screen_candidates(lower, upper, ids), -1);
+    // A clear winner: one candidate.
+    lower.assign(vocab, 0.0f);
+    upper.assign(vocab, 1.0f);
+    lower[42] = 2.0f;
+    upper[42] = 3.0f;
+    ASSERT_EQ(Sampler(vocab, {}).screen_candidates(lower, upper, ids), 1);
+    EXPECT_EQ(ids[0], 42);
+}
+
 }  // namespace
 }  // namespace qvl::runtime
