@@ -107,7 +107,8 @@ def parse_args():
                         "and has first-request rows only)")
     p.add_argument("--qvl-extra", default="bf16-all,q8",
                    help="comma-separated extra qvl rows of the peer table: a QVL_PRECISION "
-                        "(f32, f32-kv-bf16, bf16, bf16-all) or q8 (--weights q8); '' for none")
+                        "(f32, f32-kv-bf16, bf16, bf16-all), q8 (--weights q8) or no-screen "
+                        "(QVL_LOGITS_SCREEN=0: every logit computed); '' for none")
     a = p.parse_args()
     a.peers = [x.strip() for x in a.peers.split(",") if x.strip()]
     bad = [x for x in a.peers if x not in ("hf", "hf-f32", "llamacpp")]
@@ -115,8 +116,9 @@ def parse_args():
         p.error(f"--peers: unknown engine(s) {bad}; known: hf, hf-f32, llamacpp")
     a.qvl_extra = [x.strip() for x in a.qvl_extra.split(",") if x.strip()]
     for x in a.qvl_extra:
-        if x not in QVL_PRECISIONS + ("q8",):
-            p.error(f"--qvl-extra: unknown row {x!r} ({', '.join(QVL_PRECISIONS)} or q8)")
+        if x not in QVL_PRECISIONS + ("q8", "no-screen"):
+            p.error(f"--qvl-extra: unknown row {x!r} ({', '.join(QVL_PRECISIONS)}, q8 or "
+                    "no-screen)")
     return a
 
 

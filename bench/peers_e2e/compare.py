@@ -35,6 +35,7 @@ def build_engines(args):
              n=args.peer_n, threads=args.peer_threads, timeout=args.timeout)
     for prec in [args.precision] + [p for p in args.qvl_extra if p != args.precision]:
         label = "qvl " + ("--weights q8" if prec == "q8" else
+                          "QVL_LOGITS_SCREEN=0" if prec == "no-screen" else
                           f"QVL_PRECISION={prec}" if prec else "(default precision)")
         engines.append((f"qvl-{prec or 'default'}", label,
                         lambda img, warm, prec=prec: runners.run_qvl(image=img, precision=prec,

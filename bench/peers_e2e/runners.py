@@ -59,6 +59,8 @@ def run_qvl(qvl_run, model, image, question, n, threads, precision, timeout, war
     options = ["-n", str(n), "--ignore-eos", "--temp", "0", "-t", str(threads)]
     if precision == "q8":  # int8 text-decoder weights, default precision otherwise
         options += ["--weights", "q8"]
+    elif precision == "no-screen":  # default precision, every logit computed (README: screen)
+        env["QVL_LOGITS_SCREEN"] = "0"
     elif precision:
         env["QVL_PRECISION"] = precision
     if warmup_image:

@@ -1,7 +1,7 @@
-// qvl-run's environment variables (QVL_ISA, QVL_PRECISION, QVL_PROFILE, QVL_TRACE): read by the
-// CLI only, mapped onto session options, and an unknown value is a usage error (exit 2) whose
-// one error line names the variable. In-process through read_env_options, and once through the
-// binary so the exit code is the program's.
+// qvl-run's environment variables (QVL_ISA, QVL_PRECISION, QVL_PROFILE, QVL_TRACE,
+// QVL_LOGITS_SCREEN): read by the CLI only, mapped onto session (or load) options, and an unknown
+// value is a usage error (exit 2) whose one error line names the variable. In-process through
+// read_env_options, and once through the binary so the exit code is the program's.
 #include "qvl_run/env.h"
 
 #include <gtest/gtest.h>
@@ -72,6 +72,10 @@ TEST(EnvOptions, KnownValuesBecomeSessionOptions) {
         EXPECT_EQ(p.options.precision, want) << name;
         EXPECT_FALSE(p.options.profile);
     }
+    // The logits screen is a load option: on unless QVL_LOGITS_SCREEN=0.
+    EXPECT_TRUE(read_with({}).options.logits_screen);
+    EXPECT_TRUE(read_with({{"QVL_LOGITS_SCREEN", "1"}}).options.logits_screen);
+    EXPECT_FALSE(read_with({{"QVL_LOGITS_SCREEN", "0"}}).options.logits_screen);
 }
 
 TEST(EnvOptions, UnknownValueIsAUsageErrorNamingTheVariable) {
@@ -91,6 +95,8 @@ TEST(EnvOptions, UnknownValueIsAUsageErrorNamingTheVariable) {
          "avx512bf16)\n"},
         {"QVL_PROFILE", "maybe",
          "qvl-run: error: QVL_PROFILE: unknown value 'maybe' (expected 0, 1)\n"},
+        {"QVL_LOGITS_SCREEN", "off",
+         "qvl-run: error: QVL_LOGITS_SCREEN: unknown value 'off' (expected 0, 1)\n"},
     };
     for (const auto& c : cases) {
         const EnvRead r = read_with({{c.name, c.value}});
