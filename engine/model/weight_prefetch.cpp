@@ -111,8 +111,8 @@ std::vector<ByteRange> weights_in_use_order(const ModelWeights& weights, bool lm
         }
     }
     // The embedding is read a few rows at a time during prefill: read ahead only where it is
-    // also the mapped lm_head (tied, and not rearranged into panels at load), read whole once at
-    // the end of prefill.
+    // also the mapped lm_head (tied, not rearranged into panels), read whole at every step. With
+    // a logits screen (!lm_head) a step reads a few of its rows: nothing to read ahead.
     if (lm_head) add_matrix(weights, t.lm_head, &out);
     return out;
 }
