@@ -168,9 +168,10 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
         const int nb = std::min(kKeyBlock, hi - j0);
         for (int j = 0; j < nb; j += 16) {
             const int nk = std::min(16, nb - j);
-            // The next 16 keys' K rows and these keys' V rows (read after the block's scores).
-            prefetch_rows(kg, a.k_row_stride, j0 + j + 16, j0 + j + 32, hi, hd);
-            prefetch_rows(vg, a.v_row_stride, j0 + j, j0 + j + 16, hi, hd);
+            // K and V rows of the keys kDecodePrefetchKeys ahead, into L2.
+            const int ahead = j0 + j + kDecodePrefetchKeys;
+            prefetch_rows_l2(kg, a.k_row_stride, ahead, ahead + 16, hi, hd);
+            prefetch_rows_l2(vg, a.v_row_stride, ahead, ahead + 16, hi, hd);
             __m512 acc[NH];
             for (int h = 0; h < NH; ++h) acc[h] = zero;
             for (int c = 0; c < hd / 2; c += 16) {  // 16 pairs (32 head dims) per transpose
