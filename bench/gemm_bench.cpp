@@ -6,7 +6,9 @@
 // model). Every row applies its layer's epilogue as the model does (bias, activation, in-place
 // residual). avx512 runs kF32 precision, avx512bf16 kBF16 (vdpbf16ps), avx2 kF32. Every linear
 // layer's shape reads its weights in the load-time panel layout the model gives them
-// (kernels/weight_panels.h); only the patch embedding reads [n, k] bf16 as stored.
+// (kernels/weight_panels.h); only the patch embedding reads [n, k] bf16 as stored, and
+// gemv/lm_head_rows/... the lm_head as stored (the logits screen keeps it so: its full products,
+// for sampling without top-k, read it that way).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -62,10 +64,17 @@ struct Fixture {
     bool panels = false;                       // the copies hold panels (text shapes)
 
     bool cold = false;
+    bool rows = false;  // [n, k] rows as stored, even for a text shape
+    // Where the weights start in their buffers: rows as stored start where the 2B checkpoint's
+    // lm_head does in its safetensors file, 24 bytes past a cache line (the kernels align their
+    // loads to lines; a bench on aligned rows would not see what that costs or saves).
+    std::size_t offset = 0;
 
-    Fixture(const LinearShape& s, int m_rows, bool cold_w) : shape(&s), m(m_rows), cold(cold_w) {
+    Fixture(const LinearShape& s, int m_rows, bool cold_w, bool as_rows)
+        : shape(&s), m(m_rows), cold(cold_w), rows(as_rows) {
         const std::string name = s.name;
-        panels = name != "vision_patch_embed" && s.n % 16 == 0 && s.k % 2 == 0;
+        panels = !rows && name != "vision_patch_embed" && s.n % 16 == 0 && s.k % 2 == 0;
+        offset = rows ? 24 : 0;
         a.resize(std::size_t(m) * s.k);
         fill_random(a.data(), a.size(), 17, 1.0f);
         c.resize(std::size_t(m) * s.n);
@@ -80,12 +89,13 @@ struct Fixture {
         }
         std::vector<float> row(s.k);
         for (std::size_t c_i = 0; c_i < copies; ++c_i) {
-            weights.push_back(base::AlignedBuffer::allocate(bytes, "bench weights").value());
-            auto* w = weights.back().as<std::uint16_t>();
+            weights.push_back(
+                base::AlignedBuffer::allocate(bytes + offset, "bench weights").value());
+            auto* w = reinterpret_cast<std::uint16_t*>(weights.back().data() + offset);
             if (c_i > 0) {
                 // The copies only keep the reads out of the cache: the same values will do, and a
                 // copy is much faster than generating a gigabyte of random bf16.
-                std::memcpy(w, weights.front().data(), bytes);
+                std::memcpy(w, weights.front().data() + offset, bytes);
                 continue;
             }
             for (std::size_t r = 0; r < bytes / 2 / s.k; ++r) {
@@ -107,11 +117,12 @@ struct Fixture {
     std::size_t weight_bytes() const { return weights[0].size(); }
 };
 
-Fixture& fixture_for(const LinearShape& s, int m, bool cold) {
+Fixture& fixture_for(const LinearShape& s, int m, bool cold, bool rows) {
     static std::unique_ptr<Fixture> current;
-    if (!current || current->shape != &s || current->m != m || current->cold != cold) {
+    if (!current || current->shape != &s || current->m != m || current->cold != cold ||
+        current->rows != rows) {
         current.reset();
-        current = std::make_unique<Fixture>(s, m, cold);
+        current = std::make_unique<Fixture>(s, m, cold, rows);
     }
     return *current;
 }
@@ -119,7 +130,7 @@ Fixture& fixture_for(const LinearShape& s, int m, bool cold) {
 // cold: the weights rotate over copies larger than the L3 for every m (as in the model, where
 // each weight matrix is read once per call, from DRAM), not only for the GEMV rows.
 void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, int threads,
-                bool cold) {
+                bool cold, bool rows) {
     if (!kernels::isa_supported(isa)) {
         state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
         return;
@@ -133,7 +144,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
                         : prec == GemmPrecision::kBF16 ? peak_gflops_bf16(threads)
                         : isa == Isa::kAvx2            ? peak_gflops_f32_avx2(threads)
                                                        : peak_gflops_f32(threads);
-    Fixture& f = fixture_for(*s, m, cold);
+    Fixture& f = fixture_for(*s, m, cold, rows);
     base::ThreadPool& pool = pool_for(threads);
     const std::size_t half = std::size_t(s->n) * s->k * 2;
     const kernels::WeightType w_type =
@@ -143,7 +154,7 @@ void run_linear(benchmark::State& state, const LinearShape* s, int m, Isa isa, i
     kernels::GemmRunner runner;
     const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : state) {
-        const std::byte* w = f.weights[iter++ % f.weights.size()].data();
+        const std::byte* w = f.weights[iter++ % f.weights.size()].data() + f.offset;
         if (s->gated) {
             const kernels::GemmArgs g{.m = m,
                                       .n = s->n,
@@ -247,13 +258,14 @@ void run_patch_embed(benchmark::State& state, int height, int width, Isa isa, in
     state.counters["pct_peak"] = peak > 0 ? 100.0 * gflops / peak : 0.0;
 }
 
-void register_one(const LinearShape& s, int m, Isa isa, int threads, bool cold = false) {
+void register_one(const LinearShape& s, int m, Isa isa, int threads, bool cold = false,
+                  bool rows = false) {
     const std::string name = std::string(m <= kGemvMaxM ? "gemv/"
                                          : cold         ? "gemm_cold/"
                                                         : "gemm/") +
-                             s.name + "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa) +
-                             "/threads=" + std::to_string(threads);
-    benchmark::RegisterBenchmark(name.c_str(), run_linear, &s, m, isa, threads, cold)
+                             s.name + (rows ? "_rows" : "") + "/M=" + std::to_string(m) + "/" +
+                             kernels::isa_name(isa) + "/threads=" + std::to_string(threads);
+    benchmark::RegisterBenchmark(name.c_str(), run_linear, &s, m, isa, threads, cold, rows)
         ->UseRealTime()
         ->MinTime(0.1)
         ->Unit(benchmark::kMillisecond);
@@ -278,11 +290,15 @@ int register_all() {
     const bool avx512 = isas.front() != Isa::kAvx2;
     for (const LinearShape& s : linear_shapes()) {
         for (int m : linear_ms(s)) {
+            const std::string name = s.name;
             for (Isa isa : isas) {
                 for (int threads : {1, 2}) register_one(s, m, isa, threads);
+                // lm_head as the logits screen keeps it (rows as stored), next to its panels.
+                if (name == "lm_head") {
+                    for (int threads : {1, 2}) register_one(s, m, isa, threads, false, true);
+                }
             }
             // The AVX2 fallback on a few representative shapes, next to the AVX-512 rows.
-            const std::string name = s.name;
             if (avx512 && ((name == "text_gate_up" && m == 212) ||
                            (name == "vision_fc1" && m == 784) || (name == "text_q" && m == 1))) {
                 for (int threads : {1, 2}) register_one(s, m, Isa::kAvx2, threads);

@@ -143,6 +143,8 @@ void Engine::Impl::admit_piece(double budget_ms) {
         if (j.req.after_vision) j.req.after_vision(*session);
         j.prefill_started = true;
         slot_images[std::size_t(slot)] = {};
+        // The slot's logits from its prefill on are computed as this request's sampler needs.
+        session->expect_sampler(slot, *j.sampler);
         base::Status st;
         if (j.keep > 0) {
             st = session->begin_prefill_reusing(

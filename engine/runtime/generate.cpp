@@ -93,13 +93,15 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
         QVL_TRY(session.encode_image(image));
     r.vision_ms = t.elapsed_ms();
     if (hooks.after_vision) hooks.after_vision(session);
+    const model::Model& model = session.model();
+    Sampler sampler(model.config().text.vocab_size, params.sampling);
+    // Before the prefill: its logits are computed as this sampler needs them.
+    session.expect_sampler(0, sampler);
     t.reset();
     QVL_TRY(session.prefill(prompt.ids));
     r.prefill_ms = t.elapsed_ms();
     if (hooks.after_prefill) hooks.after_prefill(session, 0);
 
-    const model::Model& model = session.model();
-    Sampler sampler(model.config().text.vocab_size, params.sampling);
     sampler.begin(prompt.ids);
     text::StreamDecoder stream(model.tokenizer(), true);
     r.tokens.reserve(params.n_predict);

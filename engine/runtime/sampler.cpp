@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <numeric>
 
@@ -141,13 +142,19 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
     return draw(candidates(n, n));
 }
 
+bool Sampler::screenable(int max_candidates) const {
+    const int vocab = int(values_.size());
+    if (params_.temperature <= 0.0f) return max_candidates >= 1 && vocab > 0;
+    return params_.top_k > 0 && params_.top_k < vocab && params_.top_k <= max_candidates;
+}
+
 int Sampler::screen_candidates(std::span<const float> lower, std::span<const float> upper,
                                std::span<std::int32_t> ids) {
     const int n = int(std::min({lower.size(), upper.size(), values_.size()}));
     const bool greedy = params_.temperature <= 0.0f;
-    if (!greedy && (params_.top_k <= 0 || params_.top_k >= n)) return -1;
+    if (!screenable(int(std::min<std::size_t>(ids.size(), INT32_MAX))) || n == 0) return -1;
+    if (!greedy && params_.top_k >= n) return -1;
     const int k = greedy ? 1 : params_.top_k;
-    if (k > int(ids.size()) || n == 0) return -1;
     const bool penalties = has_penalties() && n_touched_ > 0;
     auto bound = [&](std::span<const float> b, int id) {
         return penalties && seen_[id] != 0 ? penalize(id, b[id]) : b[id];

@@ -55,6 +55,12 @@ class Sampler {
     // the bounds are not numbers. Allocates nothing.
     int screen_candidates(std::span<const float> lower, std::span<const float> upper,
                           std::span<std::int32_t> ids);
+    // Whether screen_candidates can name the candidates with room for max_candidates ids:
+    // greedy, or top-k with top_k <= max_candidates and below the vocabulary; false when the draw
+    // needs every logit (temperature > 0 without top-k). A session computes every logit in the
+    // step itself for a slot whose sampler cannot be screened (Session::expect_sampler), instead
+    // of screening first and computing them all anyway.
+    bool screenable(int max_candidates) const;
     // What sample() returns for logits whose values at ids (from screen_candidates) are
     // values[i]; consumes the same random draw.
     std::int32_t sample_candidates(std::span<const std::int32_t> ids,

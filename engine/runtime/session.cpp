@@ -207,6 +207,7 @@ base::Status Session::reserve() {
     visual_rows_.resize(chunk_);
     logits_.resize(std::size_t(options_.slots) * tc.vocab_size);
     logits_ready_.assign(std::size_t(options_.slots), 1);
+    full_logits_.assign(std::size_t(options_.slots), 0);
     screen_ = model_->logits_screen();
     if (screen_ != nullptr && screen_->cols() == tc.hidden_size &&
         screen_->rows() == tc.vocab_size) {
@@ -571,30 +572,67 @@ void Session::screen_rows(std::span<const int> slots, const float* hidden) {
     const std::size_t h = std::size_t(tc.hidden_size), vocab = std::size_t(tc.vocab_size);
     ScreenBuffers& b = screen_buf_;
     const int m = int(slots.size());
-    for (int i = 0; i < m; ++i) {
+    // Rows of x (and of batch): the screened slots' first, in order, then the others'.
+    int screened = 0;
+    for (int i = 0; i < m; ++i) screened += full_logits_[std::size_t(slots[i])] == 0;
+    for (int i = 0, next_screened = 0, next_full = screened; i < m; ++i) {
         const std::size_t slot = std::size_t(slots[i]);
         const float* row = hidden + std::size_t(i) * h;
         std::copy_n(row, h, b.hidden.data() + slot * h);
-        b.bounds[slot] = screen_->prepare_row(row, gemm_precision_, b.x.data() + std::size_t(i) * h,
-                                              b.scratch.data());
+        if (full_logits_[slot] != 0) {
+            std::copy_n(row, h, b.x.data() + std::size_t(next_full++) * h);
+        } else {
+            b.bounds[slot] = screen_->prepare_row(row, gemm_precision_,
+                                                  b.x.data() + std::size_t(next_screened++) * h,
+                                                  b.scratch.data());
+        }
     }
+    if (screened < m) {
+        exact_logits(b.x.data() + std::size_t(screened) * h, m - screened,
+                     b.batch.data() + std::size_t(screened) * vocab);
+    }
+    if (screened > 0) {
+        lm_head_gemm_.run(*kernels_,
+                          {.m = screened,
+                           .n = int(vocab),
+                           .k = int(h),
+                           .a = b.x.data(),
+                           .lda = std::ptrdiff_t(h),
+                           .w = &screen_->matrix(),
+                           .ldw = std::ptrdiff_t(h),
+                           .w_type = kernels::WeightType::kQ8,
+                           .c = b.batch.data(),
+                           .ldc = std::ptrdiff_t(vocab)},
+                          *pool_);
+    }
+    last_screened_rows_ = screened;
+    for (int i = 0, next_screened = 0, next_full = screened; i < m; ++i) {
+        const std::size_t slot = std::size_t(slots[i]);
+        const bool full = full_logits_[slot] != 0;
+        const float* row =
+            b.batch.data() + std::size_t(full ? next_full++ : next_screened++) * vocab;
+        std::copy_n(row, vocab, (full ? logits_.data() : b.scores.data()) + slot * vocab);
+        logits_ready_[slot] = full ? 1 : 0;
+    }
+}
+
+void Session::exact_logits(const float* x, int m, float* out) const {
+    // The product the graph's "logits" node runs without the screen: lm_head as stored
+    // (row-major bf16; kernels/x86/gemm_panel_stream.h reads it as fast as panels).
+    const model::Matrix& w = model_->weights().text().lm_head;
     lm_head_gemm_.run(*kernels_,
                       {.m = m,
-                       .n = int(vocab),
-                       .k = int(h),
-                       .a = b.x.data(),
-                       .lda = std::ptrdiff_t(h),
-                       .w = &screen_->matrix(),
-                       .ldw = std::ptrdiff_t(h),
-                       .w_type = kernels::WeightType::kQ8,
-                       .c = b.batch.data(),
-                       .ldc = std::ptrdiff_t(vocab)},
+                       .n = w.rows,
+                       .k = w.cols,
+                       .a = x,
+                       .lda = std::ptrdiff_t(w.cols),
+                       .w = w.data,
+                       .ldw = w.ld,
+                       .w_type = w.type,
+                       .c = out,
+                       .ldc = std::ptrdiff_t(w.rows),
+                       .precision = gemm_precision_},
                       *pool_);
-    for (int i = 0; i < m; ++i) {
-        const std::size_t slot = std::size_t(slots[i]);
-        std::copy_n(b.batch.data() + std::size_t(i) * vocab, vocab, b.scores.data() + slot * vocab);
-        logits_ready_[slot] = 0;
-    }
 }
 
 std::span<const float> Session::logits(int slot) const {
@@ -602,21 +640,7 @@ std::span<const float> Session::logits(int slot) const {
     const std::size_t vocab = std::size_t(tc.vocab_size), h = std::size_t(tc.hidden_size);
     float* out = logits_.data() + std::size_t(slot) * vocab;
     if (logits_ready_[std::size_t(slot)] == 0) {
-        // The product the graph's "logits" node runs without the screen: the same bits.
-        const model::Matrix& w = model_->weights().text().lm_head;
-        lm_head_gemm_.run(*kernels_,
-                          {.m = 1,
-                           .n = w.rows,
-                           .k = w.cols,
-                           .a = screen_buf_.hidden.data() + std::size_t(slot) * h,
-                           .lda = std::ptrdiff_t(h),
-                           .w = w.data,
-                           .ldw = w.ld,
-                           .w_type = w.type,
-                           .c = out,
-                           .ldc = std::ptrdiff_t(vocab),
-                           .precision = gemm_precision_},
-                          *pool_);
+        exact_logits(screen_buf_.hidden.data() + std::size_t(slot) * h, 1, out);
         logits_ready_[std::size_t(slot)] = 1;
     }
     return {out, vocab};

@@ -174,6 +174,20 @@ class Session {
     // How many exact lm_head rows the last screened sample() computed (-1: it used every
     // logit). For tests and benchmarks.
     int last_screen_candidates() const { return last_candidates_; }
+    // Whether the slot's next tokens need every logit: set before its prefill (and kept until
+    // set again), it makes the slot's steps compute all of them in the step itself, without the
+    // logits screen's int8 product, which such a sampler cannot use (sample() would compute
+    // every logit anyway, after it). The other slots of a step are screened as before; the
+    // logits are the same bits either way. Nothing changes without a screen. Default: false.
+    void set_full_logits(int slot, bool full) { full_logits_[std::size_t(slot)] = full ? 1 : 0; }
+    // set_full_logits for the sampler that will choose the slot's tokens: full logits when it
+    // cannot be screened (temperature without top-k, Sampler::screenable).
+    void expect_sampler(int slot, const Sampler& sampler) {
+        set_full_logits(slot, !sampler.screenable(kScreenCandidates));
+    }
+    // Rows the int8 screen multiplied in the last step or prefill that ended with logits (0
+    // when every slot of it wanted full logits, or without a screen). For tests.
+    int last_screened_rows() const { return last_screened_rows_; }
     // The final merger output of encoded image i (of those waiting for prefill).
     std::span<const float> image_features(int image) const;
     // Every feature level of encoded image i (merger output, then each deepstack level), each
@@ -239,8 +253,12 @@ class Session {
                                    int visual_base);
     void run_graph();
     // After a text graph that stopped before lm_head (screen_ set): keeps each row's hidden
-    // state for slots[i] and runs the int8 screen over all rows at once.
+    // state for slots[i], runs the int8 screen over the rows of the slots that sample through
+    // it, and computes every logit of the others (full_logits_).
     void screen_rows(std::span<const int> slots, const float* hidden);
+    // out[m, vocab] = the m rows x (row stride: hidden size) times lm_head, exactly: the
+    // product the graph's "logits" node runs without the screen (the same bits).
+    void exact_logits(const float* x, int m, float* out) const;
     // Maps the first `need` bytes of the activation arena (vision: the vision tower's) before a
     // graph runs on them, once: what a plan uses is written anyway, and faulting it in a page at
     // a time inside the first vision block cost tens of milliseconds.
@@ -282,9 +300,11 @@ class Session {
     const model::LogitsScreen* screen_ = nullptr;
     struct ScreenBuffers {
         std::vector<float> hidden;  // [slots, hidden]: final-normed rows under the logits
-        std::vector<float> x;       // [slots, hidden]: the int8 product's rows of a step
+        // [slots, hidden]: a step's rows, the int8 product's (x~) first, then those of the
+        // slots that want full logits (hidden as is)
+        std::vector<float> x;
         std::vector<float> scores;  // [slots, vocab]: int8 products, by slot
-        std::vector<float> batch;   // [slots, vocab]: int8 products, by row of a step
+        std::vector<float> batch;   // [slots, vocab]: a step's products, by row of x
         std::vector<model::ScreenRowBound> bounds;  // per slot
         std::vector<float> scratch, lower, upper, values;
         std::vector<std::int32_t> ids;
@@ -293,6 +313,8 @@ class Session {
     ScreenBuffers screen_buf_;
     mutable kernels::GemmRunner lm_head_gemm_;
     int last_candidates_ = -1;
+    std::vector<std::uint8_t> full_logits_;  // per slot: set_full_logits
+    int last_screened_rows_ = 0;
     // The normalisation table of the fused patch embedding; usable when every channel has the
     // same mean and std (true for Qwen3-VL), else images go through pixel_values.
     float pixel_lut_[256] = {};

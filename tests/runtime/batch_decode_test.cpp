@@ -134,31 +134,48 @@ INSTANTIATE_TEST_SUITE_P(Tiers, BatchInvariance,
                          });
 
 TEST(BatchDecode, StepOfFourSlotsDoesNotAllocate) {
-    auto session = make_session(Precision::kF32, kernels::best_isa(), 4);
-    ASSERT_NE(session, nullptr);
-    Session& s = *session;
-    const std::vector<std::int32_t> prompt = {151644, 872, 198, 9707, 151645, 198};
-    const std::vector<int> slots = {2, 0, 3, 1};
-    for (int slot : slots) ASSERT_TRUE(s.prefill(slot, prompt).ok());
-    std::vector<std::int32_t> tokens = {1879, 11, 0, 872};
-    // Greedy, through the logits screen (model/logits_screen.h) as generation samples.
-    std::vector<Sampler> samplers(4, Sampler(s.model().config().text.vocab_size, {}));
-    auto step = [&] {
-        for (int i = 0; i < 4; ++i) {
-            tokens[std::size_t(i)] = s.sample(slots[std::size_t(i)], samplers[std::size_t(i)]);
+    // Greedy, through the logits screen (model/logits_screen.h) as generation samples; then with
+    // two slots sampling without top-k, which get every logit in the step (the screen's int8
+    // product over the other two rows).
+    for (bool mixed : {false, true}) {
+        SCOPED_TRACE(mixed ? "two slots with full logits" : "all screened");
+        auto session = make_session(Precision::kF32, kernels::best_isa(), 4);
+        ASSERT_NE(session, nullptr);
+        Session& s = *session;
+        const std::vector<std::int32_t> prompt = {151644, 872, 198, 9707, 151645, 198};
+        const std::vector<int> slots = {2, 0, 3, 1};
+        const int vocab = s.model().config().text.vocab_size;
+        std::vector<Sampler> samplers(4, Sampler(vocab, {}));
+        if (mixed) {
+            samplers[1] = Sampler(vocab, {.temperature = 0.8f, .seed = 5});
+            samplers[3] = Sampler(vocab, {.temperature = 0.8f, .seed = 6});
         }
-        return s.decode_batch(slots, tokens).ok() &&
-               s.decode_batch({slots.data() + 1, 2}, {tokens.data() + 1, 2}).ok();
-    };
-    // Warm-up: sizes the planner scratch, and each thread's kernel scratch for the products
-    // (tasks go to whichever thread is free, so a few steps).
-    ASSERT_TRUE(s.decode_batch(slots, tokens).ok());
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(step());
-    const test::AllocationCounter counter;
-    const std::uint64_t scratch = kernels::scratch_allocations();
-    for (int i = 0; i < 8; ++i) ASSERT_TRUE(step());
-    EXPECT_EQ(counter.allocations(), 0);
-    EXPECT_EQ(kernels::scratch_allocations(), scratch) << "kernel scratch grew in a decode step";
+        for (int i = 0; i < 4; ++i)
+            s.expect_sampler(slots[std::size_t(i)], samplers[std::size_t(i)]);
+        for (int slot : slots) ASSERT_TRUE(s.prefill(slot, prompt).ok());
+        std::vector<std::int32_t> tokens = {1879, 11, 0, 872};
+        auto step = [&] {
+            for (int i = 0; i < 4; ++i) {
+                tokens[std::size_t(i)] = s.sample(slots[std::size_t(i)], samplers[std::size_t(i)]);
+            }
+            return s.decode_batch(slots, tokens).ok() &&
+                   s.decode_batch({slots.data() + 1, 2}, {tokens.data() + 1, 2}).ok();
+        };
+        // Warm-up: sizes the planner scratch, and each thread's kernel scratch for the products
+        // (tasks go to whichever thread is free, so a few steps).
+        ASSERT_TRUE(s.decode_batch(slots, tokens).ok());
+        for (int i = 0; i < 3; ++i) ASSERT_TRUE(step());
+        const test::AllocationCounter counter;
+        const std::uint64_t scratch = kernels::scratch_allocations();
+        for (int i = 0; i < 8; ++i) ASSERT_TRUE(step());
+        EXPECT_EQ(counter.allocations(), 0);
+        EXPECT_EQ(kernels::scratch_allocations(), scratch)
+            << "kernel scratch grew in a decode step";
+        // The last step decodes slots 0 (full logits) and 3 (greedy).
+        if (mixed && s.model().logits_screen() != nullptr) {
+            EXPECT_EQ(s.last_screened_rows(), 1);
+        }
+    }
 }
 
 TEST(BatchDecode, RefusesBadBatches) {

@@ -2,11 +2,13 @@
 // session without it produces: the same tokens for greedy and top-k sampling with penalties,
 // alone and in a decode batch, and the same logits bits when they are asked for, on every tier.
 // And the screen is really used: a screened step computes a few hundred rows at most, not the
-// vocabulary (the tiny checkpoint's logits are flat, a hard case for it).
+// vocabulary (the tiny checkpoint's logits are flat, a hard case for it); and skipped for a
+// slot whose sampler needs every logit (temperature without top-k), which gets them in the step,
+// alone or beside screened slots in one decode batch.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,21 +44,29 @@ std::unique_ptr<Session> make_session(const model::Model& m, kernels::Isa isa, i
 }
 
 struct Generated {
-    std::vector<std::int32_t> tokens;
+    std::vector<std::vector<std::int32_t>> tokens;  // per step, every slot's
     std::vector<float> first_logits;
+    // Per step, the logits of the slots that want every logit (set_full_logits), in slot order.
+    std::vector<float> full_logits;
     int max_candidates = -1;
+    std::vector<int> screened_rows;  // per step: last_screened_rows() after its decode
 };
 
-// Prefills the case into each of `slots` slots (the same prompt), then samples and decodes
-// them together for `steps` steps; returns the last slot's tokens.
+// Prefills the case into each slot (the same prompt; slot i samples with params[i]), then
+// samples and decodes them together for `steps` steps. expect: tell the session each slot's
+// sampler first (Session::expect_sampler), as the runner and the server do.
 Generated generate(const model::Model& m, kernels::Isa isa, const PreparedPrompt& p,
-                   const SamplingParams& params, int slots, int steps) {
+                   const std::vector<SamplingParams>& params, int steps, bool expect = true) {
     Generated r;
+    const int slots = int(params.size());
     std::unique_ptr<Session> s = make_session(m, isa, slots);
     if (s == nullptr) return r;
-    std::vector<Sampler> samplers(std::size_t(slots), Sampler(m.config().text.vocab_size, params));
+    std::vector<Sampler> samplers;
+    samplers.reserve(params.size());
+    for (const SamplingParams& sp : params) samplers.emplace_back(m.config().text.vocab_size, sp);
     std::vector<int> ids(static_cast<std::size_t>(slots));
     for (int slot = 0; slot < slots; ++slot) {
+        if (expect) s->expect_sampler(slot, samplers[std::size_t(slot)]);
         for (const image::PreprocessedImage& image : p.images) {
             EXPECT_TRUE(s->encode_image(image).ok());
         }
@@ -74,10 +84,24 @@ Generated generate(const model::Model& m, kernels::Isa isa, const PreparedPrompt
             sampler.accept(tokens[std::size_t(slot)]);
             r.max_candidates = std::max(r.max_candidates, s->last_screen_candidates());
         }
-        r.tokens.push_back(tokens.back());
+        r.tokens.push_back(tokens);
         EXPECT_TRUE(s->decode_batch(ids, tokens).ok());
+        r.screened_rows.push_back(s->last_screened_rows());
+        for (int slot = 0; slot < slots; ++slot) {
+            if (!expect || samplers[std::size_t(slot)].screenable(kScreenCandidates)) continue;
+            const std::span<const float> l = s->logits(slot);
+            r.full_logits.insert(r.full_logits.end(), l.begin(), l.end());
+        }
     }
     return r;
+}
+
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i]))
+            << "logit " << i;
+    }
 }
 
 class ScreenedSession : public ::testing::TestWithParam<kernels::Isa> {
@@ -103,27 +127,59 @@ TEST_P(ScreenedSession, SameTokensAndLogitsAsWithoutTheScreen) {
     for (const std::string name : {"text_only", "img64_describe"}) {
         const PreparedPrompt p = test_util::case_prompt("golden/" + name);
         for (std::size_t c = 0; c < cases.size(); ++c) {
+            const bool full = c + 1 == cases.size();
             for (int slots : {1, 3}) {
-                SCOPED_TRACE(name + " case " + std::to_string(c) + " slots " +
-                             std::to_string(slots));
-                const Generated want =
-                    generate(unscreened_model(), GetParam(), p, cases[c], slots, 12);
-                const Generated got = generate(screened, GetParam(), p, cases[c], slots, 12);
-                EXPECT_EQ(got.tokens, want.tokens);
-                ASSERT_EQ(got.first_logits.size(), want.first_logits.size());
-                EXPECT_EQ(std::memcmp(got.first_logits.data(), want.first_logits.data(),
-                                      got.first_logits.size() * sizeof(float)),
-                          0);
-                EXPECT_EQ(want.max_candidates, -1);
-                if (c + 1 < cases.size()) {
-                    EXPECT_GT(got.max_candidates, 0);
-                    EXPECT_LT(got.max_candidates, 1000);
-                } else {
-                    EXPECT_EQ(got.max_candidates, -1);
+                // Without the hint too: the unscreenable sampler then falls back to every logit
+                // after the screen (the same bits, only slower).
+                for (bool expect : {true, false}) {
+                    if (!full && !expect) continue;
+                    SCOPED_TRACE(name + " case " + std::to_string(c) + " slots " +
+                                 std::to_string(slots) + (expect ? "" : " without the hint"));
+                    const std::vector<SamplingParams> params(std::size_t(slots), cases[c]);
+                    const Generated want = generate(unscreened_model(), GetParam(), p, params, 12);
+                    const Generated got = generate(screened, GetParam(), p, params, 12, expect);
+                    EXPECT_EQ(got.tokens, want.tokens);
+                    expect_same_bits(got.first_logits, want.first_logits);
+                    EXPECT_EQ(want.max_candidates, -1);
+                    if (!full) {
+                        EXPECT_GT(got.max_candidates, 0);
+                        EXPECT_LT(got.max_candidates, 1000);
+                    } else {
+                        EXPECT_EQ(got.max_candidates, -1);
+                    }
+                    // The screen's int8 product ran over the screenable slots' rows only: none
+                    // when the sampler needs every logit and the session was told so.
+                    for (int rows : got.screened_rows) {
+                        EXPECT_EQ(rows, full && expect ? 0 : slots);
+                    }
+                    if (full && expect) expect_same_bits(got.full_logits, want.full_logits);
                 }
             }
         }
     }
+}
+
+// One decode batch of a greedy, an unscreenable (temperature without top-k) and a top-k slot:
+// the int8 product covers the two screenable rows, the middle slot gets every logit in the step,
+// and every slot's tokens (and that slot's logits) are the unscreened session's.
+TEST_P(ScreenedSession, MixedBatchScreensOnlyTheScreenableSlots) {
+    const model::Model& screened = test_util::tiny_model();
+    const std::vector<SamplingParams> params = {
+        {.repetition_penalty = 1.2f},
+        {.temperature = 0.8f, .seed = 21},
+        {.temperature = 0.7f, .top_k = 30, .seed = 22},
+    };
+    const PreparedPrompt p = test_util::case_prompt("golden/img64_describe");
+    const Generated want = generate(unscreened_model(), GetParam(), p, params, 10);
+    const Generated got = generate(screened, GetParam(), p, params, 10);
+    EXPECT_EQ(got.tokens, want.tokens);
+    ASSERT_EQ(got.full_logits.size(), want.full_logits.size());
+    EXPECT_EQ(got.full_logits.size(), std::size_t(10) * screened.config().text.vocab_size);
+    expect_same_bits(got.full_logits, want.full_logits);
+    EXPECT_GT(got.max_candidates, 0);
+    ASSERT_EQ(got.screened_rows.size(), 10u);
+    for (int rows : got.screened_rows) EXPECT_EQ(rows, 2);
+    EXPECT_EQ(want.screened_rows, std::vector<int>(10, 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, ScreenedSession, ::testing::ValuesIn(kernels::all_isas()),

@@ -1,11 +1,14 @@
 // AVX-512 helpers for the GEMM packing and GEMV: masked loads that never touch memory past the
-// end of a row, bf16 widening and rounding, and a 16x16 32-bit transpose. Every function is
+// end of a row, bf16 widening and rounding, a 16x16 32-bit transpose, and bf16 rows made into a
+// weight panel. Every function is
 // `static inline` (internal linkage per translation unit), so the copies compiled with different
 // ISA flags never meet in the linker. Included only from *_avx512*.cpp files.
 #pragma once
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace qvl::kernels::x86 {
@@ -63,6 +66,96 @@ static inline void transpose16(__m512 r[16]) {
         r[4 + j] = _mm512_shuffle_f32x4(v0, w0, 0xdd);
         r[8 + j] = _mm512_shuffle_f32x4(v1, w1, 0x88);
         r[12 + j] = _mm512_shuffle_f32x4(v1, w1, 0xdd);
+    }
+}
+
+// Pairs [tb, tb + n) (n <= 16) of 16 bf16 rows (w, row stride ldw; rows from `live` on, pairs
+// from n on and k from `k` on zero, so an odd k's last pair has a zero high half, as in the
+// load-time panels) into r, one register per pair: r[t] lane c = pair tb + t of row c, as in a
+// panel (kernels/weight_panels.h). One load of up to 64 bytes per row and a 16x16 transpose;
+// each row's line is also prefetched into L2 `ahead` elements further on (a prefetch never
+// faults).
+[[gnu::always_inline]] static inline void load_pairs16(const std::uint16_t* w, std::ptrdiff_t ldw,
+                                                       int live, int k, std::ptrdiff_t tb,
+                                                       std::ptrdiff_t n, std::ptrdiff_t ahead,
+                                                       __m512 r[16]) {
+    const std::ptrdiff_t left = std::min(std::ptrdiff_t(k) - 2 * tb, 2 * n);
+    const __mmask32 mask = lanes32(int(left));
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+        const std::uint16_t* src = w + std::ptrdiff_t(i) * ldw + 2 * tb;
+        if (i < live) {
+            _mm_prefetch(reinterpret_cast<const char*>(src) + 2 * ahead, _MM_HINT_T1);
+            r[i] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(mask, src));
+        } else {
+            r[i] = _mm512_setzero_ps();
+        }
+    }
+    transpose16(r);
+}
+
+// Pairs [t0, t1) of 16 bf16 rows as one panel: out[(t - t0) * 16 + c] = pair t of row c (t0 a
+// multiple of 16, out 64-byte aligned); load_pairs16 per 16 pairs. The contract of
+// rows_to_panel in x86/gemm_panel_stream.h.
+static inline void rows_to_panel16(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
+                                   std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
+                                   std::uint32_t* out) {
+    for (std::ptrdiff_t tb = t0; tb < t1; tb += 16) {
+        __m512 r[16];
+        const std::ptrdiff_t n = t1 - tb < 16 ? t1 - tb : 16;
+        load_pairs16(w, ldw, live, k, tb, n, ahead, r);
+        float* dst = reinterpret_cast<float*>(out + (tb - t0) * 16);
+        for (int t = 0; t < n; ++t) _mm512_store_ps(dst + t * 16, r[t]);
+    }
+}
+
+// The chains of R activation rows over G panels' worth of bf16 rows (16 G rows from w) for all
+// of k, with no panel in memory: per 16 pairs and panel, load_pairs16, then step(c[r][g], r, t,
+// pair) for each row r and pair t in increasing order (the tier's chain: one vdpbf16ps, or two
+// FMAs). c starts at zero. Lines are prefetched prefetch_pairs ahead along the rows, running on
+// into the next G panels' rows (w + 16 G ldw) near the end of k. When every row starts at the
+// same offset in its cache line (row stride a multiple of 64 bytes) and on a pair, the first
+// block is cut short so that the others are whole lines: a safetensors file places a tensor at
+// any offset (the 2B lm_head at 24 bytes past a line), and a load across two lines reads both,
+// the second often evicted (the other rows' lines, 4 KiB apart, share its L1 set) before the
+// next block needs it: in the model the product then took 26-29 ms against 14-18 from panels.
+template <int R, int G, class Step>
+[[gnu::always_inline]] static inline void rows_direct16(const std::uint16_t* w, std::ptrdiff_t ldw,
+                                                        int live, int k,
+                                                        std::ptrdiff_t prefetch_pairs,
+                                                        __m512 (&c)[R][G], Step step) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) c[r][g] = _mm512_setzero_ps();
+    }
+    const std::ptrdiff_t pairs = (std::ptrdiff_t(k) + 1) / 2;
+    const auto at = reinterpret_cast<std::uintptr_t>(w);
+    const std::ptrdiff_t head =
+        ldw % 32 == 0 && at % 4 == 0 ? std::ptrdiff_t((64 - at % 64) % 64 / 4) : 0;
+    std::ptrdiff_t n = 0;
+    for (std::ptrdiff_t tb = 0; tb < pairs; tb += n) {
+        n = std::min(pairs - tb, tb == 0 && head > 0 ? head : std::ptrdiff_t(16));
+        const std::ptrdiff_t to = tb + prefetch_pairs;
+        const std::ptrdiff_t ahead =
+            to < pairs ? 2 * prefetch_pairs : std::ptrdiff_t(16 * G) * ldw + 2 * (to - pairs - tb);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            __m512 r[16];
+            load_pairs16(w + std::ptrdiff_t(16 * g) * ldw, ldw, live - 16 * g, k, tb, n, ahead, r);
+            if (n == 16) {
+#pragma GCC unroll 16
+                for (int t = 0; t < 16; ++t) {
+#pragma GCC unroll 4
+                    for (int row = 0; row < R; ++row) step(c[row][g], row, tb + t, r[t]);
+                }
+            } else {
+                for (int t = 0; t < n; ++t) {
+#pragma GCC unroll 4
+                    for (int row = 0; row < R; ++row) step(c[row][g], row, tb + t, r[t]);
+                }
+            }
+        }
     }
 }
 

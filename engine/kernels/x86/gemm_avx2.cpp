@@ -470,6 +470,45 @@ struct PanelStreamF32 {
                          int m0, int m1, int n0, int n1) {
         epilogue_rows(p, acc, acc2, ld, m0, m1, n0, n1);
     }
+    // Whole blocks of 8 pairs as two 8x8 transposes (rows 0-7, 8-15) of 32-byte loads; a block
+    // with a missing row or past k word by word.
+    static void rows_to_panel(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
+                              std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
+                              std::uint32_t* out) {
+        for (std::ptrdiff_t tb = t0; tb < t1; tb += 8) {
+            const std::uint16_t* src = w + 2 * tb;
+            std::uint32_t* dst = out + (tb - t0) * kPanelOutputs;
+            if (tb % 16 == 0) {  // a 64-byte line of each row per 16 pairs
+                for (int i = 0; i < live; ++i) {
+                    _mm_prefetch(reinterpret_cast<const char*>(src + i * ldw) + 2 * ahead,
+                                 _MM_HINT_T1);
+                }
+            }
+            if (live == kPanelOutputs && tb + 8 <= t1 && 2 * (tb + 8) <= k) {
+                for (int h = 0; h < 2; ++h) {
+                    __m256 r[8];
+                    for (int i = 0; i < 8; ++i) {
+                        r[i] = _mm256_loadu_ps(
+                            reinterpret_cast<const float*>(src + std::ptrdiff_t(8 * h + i) * ldw));
+                    }
+                    transpose8(r);
+                    for (int t = 0; t < 8; ++t) {
+                        _mm256_store_ps(reinterpret_cast<float*>(dst + t * kPanelOutputs + 8 * h),
+                                        r[t]);
+                    }
+                }
+                continue;
+            }
+            for (std::ptrdiff_t t = tb; t < std::min(t1, tb + 8); ++t) {
+                for (int c = 0; c < kPanelOutputs; ++c) {
+                    const std::uint16_t* e = w + std::ptrdiff_t(c) * ldw + 2 * t;
+                    const std::uint32_t lo = c < live ? e[0] : 0u;
+                    const std::uint32_t hi = c < live && 2 * t + 1 < k ? e[1] : 0u;
+                    out[(t - t0) * kPanelOutputs + c] = lo | hi << 16;
+                }
+            }
+        }
+    }
 };
 
 }  // namespace
@@ -497,6 +536,9 @@ void gemm_epilogue_avx2(const GemmArgs& p, const float* acc, const float* acc2,
 void gemv_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
         return gemm_tile_panel_stream<avx2::PanelStreamF32>(p, m0, m1, n0, n1);
+    }
+    if (p.w_type == WeightType::kBF16 && p.load_a == nullptr) {
+        return gemm_tile_row_stream<avx2::PanelStreamF32>(p, m0, m1, n0, n1);
     }
     gemm_tile_stream<avx2::KernelF32Stream, 6>(p, m0, m1, n0, n1);
 }

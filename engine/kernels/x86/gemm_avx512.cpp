@@ -255,6 +255,33 @@ struct PanelStreamF32 {
                          int m0, int m1, int n0, int n1) {
         detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
     }
+    static void rows_to_panel(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
+                              std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
+                              std::uint32_t* out) {
+        x86::rows_to_panel16(w, ldw, live, k, t0, t1, ahead, out);
+    }
+    template <int R, int G>
+    static void row_group(const float* a, std::ptrdiff_t lda, const std::uint16_t* w,
+                          std::ptrdiff_t ldw, int live, int k, float* acc, std::ptrdiff_t ld_acc) {
+        const __m512i odd_mask = _mm512_set1_epi32(int(0xffff0000u));
+        __m512 c[R][G];
+        x86::rows_direct16<R, G>(
+            w, ldw, live, k, detail::kStreamPrefetchPairs, c,
+            [&](__m512& sum, int r, std::ptrdiff_t t, __m512 pair) {
+                const __m512i v = _mm512_castps_si512(pair);
+                const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+                sum = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + 2 * t]), even, sum);
+                if (2 * t + 1 < k) {  // an odd k's last pair has no odd half
+                    const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(v, odd_mask));
+                    sum = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + 2 * t + 1]), odd, sum);
+                }
+            });
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
+        }
+    }
 };
 
 }  // namespace
@@ -277,6 +304,10 @@ void gemm_pack_a_avx512(const GemmArgs& p, int m0, int m1) {
 void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
         return gemm_tile_panel_stream<avx512::PanelStreamF32>(p, m0, m1, n0, n1);
+    }
+    if (p.w_type == WeightType::kBF16 && p.load_a == nullptr) {
+        if (m1 - m0 <= 4) return gemm_tile_row_direct<avx512::PanelStreamF32>(p, m0, m1, n0, n1);
+        return gemm_tile_row_stream<avx512::PanelStreamF32>(p, m0, m1, n0, n1);
     }
     gemm_tile_stream<avx512::KernelF32Stream, 8>(p, m0, m1, n0, n1);
 }

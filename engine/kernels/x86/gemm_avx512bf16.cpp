@@ -266,6 +266,27 @@ struct PanelStreamBf16 {
                          int m0, int m1, int n0, int n1) {
         detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
     }
+    static void rows_to_panel(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
+                              std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
+                              std::uint32_t* out) {
+        x86::rows_to_panel16(w, ldw, live, k, t0, t1, ahead, out);
+    }
+    template <int R, int G>
+    static void row_group(const std::uint32_t* a, std::ptrdiff_t lda, const std::uint16_t* w,
+                          std::ptrdiff_t ldw, int live, int k, float* acc, std::ptrdiff_t ld_acc) {
+        __m512 c[R][G];
+        x86::rows_direct16<R, G>(w, ldw, live, k, detail::kStreamPrefetchPairs, c,
+                                 [&](__m512& sum, int r, std::ptrdiff_t t, __m512 pair) {
+                                     const __m512bh av =
+                                         __m512bh(_mm512_set1_epi32(int(a[r * lda + t])));
+                                     sum = _mm512_dpbf16_ps(sum, av, __m512bh(pair));
+                                 });
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
+        }
+    }
 };
 
 }  // namespace
@@ -288,6 +309,11 @@ void gemm_pack_a_avx512bf16(const GemmArgs& p, int m0, int m1) {
 void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
         return gemm_tile_panel_stream<avx512bf16::PanelStreamBf16>(p, m0, m1, n0, n1);
+    }
+    if (p.w_type == WeightType::kBF16 && p.load_a == nullptr) {
+        if (m1 - m0 <= 4)
+            return gemm_tile_row_direct<avx512bf16::PanelStreamBf16>(p, m0, m1, n0, n1);
+        return gemm_tile_row_stream<avx512bf16::PanelStreamBf16>(p, m0, m1, n0, n1);
     }
     gemm_tile_stream<avx512bf16::KernelBf16Stream, 8>(p, m0, m1, n0, n1);
 }

@@ -27,6 +27,19 @@
 //                                         odd_tail: the last pair holds only its even k
 //   static void epilogue(const GemmArgs&, const float* acc, const float* acc2, std::ptrdiff_t ld,
 //                        int m0, int m1, int n0, int n1);   the packed path's epilogue
+// and, for weights as stored (gemm_tile_row_stream below):
+//   static void rows_to_panel(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
+//       std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead, std::uint32_t* out);
+//                                         pairs [t0, t1) (t0 a multiple of 16) of the 16 bf16
+//                                         rows from w (row stride ldw; rows from `live` on and k
+//                                         from `k` on read as zero) as one panel:
+//                                         out[(t - t0) * 16 + c] = pair t of row c; prefetches
+//                                         into L2 each line read, `ahead` elements further on
+//   template <int R, int G> static void row_group(const AElem* a, std::ptrdiff_t lda,
+//       const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k, float* acc,
+//       std::ptrdiff_t ld_acc);           (AVX-512 tiers, gemm_tile_row_direct) acc[R][16 G] =
+//                                         R rows x the 16 G bf16 rows from w (rows from `live`
+//                                         on zero) over all of k, each output the chain above
 #pragma once
 
 #include <xmmintrin.h>
@@ -34,6 +47,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/gemm_internal.h"
 #include "kernels/weight_panels.h"
@@ -137,6 +151,18 @@ void panel_stream_matrix(const typename S::AElem* a, std::ptrdiff_t lda, int row
     }
 }
 
+// Rows [m0, m1) of A as the chains read them (S::prepare_a), S::a_len(k) elements apart, in the
+// calling thread's kScratchA.
+template <class S>
+typename S::AElem* prepared_rows(const GemmArgs& p, int m0, int m1) {
+    using AElem = typename S::AElem;
+    const std::ptrdiff_t lda = S::a_len(p.k);
+    auto* a = static_cast<AElem*>(
+        thread_scratch(kScratchA, sizeof(AElem) * std::size_t(m1 - m0) * std::size_t(lda)));
+    for (int i = 0; i < m1 - m0; ++i) S::prepare_a(p, m0 + i, a + std::ptrdiff_t(i) * lda);
+    return a;
+}
+
 // Rows [m0, m1) x columns [n0, n1) of a kBF16Panels problem (n0 a multiple of 16: task columns
 // are multiples of 64), epilogue included.
 template <class S>
@@ -144,9 +170,7 @@ void gemm_tile_panel_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     using AElem = typename S::AElem;
     const int rows = m1 - m0;
     const std::ptrdiff_t lda = S::a_len(p.k);
-    auto* a = static_cast<AElem*>(
-        thread_scratch(kScratchA, sizeof(AElem) * std::size_t(rows) * std::size_t(lda)));
-    for (int i = 0; i < rows; ++i) S::prepare_a(p, m0 + i, a + std::ptrdiff_t(i) * lda);
+    AElem* a = prepared_rows<S>(p, m0, m1);
 
     const auto* w = static_cast<const std::uint32_t*>(p.w);
     const auto* w_up = static_cast<const std::uint32_t*>(p.w_up);
@@ -164,6 +188,132 @@ void gemm_tile_panel_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
             panel_stream_matrix<S>(a, lda, rows, p.k, w_up, p.ldw, panel0, g, acc2, kCols);
         }
         S::epilogue(p, acc, acc2, kCols, m0, m1, j0, j0 + cols);
+    }
+}
+
+// Small m on weights as stored ([n, k] bf16 rows, WeightType::kBF16: the logits screen keeps
+// lm_head so, model/logits_screen.h; up to 4 rows on AVX-512 take gemm_tile_row_direct below):
+// the panel stream above on panels made a chunk at a time.
+// Each chunk of pairs of G panels' rows is interleaved into an L1 scratch in the load-time panel
+// layout (S::rows_to_panel, 16 KiB), then every row group runs S::chunk over it: the values and
+// the order of the load-time panels, so the same bits as gemm_tile_panel_stream (and as the
+// packed path's, which packs the same pairs). The packed stream (gemm_tile_stream) packs 64
+// columns x 256 k at a time into a kNR layout and leaves each of the 64 rows' 4 KiB to the
+// hardware prefetchers, which follow few such streams; here each chunk prefetches the next
+// chunk's lines while it reads its own. Kernel bench, lm_head rows, M=1, 1 thread, Zen 4 (a
+// shared machine): AVX2 5.0 -> 11.8 GB/s, AVX-512 f32 6-7.5 -> 13.4, against 21-24 from panels.
+template <class S>
+void gemm_tile_row_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
+    using AElem = typename S::AElem;
+    // A row holds one AElem per k (f32) or per k pair (bf16 pairs).
+    constexpr std::ptrdiff_t kAPerPair = std::is_same_v<AElem, float> ? 2 : 1;
+    constexpr int kG = S::kPanels;
+    constexpr int kCols = kG * kPanelOutputs;
+    constexpr std::ptrdiff_t kChunkStride = kStreamChunkPairs * kPanelOutputs;
+    const int rows = m1 - m0;
+    const std::ptrdiff_t lda = S::a_len(p.k);
+    AElem* a = prepared_rows<S>(p, m0, m1);
+
+    const bool gated = p.w_up != nullptr;
+    const std::size_t panel_bytes = sizeof(std::uint32_t) * kG * kChunkStride;
+    auto* panel = static_cast<std::uint32_t*>(thread_scratch(kScratchB, panel_bytes));
+    auto* panel2 =
+        gated ? static_cast<std::uint32_t*>(thread_scratch(kScratchB2, panel_bytes)) : nullptr;
+    const std::size_t acc_bytes = sizeof(float) * std::size_t(rows) * kCols;
+    auto* acc = static_cast<float*>(thread_scratch(kScratchC, acc_bytes));
+    float* acc2 = gated ? static_cast<float*>(thread_scratch(kScratchC2, acc_bytes)) : nullptr;
+    const std::ptrdiff_t pairs = panel_pairs(p.k);
+    const auto* w = static_cast<const std::uint16_t*>(p.w);
+    const auto* w_up = static_cast<const std::uint16_t*>(p.w_up);
+    for (int j0 = n0; j0 < n1; j0 += kCols) {
+        const int cols = std::min(kCols, n1 - j0);
+        const int g = (cols + kPanelOutputs - 1) / kPanelOutputs;
+        for (std::ptrdiff_t t0 = 0; t0 < pairs; t0 += kStreamChunkPairs) {
+            const std::ptrdiff_t t1 = std::min(pairs, t0 + kStreamChunkPairs);
+            // The next chunk's lines: these rows further along k, or the next columns' first.
+            const std::ptrdiff_t ahead =
+                t1 < pairs ? 2 * kStreamChunkPairs : kCols * p.ldw - 2 * t0;
+            const bool odd_tail = t1 == pairs && p.k % 2 != 0;
+            auto run = [&](const std::uint16_t* src, std::uint32_t* dst, float* sums) {
+                for (int q = 0; q < g; ++q) {
+                    const int r0 = j0 + q * kPanelOutputs;
+                    S::rows_to_panel(src + std::ptrdiff_t(r0) * p.ldw, p.ldw,
+                                     std::min(kPanelOutputs, n1 - r0), p.k, t0, t1, ahead,
+                                     dst + q * kChunkStride);
+                }
+                const AElem* at = a + t0 * kAPerPair;
+                const std::ptrdiff_t n_t = t1 - t0;
+                const bool first = t0 == 0;
+                switch (g) {
+                    case 1:
+                        panel_stream_rows<S, 1>(at, lda, rows, dst, kChunkStride, 0, n_t, odd_tail,
+                                                first, sums, kCols);
+                        break;
+                    case 2:
+                        panel_stream_rows<S, 2>(at, lda, rows, dst, kChunkStride, 0, n_t, odd_tail,
+                                                first, sums, kCols);
+                        break;
+                    case 3:
+                        panel_stream_rows<S, 3>(at, lda, rows, dst, kChunkStride, 0, n_t, odd_tail,
+                                                first, sums, kCols);
+                        break;
+                    default:
+                        panel_stream_rows<S, 4>(at, lda, rows, dst, kChunkStride, 0, n_t, odd_tail,
+                                                first, sums, kCols);
+                        break;
+                }
+            };
+            run(w, panel, acc);
+            if (gated) run(w_up, panel2, acc2);
+        }
+        S::epilogue(p, acc, acc2, kCols, m0, m1, j0, j0 + cols);
+    }
+}
+
+// Up to 4 rows on weights as stored, with no panel in memory (AVX-512 tiers): each 16 rows x 16
+// pairs of weights is loaded and transposed in registers and fed straight to the chains
+// (S::row_group), G panels' rows at a time over all of k: the same pairs in the same order as
+// from a panel, so the same bits. Through the L1 panel of gemm_tile_row_stream one row ran at
+// about half the load-time panels' speed (kernel bench, lm_head, M=1, 1 thread, Zen 4: 12-14
+// against 23-25 GB/s): 4 KiB apart, the 64 rows of a chunk share a few L1 sets with the panel
+// being written and read back; fed from registers it reads 22-25.
+template <class S, int R, int G>
+void row_direct_pass(const GemmArgs& p, const typename S::AElem* a, std::ptrdiff_t lda, int m0,
+                     int n0, int n1) {
+    constexpr int kCols = G * kPanelOutputs;
+    const bool gated = p.w_up != nullptr;
+    const std::size_t acc_bytes = sizeof(float) * R * kCols;
+    auto* acc = static_cast<float*>(thread_scratch(kScratchC, acc_bytes));
+    float* acc2 = gated ? static_cast<float*>(thread_scratch(kScratchC2, acc_bytes)) : nullptr;
+    const auto* w = static_cast<const std::uint16_t*>(p.w);
+    const auto* w_up = static_cast<const std::uint16_t*>(p.w_up);
+    for (int j0 = n0; j0 < n1; j0 += kCols) {
+        const int cols = std::min(kCols, n1 - j0);
+        S::template row_group<R, G>(a, lda, w + std::ptrdiff_t(j0) * p.ldw, p.ldw, cols, p.k, acc,
+                                    kCols);
+        if (gated) {
+            S::template row_group<R, G>(a, lda, w_up + std::ptrdiff_t(j0) * p.ldw, p.ldw, cols, p.k,
+                                        acc2, kCols);
+        }
+        S::epilogue(p, acc, acc2, kCols, m0, m0 + R, j0, j0 + cols);
+    }
+}
+
+// Rows [m0, m1) (at most 4) x columns [n0, n1) of a kBF16 problem, epilogue included. Four
+// independent chains per pass: one row over 4 panels' rows, 2 x 2, or 3-4 rows over one.
+template <class S>
+void gemm_tile_row_direct(const GemmArgs& p, int m0, int m1, int n0, int n1) {
+    const std::ptrdiff_t lda = S::a_len(p.k);
+    const typename S::AElem* a = prepared_rows<S>(p, m0, m1);
+    switch (m1 - m0) {
+        case 1:
+            return row_direct_pass<S, 1, 4>(p, a, lda, m0, n0, n1);
+        case 2:
+            return row_direct_pass<S, 2, 2>(p, a, lda, m0, n0, n1);
+        case 3:
+            return row_direct_pass<S, 3, 1>(p, a, lda, m0, n0, n1);
+        default:
+            return row_direct_pass<S, 4, 1>(p, a, lda, m0, n0, n1);
     }
 }
 
