@@ -13,31 +13,32 @@ namespace qvl::kernels::x86 {
 namespace {
 
 // Prefetches rows [r0, min(r1, hi)) of a [row][stride] matrix, n elements E each (float or
-// bf16 bits), into L1.
-template <class E>
-inline void prefetch_rows(const E* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
+// bf16 bits), into the cache level kHint names (_MM_HINT_T0: L1, _MM_HINT_T1: L2).
+template <int kHint, class E>
+inline void prefetch_rows_to(const E* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
     for (int r = r0; r < std::min(r1, hi); ++r) {
         for (int c = 0; c < n; c += 64 / int(sizeof(E))) {
             _mm_prefetch(reinterpret_cast<const char*>(m + std::ptrdiff_t(r) * stride + c),
-                         _MM_HINT_T0);
+                         static_cast<_mm_hint>(kHint));
         }
     }
 }
 
-// The decode kernels' read-ahead: rows [r0, min(r1, hi)) into L2 rather than L1. A decode row
-// streams its K and V rows from DRAM once; L1 prefetches of the next 16 keys held the L1 miss
-// buffers the kernel's own loads needed and came too late to hide DRAM latency. Measured on
-// Zen 4 (kernel bench attention/decode_kvbf16, 1 thread, 28 layers' caches cycled, three
-// alternated runs): 32 keys ahead into L2 read 12.3-13.6 GB/s at ctx 1024/4096 against
-// 6.9-11.4 for 16 ahead into L1; 64 or 128 ahead were no better, none at all worse (7-9).
+// The same into L1.
+template <class E>
+inline void prefetch_rows(const E* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
+    prefetch_rows_to<_MM_HINT_T0>(m, stride, r0, r1, hi, n);
+}
+
+// The decode kernels' read-ahead: the same into L2. A decode row streams its K and V rows from
+// DRAM once; L1 prefetches of the next 16 keys held the L1 miss buffers the kernel's own loads
+// needed and came too late to hide DRAM latency. Measured on Zen 4 (kernel bench
+// attention/decode_kvbf16, 1 thread, 28 layers' caches cycled, three alternated runs): 32 keys
+// ahead into L2 read 12.3-13.6 GB/s at ctx 1024/4096 against 6.9-11.4 for 16 ahead into L1; 64
+// or 128 ahead were no better, none at all worse (7-9).
 template <class E>
 inline void prefetch_rows_l2(const E* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
-    for (int r = r0; r < std::min(r1, hi); ++r) {
-        for (int c = 0; c < n; c += 64 / int(sizeof(E))) {
-            _mm_prefetch(reinterpret_cast<const char*>(m + std::ptrdiff_t(r) * stride + c),
-                         _MM_HINT_T1);
-        }
-    }
+    prefetch_rows_to<_MM_HINT_T1>(m, stride, r0, r1, hi, n);
 }
 
 // Keys a decode row's K and V reads are prefetched ahead (prefetch_rows_l2).
