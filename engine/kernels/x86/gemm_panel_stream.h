@@ -238,7 +238,7 @@ void gemm_tile_row_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
                 for (int q = 0; q < g; ++q) {
                     const int r0 = j0 + q * kPanelOutputs;
                     S::rows_to_panel(src + std::ptrdiff_t(r0) * p.ldw, p.ldw,
-                                     std::min(kPanelOutputs, n1 - r0), p.k, t0, t1, ahead,
+                                     std::min(int{kPanelOutputs}, n1 - r0), p.k, t0, t1, ahead,
                                      dst + q * kChunkStride);
                 }
                 const AElem* at = a + t0 * kAPerPair;
