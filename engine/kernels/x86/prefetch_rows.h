@@ -18,8 +18,14 @@ template <int kHint, class E>
 inline void prefetch_rows_to(const E* m, std::ptrdiff_t stride, int r0, int r1, int hi, int n) {
     for (int r = r0; r < std::min(r1, hi); ++r) {
         for (int c = 0; c < n; c += 64 / int(sizeof(E))) {
-            _mm_prefetch(reinterpret_cast<const char*>(m + std::ptrdiff_t(r) * stride + c),
-                         static_cast<_mm_hint>(kHint));
+            const char* line = reinterpret_cast<const char*>(m + std::ptrdiff_t(r) * stride + c);
+            // The hint must be a literal for both compilers' _mm_prefetch.
+            if constexpr (kHint == _MM_HINT_T0) {
+                _mm_prefetch(line, _MM_HINT_T0);
+            } else {
+                static_assert(kHint == _MM_HINT_T1);
+                _mm_prefetch(line, _MM_HINT_T1);
+            }
         }
     }
 }
