@@ -1,10 +1,11 @@
 // Int8-weight GEMV/GEMM (kernels/gemm_q8.h) on the text decoder's shapes: gemv_q8/<shape>/M=<m>/
-// <isa> (decode: GBps of int8 weights + scales streamed, pct_peak of the DRAM read bandwidth this
-// process measured; weights rotate over copies larger than the L3) and gemm_q8/<shape>/M=212/<isa>
-// (prefill: GOPS, pct_peak of an int8 peak estimated as 2x the measured BF16 peak on the VNNI
-// tier — vpdpbusd does twice vdpbf16ps's products — and 2x the ymm FP32 peak on AVX2). The
-// <isa>_fma rows run the AVX2 tier's products on f32 FMAs (kernels/isa.h q8_fma_for_gemm), whose
-// peak is the FP32 one; the plain rows force its int8 kernel.
+// <isa>/threads=<t> (decode: GBps of int8 weights + scales streamed, pct_peak of the DRAM read
+// bandwidth this process measured; weights rotate over copies larger than the L3) and
+// gemm_q8/<shape>/M=212/<isa> /threads=2 (prefill: GOPS, pct_peak of an int8 peak estimated as 2x
+// the measured BF16 peak on the VNNI tier — vpdpbusd does twice vdpbf16ps's products — and 2x the
+// ymm FP32 peak on AVX2). The <isa>_fma rows run the AVX2 tier's products on f32 FMAs
+// (kernels/isa.h q8_fma_for_gemm), whose peak is the FP32 one; the plain rows force its int8
+// kernel.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -27,7 +28,7 @@ namespace {
 
 using kernels::Isa;
 
-constexpr int kThreads = 2;
+constexpr int kPrefillThreads = 2;
 constexpr int kBlock = 64;
 
 struct Q8Copy {
@@ -98,7 +99,13 @@ Q8Fixture& fixture_for(const LinearShape& s, int m) {
     return *current;
 }
 
-void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool fma) {
+base::ThreadPool& pool_for(int threads) {
+    static std::unique_ptr<base::ThreadPool> pools[3];
+    if (!pools[threads]) pools[threads] = std::make_unique<base::ThreadPool>(threads);
+    return *pools[threads];
+}
+
+void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool fma, int threads) {
     if (!kernels::isa_supported(isa)) {
         state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
         return;
@@ -106,12 +113,12 @@ void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool 
     // Both AVX2 kernels on any CPU (kernels/isa.h q8_fma_for_gemm); GEMV rows use the int8 one.
     kernels::set_q8_fma_for_gemm(fma);
     const bool gemv = m <= 32;
-    const double peak = gemv ? dram_read_gbps(kThreads)
+    const double peak = gemv ? dram_read_gbps(threads)
                         : isa == Isa::kAvx512Bf16
-                            ? 2.0 * peak_gflops_bf16(kThreads)
-                            : (fma ? 1.0 : 2.0) * peak_gflops_f32_avx2(kThreads);
+                            ? 2.0 * peak_gflops_bf16(threads)
+                            : (fma ? 1.0 : 2.0) * peak_gflops_f32_avx2(threads);
     Q8Fixture& f = fixture_for(*s, m);
-    static base::ThreadPool pool(kThreads);
+    base::ThreadPool& pool = pool_for(threads);
     // As the engine runs a product (graph::Executor): activations quantized once, shared by
     // the column tasks.
     static kernels::GemmRunner runner;
@@ -166,17 +173,22 @@ int register_q8() {
     if (kernels::isa_supported(Isa::kAvx512Bf16)) isas.push_back(Isa::kAvx512Bf16);
     for (const LinearShape& s : kLinearShapes) {
         if (s.vision) continue;
-        for (int m : {1, 212}) {
+        for (int m : {1, 4, 8, 212}) {
             for (Isa isa : isas) {
                 for (const bool fma : {false, true}) {
                     if (fma && (isa != Isa::kAvx2 || m <= 32)) continue;
-                    const std::string name = std::string(m <= 32 ? "gemv_q8/" : "gemm_q8/") +
-                                             s.name + "/M=" + std::to_string(m) + "/" +
-                                             kernels::isa_name(isa) + (fma ? "_fma" : "");
-                    benchmark::RegisterBenchmark(name.c_str(), run_q8, &s, m, isa, fma)
-                        ->UseRealTime()
-                        ->MinTime(0.1)
-                        ->Unit(benchmark::kMillisecond);
+                    const bool gemv = m <= 32;
+                    for (int threads : {1, 2}) {
+                        if (!gemv && threads != kPrefillThreads) continue;
+                        const std::string name = std::string(gemv ? "gemv_q8/" : "gemm_q8/") +
+                                                 s.name + "/M=" + std::to_string(m) + "/" +
+                                                 kernels::isa_name(isa) + (fma ? "_fma" : "") +
+                                                 "/threads=" + std::to_string(threads);
+                        benchmark::RegisterBenchmark(name.c_str(), run_q8, &s, m, isa, fma, threads)
+                            ->UseRealTime()
+                            ->MinTime(0.1)
+                            ->Unit(benchmark::kMillisecond);
+                    }
                 }
             }
         }
