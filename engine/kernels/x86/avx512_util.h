@@ -109,6 +109,30 @@ static inline void rows_to_panel16(const std::uint16_t* w, std::ptrdiff_t ldw, i
     }
 }
 
+// The R x G accumulators of a panel-stream pass stored as rows: c[r][g] at acc + r·ld_acc + 16·g.
+template <int R, int G>
+[[gnu::always_inline]] static inline void store_acc16(const __m512 (&c)[R][G], float* acc,
+                                                      std::ptrdiff_t ld_acc) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
+    }
+}
+
+// The rows_to_panel of both AVX-512 tiers' panel-stream traits (x86/gemm_panel_stream.h): they
+// derive from this. In an anonymous namespace, so that each tier's translation unit keeps its
+// own copy of the member function (a class's inline members are otherwise shared at link time).
+namespace {
+struct RowsToPanel16 {
+    static void rows_to_panel(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
+                              std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
+                              std::uint32_t* out) {
+        rows_to_panel16(w, ldw, live, k, t0, t1, ahead, out);
+    }
+};
+}  // namespace
+
 // The chains of R activation rows over G panels' worth of bf16 rows (16 G rows from w) for all
 // of k, with no panel in memory: per 16 pairs and panel, load_pairs16, then step(c[r][g], r, t,
 // pair) for each row r and pair t in increasing order (the tier's chain: one vdpbf16ps, or two

@@ -188,7 +188,7 @@ using KernelF32Stream = KernelF32T<GemmBlocking{.mr = MR,
 // Small m on load-time panels (x86/gemm_panel_stream.h): KernelF32T's chain (one FMA per k in
 // increasing order) read straight from the panels, widened with a shift (even k) and a mask
 // (odd k).
-struct PanelStreamF32 {
+struct PanelStreamF32 : x86::RowsToPanel16 {
     using AElem = float;
     static constexpr int kRows = 4, kPanels = 4;
     static std::ptrdiff_t a_len(int k) { return k; }
@@ -245,20 +245,11 @@ struct PanelStreamF32 {
                 }
             }
         }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
-        }
+        x86::store_acc16(c, acc, ld_acc);
     }
     static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
                          int m0, int m1, int n0, int n1) {
         detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
-    }
-    static void rows_to_panel(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
-                              std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
-                              std::uint32_t* out) {
-        x86::rows_to_panel16(w, ldw, live, k, t0, t1, ahead, out);
     }
     template <int R, int G>
     static void row_group(const float* a, std::ptrdiff_t lda, const std::uint16_t* w,
@@ -276,11 +267,7 @@ struct PanelStreamF32 {
                     sum = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + 2 * t + 1]), odd, sum);
                 }
             });
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
-        }
+        x86::store_acc16(c, acc, ld_acc);
     }
 };
 

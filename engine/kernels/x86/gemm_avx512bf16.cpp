@@ -217,7 +217,7 @@ using KernelBf16Stream = KernelBf16T<GemmBlocking{.mr = MR,
 
 // Small m on load-time panels (x86/gemm_panel_stream.h): KernelBf16T's chain (one vdpbf16ps per
 // k pair in increasing order) read straight from the panels, which are already bf16 pairs.
-struct PanelStreamBf16 {
+struct PanelStreamBf16 : x86::RowsToPanel16 {
     using AElem = std::uint32_t;
     static constexpr int kRows = 4, kPanels = 4;
     // Whole 16-pair stores: rows padded to a multiple of 32 k (zeros, as the packed path pads).
@@ -256,20 +256,11 @@ struct PanelStreamBf16 {
                 for (int g = 0; g < G; ++g) c[r][g] = _mm512_dpbf16_ps(c[r][g], av, b[g]);
             }
         }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
-        }
+        x86::store_acc16(c, acc, ld_acc);
     }
     static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
                          int m0, int m1, int n0, int n1) {
         detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
-    }
-    static void rows_to_panel(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
-                              std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
-                              std::uint32_t* out) {
-        x86::rows_to_panel16(w, ldw, live, k, t0, t1, ahead, out);
     }
     template <int R, int G>
     static void row_group(const std::uint32_t* a, std::ptrdiff_t lda, const std::uint16_t* w,
@@ -281,11 +272,7 @@ struct PanelStreamBf16 {
                                          __m512bh(_mm512_set1_epi32(int(a[r * lda + t])));
                                      sum = _mm512_dpbf16_ps(sum, av, __m512bh(pair));
                                  });
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + r * ld_acc + g * 16, c[r][g]);
-        }
+        x86::store_acc16(c, acc, ld_acc);
     }
 };
 
