@@ -94,21 +94,6 @@ static inline void transpose16(__m512 r[16]) {
     transpose16(r);
 }
 
-// Pairs [t0, t1) of 16 bf16 rows as one panel: out[(t - t0) * 16 + c] = pair t of row c (t0 a
-// multiple of 16, out 64-byte aligned); load_pairs16 per 16 pairs. The contract of
-// rows_to_panel in x86/gemm_panel_stream.h.
-static inline void rows_to_panel16(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
-                                   std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
-                                   std::uint32_t* out) {
-    for (std::ptrdiff_t tb = t0; tb < t1; tb += 16) {
-        __m512 r[16];
-        const std::ptrdiff_t n = t1 - tb < 16 ? t1 - tb : 16;
-        load_pairs16(w, ldw, live, k, tb, n, ahead, r);
-        float* dst = reinterpret_cast<float*>(out + (tb - t0) * 16);
-        for (int t = 0; t < n; ++t) _mm512_store_ps(dst + t * 16, r[t]);
-    }
-}
-
 // The R x G accumulators of a panel-stream pass stored as rows: c[r][g] at acc + r·ld_acc + 16·g.
 template <int R, int G>
 [[gnu::always_inline]] static inline void store_acc16(const __m512 (&c)[R][G], float* acc,
@@ -120,15 +105,23 @@ template <int R, int G>
     }
 }
 
-// The rows_to_panel of both AVX-512 tiers' panel-stream traits (x86/gemm_panel_stream.h): they
-// derive from this. In an anonymous namespace, so that each tier's translation unit keeps its
-// own copy of the member function (a class's inline members are otherwise shared at link time).
+// Pairs [t0, t1) of 16 bf16 rows as one panel: out[(t - t0) * 16 + c] = pair t of row c (t0 a
+// multiple of 16, out 64-byte aligned); load_pairs16 per 16 pairs. The rows_to_panel of both
+// AVX-512 tiers' panel-stream traits (x86/gemm_panel_stream.h has the contract): they derive
+// from this. In an anonymous namespace, so that each tier's translation unit keeps its own copy
+// of the member function (a class's inline members are otherwise shared at link time).
 namespace {
 struct RowsToPanel16 {
     static void rows_to_panel(const std::uint16_t* w, std::ptrdiff_t ldw, int live, int k,
                               std::ptrdiff_t t0, std::ptrdiff_t t1, std::ptrdiff_t ahead,
                               std::uint32_t* out) {
-        rows_to_panel16(w, ldw, live, k, t0, t1, ahead, out);
+        for (std::ptrdiff_t tb = t0; tb < t1; tb += 16) {
+            __m512 r[16];
+            const std::ptrdiff_t n = t1 - tb < 16 ? t1 - tb : 16;
+            load_pairs16(w, ldw, live, k, tb, n, ahead, r);
+            float* dst = reinterpret_cast<float*>(out + (tb - t0) * 16);
+            for (int t = 0; t < n; ++t) _mm512_store_ps(dst + t * 16, r[t]);
+        }
     }
 };
 }  // namespace
@@ -136,18 +129,20 @@ struct RowsToPanel16 {
 // The chains of R activation rows over G panels' worth of bf16 rows (16 G rows from w) for all
 // of k, with no panel in memory: per 16 pairs and panel, load_pairs16, then step(c[r][g], r, t,
 // pair) for each row r and pair t in increasing order (the tier's chain: one vdpbf16ps, or two
-// FMAs). c starts at zero. Lines are prefetched prefetch_pairs ahead along the rows, running on
-// into the next G panels' rows (w + 16 G ldw) near the end of k. When every row starts at the
-// same offset in its cache line (row stride a multiple of 64 bytes) and on a pair, the first
-// block is cut short so that the others are whole lines: a safetensors file places a tensor at
-// any offset (the 2B lm_head at 24 bytes past a line), and a load across two lines reads both,
-// the second often evicted (the other rows' lines, 4 KiB apart, share its L1 set) before the
-// next block needs it: in the model the product then took 26-29 ms against 14-18 from panels.
+// FMAs), the sums starting at zero and stored to acc at the end (store_acc16). Lines are prefetched
+// prefetch_pairs ahead along the rows, running on into the next G panels' rows (w + 16 G ldw) near
+// the end of k. When every row starts at the same offset in its cache line (row stride a multiple
+// of 64 bytes) and on a pair, the first block is cut short so that the others are whole lines: a
+// safetensors file places a tensor at any offset (the 2B lm_head at 24 bytes past a line), and a
+// load across two lines reads both, the second often evicted (the other rows' lines, 4 KiB apart,
+// share its L1 set) before the next block needs it: in the model the product then took 26-29 ms
+// against 14-18 from panels.
 template <int R, int G, class Step>
 [[gnu::always_inline]] static inline void rows_direct16(const std::uint16_t* w, std::ptrdiff_t ldw,
                                                         int live, int k,
-                                                        std::ptrdiff_t prefetch_pairs,
-                                                        __m512 (&c)[R][G], Step step) {
+                                                        std::ptrdiff_t prefetch_pairs, float* acc,
+                                                        std::ptrdiff_t ld_acc, Step step) {
+    __m512 c[R][G];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
@@ -181,6 +176,7 @@ template <int R, int G, class Step>
             }
         }
     }
+    store_acc16(c, acc, ld_acc);
 }
 
 }  // namespace qvl::kernels::x86

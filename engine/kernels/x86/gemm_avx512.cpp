@@ -255,9 +255,8 @@ struct PanelStreamF32 : x86::RowsToPanel16 {
     static void row_group(const float* a, std::ptrdiff_t lda, const std::uint16_t* w,
                           std::ptrdiff_t ldw, int live, int k, float* acc, std::ptrdiff_t ld_acc) {
         const __m512i odd_mask = _mm512_set1_epi32(int(0xffff0000u));
-        __m512 c[R][G];
         x86::rows_direct16<R, G>(
-            w, ldw, live, k, detail::kStreamPrefetchPairs, c,
+            w, ldw, live, k, detail::kStreamPrefetchPairs, acc, ld_acc,
             [&](__m512& sum, int r, std::ptrdiff_t t, __m512 pair) {
                 const __m512i v = _mm512_castps_si512(pair);
                 const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
@@ -267,7 +266,6 @@ struct PanelStreamF32 : x86::RowsToPanel16 {
                     sum = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + 2 * t + 1]), odd, sum);
                 }
             });
-        x86::store_acc16(c, acc, ld_acc);
     }
 };
 

@@ -265,14 +265,12 @@ struct PanelStreamBf16 : x86::RowsToPanel16 {
     template <int R, int G>
     static void row_group(const std::uint32_t* a, std::ptrdiff_t lda, const std::uint16_t* w,
                           std::ptrdiff_t ldw, int live, int k, float* acc, std::ptrdiff_t ld_acc) {
-        __m512 c[R][G];
-        x86::rows_direct16<R, G>(w, ldw, live, k, detail::kStreamPrefetchPairs, c,
+        x86::rows_direct16<R, G>(w, ldw, live, k, detail::kStreamPrefetchPairs, acc, ld_acc,
                                  [&](__m512& sum, int r, std::ptrdiff_t t, __m512 pair) {
                                      const __m512bh av =
                                          __m512bh(_mm512_set1_epi32(int(a[r * lda + t])));
                                      sum = _mm512_dpbf16_ps(sum, av, __m512bh(pair));
                                  });
-        x86::store_acc16(c, acc, ld_acc);
     }
 };
 
