@@ -8,6 +8,12 @@ server answers in. The other rows are a fresh process's first request.
 Engines alternate within each repeat (qvl, its extra precisions, then each peer, for each image),
 so a slow spell of the shared machine hits every engine alike; each cell is the median of the
 repeats.
+
+After the table come issue 14's targets as paired ratios: each repeat divides one engine's figure
+by the other's from the same repeat, and the verdict uses the median of those ratios. A shared
+host's slow spells last seconds to minutes and move both runs of a pair together, so the paired
+ratio varies far less than either engine's own times (whose medians may come from different
+repeats).
 """
 
 import statistics
@@ -88,6 +94,52 @@ def build_engines(args):
     return engines, errors
 
 
+# Issue 14's targets: (what, image, figure, engine, reference engine, the most the ratio may be).
+TARGETS = [("448 TTFT, bf16 vs HF", "448x448", "ttft_s", "qvl-default", "hf", 0.75),
+           ("448 TTFT, q8 vs HF", "448x448", "ttft_s", "qvl-q8", "hf", 0.60),
+           ("1280 TTFT, bf16 vs HF", "1280x720", "ttft_s", "qvl-default", "hf", 0.60),
+           ("1280 TTFT, q8 vs HF", "1280x720", "ttft_s", "qvl-q8", "hf", 0.60),
+           ("448 decode, bf16 vs llama.cpp bf16", "448x448", "decode_ms_per_token",
+            "qvl-default", "llamacpp-text-bf16", 0.95),
+           ("1280 decode, bf16 vs llama.cpp bf16", "1280x720", "decode_ms_per_token",
+            "qvl-default", "llamacpp-text-bf16", 0.95),
+           ("448 decode, q8 vs qvl bf16", "448x448", "decode_ms_per_token", "qvl-q8",
+            "qvl-default", 0.62),
+           ("1280 decode, q8 vs qvl bf16", "1280x720", "decode_ms_per_token", "qvl-q8",
+            "qvl-default", 0.62),
+           ("448 decode, q8 vs llama.cpp q8_0", "448x448", "decode_ms_per_token", "qvl-q8",
+            "llamacpp-text-q8_0", 0.95),
+           ("1280 decode, q8 vs llama.cpp q8_0", "1280x720", "decode_ms_per_token", "qvl-q8",
+            "llamacpp-text-q8_0", 0.95)]
+
+
+def paired_ratios(a_runs, b_runs, key):
+    """Ratios a/b of `key` over the repeats where both engines produced it, in repeat order.
+
+    a_runs and b_runs hold one entry per repeat (None where that repeat failed)."""
+    out = []
+    for a, b in zip(a_runs, b_runs):
+        va = a.get(key) if a else None
+        vb = b.get(key) if b else None
+        if isinstance(va, (int, float)) and isinstance(vb, (int, float)) and vb > 0:
+            out.append(va / vb)
+    return out
+
+
+def target_rows(runs):
+    """[{target, ratios, median, min, max, limit, verdict}] for the targets whose engines ran."""
+    rows = []
+    for what, lab, key, a, b, limit in TARGETS:
+        if a not in runs or b not in runs:
+            continue
+        r = paired_ratios(runs[a].get(lab, []), runs[b].get(lab, []), key)
+        med = statistics.median(r) if r else None
+        rows.append({"target": what, "limit": limit, "ratios": r, "median": med,
+                     "min": min(r, default=None), "max": max(r, default=None),
+                     "verdict": "-" if med is None else ("met" if med <= limit else "MISSED")})
+    return rows
+
+
 def median(vals):
     vals = [v for v in vals if isinstance(v, (int, float))]
     return statistics.median(vals) if vals else None
@@ -107,6 +159,7 @@ def run_peer_table(args, image_paths):
     """Runs the table, prints it as markdown, returns its JSON form; failures are kept as errors."""
     engines, setup_errors = build_engines(args)
     labels = [lab for lab, _, _ in args.images_for_peers]
+    # One entry per repeat, None for a failed run, so that repeats stay paired across engines.
     runs = {key: {lab: [] for lab in labels} for key, _, _ in engines}
     errors = {key: {} for key, _, _ in engines}
     for r in range(max(1, args.repeat)):
@@ -117,23 +170,42 @@ def run_peer_table(args, image_paths):
                 if err:
                     log(f"peers: {name}, {lab}: {err}")
                     errors[key][lab] = err
-                else:
-                    runs[key][lab].append(fig)
+                runs[key][lab].append(None if err else fig)
     rows = []
     for key, name, _ in engines:
-        med = {lab: {k: median([f.get(k) for f in runs[key][lab]])
+        done = {lab: [f for f in runs[key][lab] if f] for lab in labels}
+        med = {lab: {k: median([f.get(k) for f in done[lab]])
                      for k in ("load_s", "vision_s", "prefill_s", "ttft_s", "prompt_tokens",
                                "decode_ms_per_token", "peak_rss_mb")}
-               for lab in labels if runs[key][lab]}
+               for lab in labels if done[lab]}
         rows.append({"engine": key, "label": name, "medians": med,
-                     "runs": {lab: len(runs[key][lab]) for lab in labels},
+                     "per_run": {lab: runs[key][lab] for lab in labels},
+                     "runs": {lab: len(done[lab]) for lab in labels},
                      "errors": errors[key]})
     for peer, err in setup_errors.items():
         rows.append({"engine": peer, "label": peer, "medians": {}, "runs": {},
                      "errors": {"setup": err}})
     print_table(args, rows)
+    targets = target_rows(runs)
+    print_targets(targets)
     return {"threads": args.peer_threads, "n_predict": args.peer_n, "repeat": args.repeat,
-            "question": args.question_text, "rows": rows}
+            "question": args.question_text, "rows": rows, "targets": targets}
+
+
+def print_targets(targets):
+    if not targets:
+        return
+    print("\n== Issue 14 targets, paired per repeat (ratio of the two engines' runs in the same "
+          "repeat; verdict on the median)\n")
+    print("| target | at most | median ratio | range | per repeat | verdict |")
+    print("|---|---|---|---|---|---|")
+    for t in targets:
+        if t["median"] is None:
+            print(f"| {t['target']} | {t['limit']:.2f}x | - | - | - | - |")
+            continue
+        each = ", ".join(f"{x:.2f}" for x in t["ratios"])
+        print(f"| {t['target']} | {t['limit']:.2f}x | {t['median']:.3f}x | "
+              f"{t['min']:.2f}-{t['max']:.2f} | {each} | {t['verdict']} |")
 
 
 def print_table(args, rows):

@@ -1,0 +1,45 @@
+#!/usr/bin/python3
+"""The paired target ratios of bench/peers_e2e/compare.py: repeats pair up by position, a failed run
+(None) drops only its own pair, and the verdict follows the median against the limit."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from peers_e2e import compare  # noqa: E402
+
+
+class PairedRatios(unittest.TestCase):
+    def test_pairs_by_repeat_and_skips_failed_runs(self):
+        a = [{"ttft_s": 3.0}, None, {"ttft_s": 2.0}, {"ttft_s": 1.0}]
+        b = [{"ttft_s": 4.0}, {"ttft_s": 9.0}, None, {"ttft_s": 2.0}]
+        self.assertEqual(compare.paired_ratios(a, b, "ttft_s"), [0.75, 0.5])
+
+    def test_missing_or_zero_figures_are_not_ratios(self):
+        a = [{"ttft_s": 3.0}, {"ttft_s": 3.0}, {}]
+        b = [{"ttft_s": 0.0}, {"ttft_s": None}, {"ttft_s": 1.0}]
+        self.assertEqual(compare.paired_ratios(a, b, "ttft_s"), [])
+
+    def test_verdict_uses_the_median_of_paired_ratios(self):
+        # Medians of the engines' own runs would give 3.0 / 4.0 = 0.75 (met); the pairs say
+        # 0.6, 0.9 and 0.8, median 0.8: missed.
+        runs = {"qvl-default": {"448x448": [{"ttft_s": 2.4}, {"ttft_s": 3.0}, {"ttft_s": 3.2}]},
+                "hf": {"448x448": [{"ttft_s": 4.0}, {"ttft_s": 3.333333}, {"ttft_s": 4.0}]}}
+        rows = {r["target"]: r for r in compare.target_rows(runs)}
+        t = rows["448 TTFT, bf16 vs HF"]
+        self.assertAlmostEqual(t["median"], 0.8, places=5)
+        self.assertAlmostEqual(t["min"], 0.6, places=5)
+        self.assertEqual(t["verdict"], "MISSED")
+        self.assertNotIn("448 TTFT, q8 vs HF", rows)  # qvl-q8 did not run
+
+    def test_met_when_the_median_is_at_the_limit(self):
+        runs = {"qvl-q8": {"448x448": [{"decode_ms_per_token": 62.0}]},
+                "qvl-default": {"448x448": [{"decode_ms_per_token": 100.0}]}}
+        rows = {r["target"]: r for r in compare.target_rows(runs)}
+        self.assertEqual(rows["448 decode, q8 vs qvl bf16"]["verdict"], "met")
+        self.assertEqual(rows["1280 decode, q8 vs qvl bf16"]["verdict"], "-")
+
+
+if __name__ == "__main__":
+    unittest.main()
