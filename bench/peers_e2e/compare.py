@@ -5,9 +5,9 @@ With --peers-warm, qvl and Hugging Face also get rows measured on a second reque
 process, after a first on another image of the same size ("second request"): what a running
 server answers in. The other rows are a fresh process's first request.
 
-Engines alternate within each repeat (qvl, its extra precisions, then each peer, for each image),
-so a slow spell of the shared machine hits every engine alike; each cell is the median of the
-repeats.
+Engines alternate within each repeat (qvl, its extra precisions, then each peer, for each image;
+reversed in every other repeat), so a slow spell of the shared machine hits every engine alike;
+each cell is the median of the repeats.
 
 After the table come issue 14's targets as paired ratios: each repeat divides one engine's figure
 by the other's from the same repeat, and the verdict uses the median of those ratios. A shared
@@ -164,7 +164,9 @@ def run_peer_table(args, image_paths):
     errors = {key: {} for key, _, _ in engines}
     for r in range(max(1, args.repeat)):
         for lab in labels:
-            for key, name, run in engines:
+            # Odd rounds run the engines in reverse, so a machine that drifts during a round
+            # favours no engine of a pair on balance.
+            for key, name, run in (engines if r % 2 == 0 else engines[::-1]):
                 log(f"peers: run {r + 1}/{args.repeat}, {lab}: {name}")
                 fig, err = run(image_paths[lab], image_paths[lab + args.warmup_suffix])
                 if err:
