@@ -46,6 +46,29 @@ void quantize_block(const float* x, int n, std::int8_t* q, float* d) {
     *d = amax / 127.0f;
 }
 
+// Q8RowSquares of one row: x its source values, q and d its quantization, n a multiple of 8
+// (the padded length; padding is zero on both sides).
+void row_squares(const float* x, const std::int8_t* q, const float* d, int block, std::size_t n,
+                 const Q8RowSquares& out, int row) {
+    constexpr int kLanes = 8;  // independent sums the compiler keeps in vector registers
+    double err[kLanes] = {}, src[kLanes] = {}, deq[kLanes] = {};
+    for (std::size_t k0 = 0; k0 < n; k0 += kLanes) {
+        const double scale = d[k0 / std::size_t(block)];  // block is a multiple of 8
+        for (int t = 0; t < kLanes; ++t) {
+            const double exact = x[k0 + std::size_t(t)];
+            const double dq = double(q[k0 + std::size_t(t)]) * scale;
+            err[t] += (dq - exact) * (dq - exact);
+            src[t] += exact * exact;
+            deq[t] += dq * dq;
+        }
+    }
+    double e = 0.0, s = 0.0, w = 0.0;
+    for (int t = 0; t < kLanes; ++t) e += err[t], s += src[t], w += deq[t];
+    out.error[row] = e;
+    out.source[row] = s;
+    out.dequantized[row] = w;
+}
+
 }  // namespace
 
 bool q8_block_ok(int block) { return block == 32 || block == 64 || block == 128; }
@@ -74,7 +97,7 @@ Q8Matrix q8_describe(int rows, int cols, int block, std::int8_t* q, float* scale
 }
 
 void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
-                        int panel0, int panel1, Isa isa) {
+                        int panel0, int panel1, Isa isa, const Q8RowSquares* squares) {
     QVL_CHECK(type == WeightType::kBF16 || type == WeightType::kF32, "q8: source must be bf16/f32");
     auto* q = const_cast<std::int8_t*>(m.q);
     auto* scales = const_cast<float*>(m.scales);
@@ -106,6 +129,10 @@ void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, cons
             // The activation quantizer has exactly the weights' formula (one row, per block).
             quantize_row(row.data(), int(k_pad), m.block, qrows.data() + std::size_t(col) * k_pad,
                          d.data(), sums.data());
+            if (squares != nullptr && r < m.rows) {
+                row_squares(row.data(), qrows.data() + std::size_t(col) * k_pad, d.data(), m.block,
+                            k_pad, *squares, r);
+            }
             for (int b = 0; b < m.k_blocks; ++b) {
                 const std::size_t base = std::size_t(p) * std::size_t(m.k_blocks) + std::size_t(b);
                 scales[base * kQ8Panel + std::size_t(col)] = d[std::size_t(b)];

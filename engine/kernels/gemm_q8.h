@@ -48,11 +48,24 @@ std::size_t q8_scale_bytes(int rows, int cols, int block);
 // Describes a matrix over caller-provided storage (q: q8_data_bytes, scales: q8_scale_bytes;
 // any alignment, 64 bytes is best). Fills nothing.
 Q8Matrix q8_describe(int rows, int cols, int block, std::int8_t* q, float* scales);
+// Sums of squares per weight row of a quantization, in double, for error bounds (the logits
+// screen): error[r] = Σ_k (w^ - w)², source[r] = Σ_k w², dequantized[r] = Σ_k w^², where w^ =
+// q · d is the dequantized weight. Each product is exact in double; the sums run in a fixed order
+// (8 lanes over k, then the lanes), so the bits do not depend on the ISA or the thread count.
+// Indexed by row; rows of panels not quantized are left alone.
+struct Q8RowSquares {
+    double* error = nullptr;
+    double* source = nullptr;
+    double* dequantized = nullptr;
+};
+
 // Quantizes panels [panel0, panel1) of w ([rows, cols], row stride ldw, bf16 or f32) into m's
-// storage. Panels are independent, so callers may run disjoint ranges on different threads. The
-// result is the same on every ISA (isa only picks the row quantizer's speed).
+// storage, and, with `squares`, each row's sums of squares. Panels are independent, so callers
+// may run disjoint ranges on different threads. The result is the same on every ISA (isa only
+// picks the row quantizer's speed).
 void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
-                        int panel0, int panel1, Isa isa = Isa::kScalar);
+                        int panel0, int panel1, Isa isa = Isa::kScalar,
+                        const Q8RowSquares* squares = nullptr);
 // One weight of a quantized matrix and its block scale (for tests and the reference).
 std::int8_t q8_weight(const Q8Matrix& m, int row, int col);
 float q8_scale(const Q8Matrix& m, int row, int block_index);

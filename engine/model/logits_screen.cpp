@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "base/bf16.h"
 #include "base/huge_pages.h"
@@ -50,45 +51,22 @@ base::Result<std::unique_ptr<LogitsScreen>> LogitsScreen::build(const Matrix& lm
     out->norm_ = norm;
 
     const kernels::Q8Matrix& m = out->q8_;
-    const auto* w = static_cast<const std::uint16_t*>(lm_head.data);
     const kernels::Isa isa = kernels::best_isa();
+    // Sums of squares per row from the quantizer itself (it holds each row's exact values and
+    // their int8 rounding), in double, then the norms rounded up.
+    std::vector<double> squares(3 * std::size_t(rows));
+    const kernels::Q8RowSquares sq{.error = squares.data(),
+                                   .source = squares.data() + rows,
+                                   .dequantized = squares.data() + 2 * std::size_t(rows)};
     const int chunks = std::min(m.panels, 64);  // a fixed split: the bits do not depend on threads
     base::ThreadPool pool(std::max(threads, 1));
     pool.parallel_for(chunks, [&](int c) {
         const int p0 = int(std::int64_t(m.panels) * c / chunks);
         const int p1 = int(std::int64_t(m.panels) * (c + 1) / chunks);
-        kernels::q8_quantize_panels(lm_head.data, lm_head.type, lm_head.ld, m, p0, p1, isa);
-        // Row norms straight from the panel layout (kernels/gemm_q8.h), in the int8 data's
-        // order: per block, 4-byte groups of the panel's 16 columns.
-        for (int p = p0; p < p1; ++p) {
-            double err[kernels::kQ8Panel] = {}, ww[kernels::kQ8Panel] = {},
-                   wq[kernels::kQ8Panel] = {};
-            for (int b = 0; b < m.k_blocks; ++b) {
-                const std::size_t at = std::size_t(p) * m.k_blocks + b;
-                const std::int8_t* q = m.q + at * std::size_t(block) * kernels::kQ8Panel;
-                const float* scale = m.scales + at * kernels::kQ8Panel;
-                for (int g = 0; g < block / 4; ++g) {
-                    for (int col = 0; col < kernels::kQ8Panel; ++col) {
-                        const int n = p * kernels::kQ8Panel + col;
-                        for (int t = 0; t < 4; ++t, ++q) {
-                            const int k = b * block + 4 * g + t;
-                            if (n >= rows || k >= cols) continue;
-                            const double exact = base::bf16_to_f32(
-                                {w[std::ptrdiff_t(n) * lm_head.ld + std::ptrdiff_t(k)]});
-                            const double dq = double(*q) * double(scale[col]);
-                            err[col] += (dq - exact) * (dq - exact);
-                            ww[col] += exact * exact;
-                            wq[col] += dq * dq;
-                        }
-                    }
-                }
-            }
-            for (int col = 0; col < kernels::kQ8Panel; ++col) {
-                const int n = p * kernels::kQ8Panel + col;
-                if (n >= rows) break;
-                error[n] = round_up(std::sqrt(err[col]));
-                norm[n] = round_up(std::sqrt(std::max(ww[col], wq[col])));
-            }
+        kernels::q8_quantize_panels(lm_head.data, lm_head.type, lm_head.ld, m, p0, p1, isa, &sq);
+        for (int n = p0 * kernels::kQ8Panel; n < std::min(rows, p1 * kernels::kQ8Panel); ++n) {
+            error[n] = round_up(std::sqrt(sq.error[n]));
+            norm[n] = round_up(std::sqrt(std::max(sq.source[n], sq.dequantized[n])));
         }
     });
     return out;

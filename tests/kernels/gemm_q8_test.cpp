@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/bf16.h"
 #include "kernel_test_util.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
@@ -240,6 +241,58 @@ TEST_P(GemmQ8Test, WeightQuantizationSameOnEveryTier) {
         q8_quantize_panels(src.data(), WeightType::kF32, k, m2, 0, m2.panels, isa());
         EXPECT_EQ(q1, q2) << "block " << block;
         EXPECT_EQ(s1, s2) << "block " << block;
+    }
+}
+
+// The rows' sums of squares (Q8RowSquares) against the same sums taken from the stored int8
+// data and the source, on a shape with a partial panel and a partial block, bf16 and f32
+// sources; the same bits on every tier and for any panel split; rows outside the quantized
+// panels untouched.
+TEST_P(GemmQ8Test, RowSquaresMatchTheStoredQuantization) {
+    std::mt19937 rng(23);
+    const int n = 37, k = 301, ld = k + 5;
+    const std::vector<float> f32 = random_vec(std::size_t(n) * ld, rng, 0.3f);
+    std::vector<std::uint16_t> bf16(f32.size());
+    for (std::size_t i = 0; i < f32.size(); ++i) bf16[i] = base::f32_to_bf16(f32[i]).bits;
+    for (const WeightType type : {WeightType::kF32, WeightType::kBF16}) {
+        const void* src = type == WeightType::kF32 ? static_cast<const void*>(f32.data())
+                                                   : static_cast<const void*>(bf16.data());
+        const auto value = [&](int r, int c) {
+            const std::size_t at = std::size_t(r) * ld + std::size_t(c);
+            return type == WeightType::kF32 ? double(f32[at])
+                                            : double(base::bf16_to_f32({bf16[at]}));
+        };
+        for (int block : {32, 64}) {
+            std::vector<std::int8_t> q(q8_data_bytes(n, k, block));
+            std::vector<float> sc(q8_scale_bytes(n, k, block) / sizeof(float));
+            const Q8Matrix m = q8_describe(n, k, block, q.data(), sc.data());
+            std::vector<double> sums(3 * n, -1.0);
+            const Q8RowSquares sq{sums.data(), sums.data() + n, sums.data() + 2 * n};
+            q8_quantize_panels(src, type, ld, m, 1, m.panels, isa(), &sq);  // not panel 0
+            for (int r = 0; r < n; ++r) {
+                if (r < kQ8Panel) {
+                    EXPECT_EQ(sq.error[r], -1.0) << "row " << r;
+                    continue;
+                }
+                double err = 0.0, s = 0.0, w = 0.0;
+                for (int c = 0; c < k; ++c) {
+                    const double dq = double(q8_weight(m, r, c)) * q8_scale(m, r, c / block);
+                    err += (dq - value(r, c)) * (dq - value(r, c));
+                    s += value(r, c) * value(r, c);
+                    w += dq * dq;
+                }
+                ASSERT_GT(err, 0.0);
+                EXPECT_NEAR(sq.error[r], err, 1e-12 * err) << "row " << r << " block " << block;
+                EXPECT_NEAR(sq.source[r], s, 1e-12 * s) << "row " << r;
+                EXPECT_NEAR(sq.dequantized[r], w, 1e-12 * w) << "row " << r;
+            }
+            // Panel by panel on the scalar tier: the same bits.
+            std::vector<double> sums2(3 * n, -1.0);
+            const Q8RowSquares sq2{sums2.data(), sums2.data() + n, sums2.data() + 2 * n};
+            for (int p = 1; p < m.panels; ++p)
+                q8_quantize_panels(src, type, ld, m, p, p + 1, Isa::kScalar, &sq2);
+            EXPECT_EQ(sums, sums2) << "block " << block;
+        }
     }
 }
 
