@@ -50,7 +50,7 @@ void quantize_block(const float* x, int n, std::int8_t* q, float* d) {
 // (the padded length; padding is zero on both sides).
 void row_squares(const float* x, const std::int8_t* q, const float* d, int block, std::size_t n,
                  const Q8RowSquares& out, int row) {
-    constexpr int kLanes = 8;  // independent sums the compiler keeps in vector registers
+    constexpr int kLanes = 8;  // independent sums: short dependency chains, one fixed order
     double err[kLanes] = {}, src[kLanes] = {}, deq[kLanes] = {};
     for (std::size_t k0 = 0; k0 < n; k0 += kLanes) {
         const double scale = d[k0 / std::size_t(block)];  // block is a multiple of 8

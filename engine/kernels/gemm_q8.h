@@ -50,8 +50,9 @@ std::size_t q8_scale_bytes(int rows, int cols, int block);
 Q8Matrix q8_describe(int rows, int cols, int block, std::int8_t* q, float* scales);
 // Sums of squares per weight row of a quantization, in double, for error bounds (the logits
 // screen): error[r] = Σ_k (w^ - w)², source[r] = Σ_k w², dequantized[r] = Σ_k w^², where w^ =
-// q · d is the dequantized weight. Each product is exact in double; the sums run in a fixed order
-// (8 lanes over k, then the lanes), so the bits do not depend on the ISA or the thread count.
+// q · d is the dequantized weight. The terms come from exact values (w and q · d are exact in
+// double) and each operation rounds by at most 2^-53 relative; the sums run in a fixed order (8
+// lanes over k, then the lanes), so the bits do not depend on the ISA or the thread count.
 // Indexed by row; rows of panels not quantized are left alone.
 struct Q8RowSquares {
     double* error = nullptr;
