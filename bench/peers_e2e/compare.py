@@ -133,7 +133,7 @@ def target_rows(runs):
         if a not in runs or b not in runs:
             continue
         r = paired_ratios(runs[a].get(lab, []), runs[b].get(lab, []), key)
-        med = statistics.median(r) if r else None
+        med = median(r)
         rows.append({"target": what, "limit": limit, "ratios": r, "median": med,
                      "min": min(r, default=None), "max": max(r, default=None),
                      "verdict": "-" if med is None else ("met" if med <= limit else "MISSED")})
