@@ -41,5 +41,18 @@ class PairedRatios(unittest.TestCase):
         self.assertEqual(rows["1280 decode, q8 vs qvl bf16"]["verdict"], "-")
 
 
+    def test_second_request_targets_pair_the_warm_rows(self):
+        runs = {"qvl-default": {"448x448": [{"ttft_s": 3.6}]},
+                "hf": {"448x448": [{"ttft_s": 4.0}]},
+                "qvl-default-warm": {"448x448": [{"ttft_s": 2.8}]},
+                "hf-warm": {"448x448": [{"ttft_s": 4.0}]}}
+        rows = {r["target"]: r for r in compare.target_rows(runs)}
+        self.assertEqual(rows["448 TTFT, bf16 vs HF"]["verdict"], "MISSED")  # 0.9
+        warm = rows["448 TTFT, bf16 vs HF, second request"]
+        self.assertAlmostEqual(warm["median"], 0.7, places=5)
+        self.assertEqual(warm["verdict"], "met")
+        self.assertNotIn("448 decode, bf16 vs llama.cpp bf16, second request", rows)
+
+
 if __name__ == "__main__":
     unittest.main()
