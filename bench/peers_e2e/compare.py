@@ -94,6 +94,19 @@ def build_engines(args):
     return engines, errors
 
 
+# The order engines run in within a round: each pair of a target next to each other or one apart
+# (a paired ratio is only as steady as the minute between its two runs); engines in no target
+# follow in table order.
+RUN_ORDER = ["llamacpp-text-bf16", "qvl-default", "hf", "qvl-q8", "llamacpp-text-q8_0",
+             "qvl-q8-warm", "hf-warm", "qvl-default-warm"]
+
+
+def run_order(engines):
+    """engines (key, label, run) in RUN_ORDER, the others after them in their own order."""
+    rank = {key: i for i, key in enumerate(RUN_ORDER)}
+    return sorted(engines, key=lambda e: rank.get(e[0], len(RUN_ORDER)))
+
+
 # Issue 14's targets: (what, image, figure, engine, reference engine, the most the ratio may be).
 TARGETS = [("448 TTFT, bf16 vs HF", "448x448", "ttft_s", "qvl-default", "hf", 0.75),
            ("448 TTFT, q8 vs HF", "448x448", "ttft_s", "qvl-q8", "hf", 0.60),
@@ -166,11 +179,12 @@ def run_peer_table(args, image_paths):
     # One entry per repeat, None for a failed run, so that repeats stay paired across engines.
     runs = {key: {lab: [] for lab in labels} for key, _, _ in engines}
     errors = {key: {} for key, _, _ in engines}
+    order = run_order(engines)
     for r in range(max(1, args.repeat)):
         for lab in labels:
             # Odd rounds run the engines in reverse, so a machine that drifts during a round
             # favours no engine of a pair on balance.
-            for key, name, run in (engines if r % 2 == 0 else engines[::-1]):
+            for key, name, run in (order if r % 2 == 0 else order[::-1]):
                 log(f"peers: run {r + 1}/{args.repeat}, {lab}: {name}")
                 fig, err = run(image_paths[lab], image_paths[lab + args.warmup_suffix])
                 if err:

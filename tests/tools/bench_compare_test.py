@@ -53,6 +53,16 @@ class PairedRatios(unittest.TestCase):
         self.assertEqual(warm["verdict"], "met")
         self.assertNotIn("448 decode, bf16 vs llama.cpp bf16, second request", rows)
 
+    def test_run_order_puts_each_target_pair_within_one_run(self):
+        keys = ["qvl-default", "qvl-default-warm", "qvl-q8", "qvl-q8-warm", "qvl-bf16", "hf",
+                "hf-warm", "llamacpp-text-bf16", "llamacpp-text-q8_0"]
+        order = [k for k, _, _ in compare.run_order([(k, k, None) for k in keys])]
+        self.assertEqual(sorted(order), sorted(keys))
+        self.assertEqual(order[-1], "qvl-bf16")  # in no target: after the others
+        pos = {k: i for i, k in enumerate(order)}
+        for _, _, _, a, b, _ in compare.TARGETS:
+            self.assertLessEqual(abs(pos[a] - pos[b]), 2, (a, b))
+
 
 if __name__ == "__main__":
     unittest.main()
