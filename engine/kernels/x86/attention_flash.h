@@ -100,6 +100,12 @@ inline void for_each_decode_row(const AttentionArgs& a, int group, int n_rows, R
 // f32 (about 2 ulp; degree 6 reached 8e-8 for one more FMA per 16 scores, while the f32 score
 // products already err by ~1e-6); degree 3: ~1e-4, ample where the weights are then rounded to
 // bf16 (~4e-3) and two FMAs cheaper again.
+// On Zen 4 the FMAs and the compare below each take about a cycle of the pipe that runs the
+// products' vdpbf16ps, vreduceps under half of one, while the subtractions and vscalefps issue
+// beside it for nothing (measured: 8 of each next to 16 independent vdpbf16ps chains). So the
+// FMAs are most of what the softmax costs the bf16 kernel, and computing the exponentials in
+// between product tiles instead of after them (tried twice: interleaved with the next block's
+// Q·K tiles, and inside the first P·V tile) gained nothing.
 template <int Degree>
 inline __m512 exp2_ps(__m512 x) {
     static_assert(Degree == 5 || Degree == 3);
