@@ -68,6 +68,12 @@ void panel_rows(const Q8PanelArgs& a, int r0, const __m512i* corr) {
         // and the two scalings only. One chain per row when there are rows enough to hide the
         // vpdpbusd latency, two (added at the end) for the one to three rows of a decode step.
         // Integer sums are exact in any order.
+        // On Zen 4 the epilogue's vmulps and vfmadd each take a cycle of the pipe that runs
+        // vpdpbusd; vcvtdq2ps, vaddps, vpaddd and the activations' vpbroadcastd issue beside it
+        // for nothing (measured: eight of each next to sixteen independent vpdpbusd). With
+        // blocks of 64 (16 vpdpbusd per row and block) that caps the kernel at 16/18 = 89 % of
+        // the int8 peak; the kernel bench reaches 74-77 % at 212 rows. Blocks of 128 ran 0-12 %
+        // faster there, but the block size is the accuracy's choice (model/quantize.h).
         constexpr bool kTwoChains = R < 4;
         __m512i s[R], s2[R];
         for (int r = 0; r < R; ++r) {
