@@ -42,7 +42,10 @@ class KvCache {
     // The regions (one per layer, K or V, and head) split into `parts` shares of which this call
     // maps share `part`, so that threads can map a chunk's pages together: first touches cost
     // 1-40 µs per page on this project's VMs, and two threads took 41-123 ms where one took
-    // 36-250 ms for a 212-token prefill.
+    // 36-250 ms for a 212-token prefill. Mapping the first 1024 positions when the session is
+    // created instead took ~60 ms off a first 448x448 prefill and added ~100 ms to the vision
+    // tower before it (its arena's first touches got slower): on these VMs the cost goes with
+    // fresh memory, not with the phase, so it stays here, where only used pages are mapped.
     void populate(int slot, int pos0, int n, int part = 0, int parts = 1);
     int slots() const { return int(slots_.size()); }
     int size(int slot = 0) const { return slots_[slot].size; }

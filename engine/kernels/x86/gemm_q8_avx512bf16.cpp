@@ -72,8 +72,10 @@ void panel_rows(const Q8PanelArgs& a, int r0, const __m512i* corr) {
         // vpdpbusd; vcvtdq2ps, vaddps, vpaddd and the activations' vpbroadcastd issue beside it
         // for nothing (measured: eight of each next to sixteen independent vpdpbusd). With
         // blocks of 64 (16 vpdpbusd per row and block) that caps the kernel at 16/18 = 89 % of
-        // the int8 peak; the kernel bench reaches 74-77 % at 212 rows. Blocks of 128 ran 0-12 %
-        // faster there, but the block size is the accuracy's choice (model/quantize.h).
+        // the int8 peak; the kernel bench reaches 74-77 % at 212 rows. Knocked out there (one
+        // thread), the two scalings took 11-13 % of the time; quantizing the rows, the output
+        // epilogue and the first reads of the weights 5-7 %. Blocks of 128 ran 0-12 % faster,
+        // but the block size is the accuracy's choice (model/quantize.h).
         constexpr bool kTwoChains = R < 4;
         __m512i s[R], s2[R];
         for (int r = 0; r < R; ++r) {
