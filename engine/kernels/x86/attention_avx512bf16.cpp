@@ -140,6 +140,20 @@ inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, i
 // roundings, the same vdpbf16ps pairs in the same order, the same 64-key blocks and softmax
 // steps), so a decoded row is bit-identical to the same row of a prefill; it only skips the
 // empty lanes of a one-row flash block and the per-task K/V conversion.
+// Measured on Zen 4 (kernel bench attention/decode_kvbf16, 3 alternated rounds; the host's DRAM
+// speed moved by 1.5x between runs, so only same-run ratios count):
+// - This path is slower than the AVX2 tier's on the same CPU, which puts head_dim in lanes
+//   (x86/attention_avx2.cpp). At ctx 4096 it took 1.20 ms on one thread against 0.82-0.94 ms,
+//   and 0.67-0.70 ms on two threads against 0.55-0.60 ms.
+// - The 16x16 transposes of K cost 15 % on one thread (knocked out: 1.34-1.39 ms against
+//   1.56-1.67 ms). On two threads they cost nothing measurable, since DRAM then sets the pace.
+// - The L2 prefetches pay for themselves: without them 1.92 ms on one thread and 1.0 ms on two.
+//   Prefetching 96 or 192 keys ahead instead of 32 was within noise.
+// Taking head_dim in lanes here would change the score arithmetic, so the flash tiles of text
+// prefill would have to change with it to keep rows bit-identical. A K layout blocked by 16 keys
+// in the KV arena would remove the transposes and keep the arithmetic, but it touches every
+// reader of the arena. Either one buys ~15 % of one-thread decode attention, about 3 % of a
+// decode step at 4096 context on two threads.
 template <int NH, class E>
 void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
     const int hd = a.head_dim;
