@@ -173,7 +173,7 @@ int register_q8() {
     if (kernels::isa_supported(Isa::kAvx512Bf16)) isas.push_back(Isa::kAvx512Bf16);
     for (const LinearShape& s : kLinearShapes) {
         if (s.vision) continue;
-        for (int m : {1, 4, 8, 212}) {
+        for (int m : {1, 2, 3, 4, 8, 212}) {
             for (Isa isa : isas) {
                 for (const bool fma : {false, true}) {
                     if (fma && (isa != Isa::kAvx2 || m <= 32)) continue;
