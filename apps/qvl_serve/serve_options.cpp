@@ -31,6 +31,12 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
     app.add_option("--image-max-tokens", o->image_max_tokens,
                    "Per-image visual-token budget (0: the model's)")
         ->check(CLI::Range(0, 1 << 20));
+    std::string weights = "bf16";
+    app.add_option("--weights", weights,
+                   "Text decoder weights: bf16 (as stored) or q8 (int8, quantized at load: less "
+                   "memory, faster decode; as qvl-run --weights)")
+        ->check(CLI::IsMember({"bf16", "q8"}))
+        ->capture_default_str();
     app.add_option("--max-queue", o->max_queue, "Requests waiting for a slot before 503")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
@@ -76,6 +82,7 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
         return 2;
     }
     o->verbosity = verbose > 0 ? 1 : (quiet > 0 ? -1 : 0);
+    o->weights_q8 = weights == "q8";
     if (o->api_key.empty()) {
         if (const char* k = std::getenv("QVL_API_KEY"); k != nullptr) o->api_key = k;
     }

@@ -14,6 +14,7 @@ import threading
 import time
 import zlib
 import struct
+import subprocess
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util as su  # noqa: E402
@@ -255,6 +256,34 @@ def test_concurrent_clients_equal_qvl_run():
             check(False, f"concurrent conversation {i}: {got!r} != qvl-run {want!r}")
 
 
+def test_q8_weights_equal_qvl_run():
+    # --weights q8 serves the int8 text decoder: the same greedy answers as qvl-run --weights q8
+    # (which differ from bf16's on the tiny checkpoint's near-tied logits), alone and in a batch.
+    convs = [[("user", ["Hi, who are you?"])],
+             [("user", [("image", JPG), "What is in this picture?"])]]
+    refs = [su.qvl_run_answer(args.run, args.model, c, 10, extra=("--weights", "q8"))["text"]
+            for c in convs]
+    q8 = su.Server(args.serve, args.model, "-c", "4096", "--parallel", "2", "--weights", "q8")
+    try:
+        mine = openai.OpenAI(base_url=q8.url + "/v1", api_key="x", max_retries=0, timeout=300)
+
+        def answer(conv):
+            return mine.chat.completions.create(model="m", messages=su.to_openai(conv),
+                                                max_tokens=10, temperature=0).choices[0].message.content
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            together = list(pool.map(answer, convs))
+        alone = [answer(c) for c in convs]
+    finally:
+        check(q8.stop() == 0, "--weights q8 server stopped cleanly")
+    for i, want in enumerate(refs):
+        check(alone[i] == want, f"q8 conversation {i}: {alone[i]!r} != qvl-run --weights q8 {want!r}")
+        check(together[i] == want, f"q8 conversation {i} beside another: {together[i]!r} != {want!r}")
+    bad = subprocess.run([args.serve, "-m", args.model, "--weights", "int4"], capture_output=True,
+                         text=True, timeout=60)
+    check(bad.returncode == 2 and "--weights" in bad.stderr,
+          f"--weights int4 is a usage error naming the flag (exit {bad.returncode}: {bad.stderr!r})")
+
+
 def test_disconnect_cancels():
     before = su.metrics(server.url)
     body = json.dumps({"messages": [{"role": "user", "content": "go"}], "max_tokens": 3000,
@@ -295,7 +324,8 @@ def test_metrics_and_page():
 
 for fn in (test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
-           test_concurrent_clients_equal_qvl_run, test_disconnect_cancels, test_metrics_and_page):
+           test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,
+           test_disconnect_cancels, test_metrics_and_page):
     case(fn)
 rc = server.stop()
 check(rc == 0, f"SIGTERM exit code {rc}")

@@ -137,8 +137,9 @@ def to_openai(conv):
     return msgs
 
 
-def qvl_run_answer(qvl_run, model, conv, n, ctx=4096):
-    """qvl-run's greedy answer for the same conversation (--messages, --temp 0, --json)."""
+def qvl_run_answer(qvl_run, model, conv, n, ctx=4096, extra=()):
+    """qvl-run's greedy answer for the same conversation (--messages, --temp 0, --json), with
+    the extra qvl-run arguments given (e.g. --weights q8)."""
     msgs = []
     for role, parts in conv:
         content = []
@@ -153,7 +154,7 @@ def qvl_run_answer(qvl_run, model, conv, n, ctx=4096):
         path = f.name
     try:
         out = subprocess.run([qvl_run, "-m", model, "--messages", path, "--temp", "0", "--json",
-                              "-n", str(n), "-c", str(ctx), "-t", "1", "-q"],
+                              "-n", str(n), "-c", str(ctx), "-t", "1", "-q", *extra],
                              capture_output=True, text=True, timeout=120, check=True)
     finally:
         os.unlink(path)
