@@ -50,10 +50,11 @@ void weight_corrections(const Q8PanelArgs& a, __m512i* corr) {
     }
 }
 
-// Decode steps of three or more rows (batched decode) read the panel's weights 8 KiB ahead into
-// L2. With a few rows each weight line feeds enough vpdpbusd that the hardware prefetchers fall
-// behind DRAM. Measured on Zen 4 (kernel bench gemv_q8/text_*, three alternated rounds,
-// medians):
+// Row tiles of three or more rows read the panel's weights 8 KiB ahead into L2. That is for
+// batched decode: with a few rows each weight line feeds enough vpdpbusd that the hardware
+// prefetchers fall behind DRAM. Prefill's tiles take it too, where the panel is already cached
+// after its first tile and the prefetch costs nothing measurable. Measured on Zen 4 (kernel bench
+// gemv_q8/text_*, three alternated rounds, medians):
 // - M=4: gate_up 1.81 -> 1.16 ms on one thread and 1.02 -> 0.82 on two; o 0.27 -> 0.20 and
 //   0.17 -> 0.13; down 0.76 -> 0.59 and 0.47 -> 0.44;
 // - M=3: gate_up 1.56 -> 1.28 ms on one thread and 1.01 -> 0.82 on two;
