@@ -140,6 +140,14 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
                    "Presence penalty in [-2, 2] over output tokens (default 0)")
         ->type_name("F")
         ->group(gen);
+    app.add_option("--json-schema", o->json_schema_file,
+                   "Constrain the answer to JSON valid against this JSON schema")
+        ->type_name("FILE")
+        ->group(gen);
+    app.add_option("--grammar", o->grammar_file,
+                   "Constrain the answer to this GBNF grammar (llama.cpp's format)")
+        ->type_name("FILE")
+        ->group(gen);
     app.add_option("--seed", t->seed, "Sampling seed (default: random, reported)")
         ->type_name("N")
         ->group(gen);

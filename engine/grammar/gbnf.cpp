@@ -1,7 +1,8 @@
 #include "grammar/gbnf.h"
 
-#include <cstdint>
 #include <fmt/format.h>
+
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,8 +15,8 @@ using base::ErrorCode;
 using Seq = GrammarBuilder::Seq;
 
 bool name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 int hex_value(char c) {
@@ -57,8 +58,8 @@ class Parser {
             col = s_[k] == '\n' ? 1 : col + 1;
             line += s_[k] == '\n' ? 1 : 0;
         }
-        return base::error(ErrorCode::kInvalidArgument, "grammar line {} column {}: {}", line,
-                           col, what);
+        return base::error(ErrorCode::kInvalidArgument, "grammar line {} column {}: {}", line, col,
+                           what);
     }
 
     void skip_ws() {
@@ -91,7 +92,8 @@ class Parser {
     }
 
     base::Status parse_alternatives(std::int32_t rule, int depth) {
-        if (depth > kMaxNesting) return fail(fmt::format("groups nested deeper than {}", kMaxNesting));
+        if (depth > kMaxNesting)
+            return fail(fmt::format("groups nested deeper than {}", kMaxNesting));
         for (;;) {
             Seq seq;
             QVL_TRY(parse_sequence(seq, depth));
@@ -224,10 +226,22 @@ class Parser {
             return {};
         }
         switch (e) {
-            case 'n': cp = '\n'; return {};
-            case 'r': cp = '\r'; return {};
-            case 't': cp = '\t'; return {};
-            case '\\': case '"': case '[': case ']': case '-': case '/': case '^':
+            case 'n':
+                cp = '\n';
+                return {};
+            case 'r':
+                cp = '\r';
+                return {};
+            case 't':
+                cp = '\t';
+                return {};
+            case '\\':
+            case '"':
+            case '[':
+            case ']':
+            case '-':
+            case '/':
+            case '^':
                 cp = std::uint32_t(e);
                 return {};
             default:

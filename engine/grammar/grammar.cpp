@@ -1,7 +1,8 @@
 #include "grammar/grammar.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace qvl::grammar {
 
@@ -99,7 +100,8 @@ base::Status GrammarBuilder::repeat(Seq& seq, const Elem& x, int min, int max) {
 namespace {
 
 // Rules that can match the empty string (fixpoint).
-std::vector<std::uint8_t> nullable_rules(const std::vector<std::vector<GrammarBuilder::Seq>>& rules) {
+std::vector<std::uint8_t> nullable_rules(
+    const std::vector<std::vector<GrammarBuilder::Seq>>& rules) {
     std::vector<std::uint8_t> nullable(rules.size(), 0);
     for (bool changed = true; changed;) {
         changed = false;
@@ -125,8 +127,8 @@ std::vector<std::uint8_t> nullable_rules(const std::vector<std::vector<GrammarBu
 base::Result<Grammar> GrammarBuilder::finish(std::string_view root_name) {
     for (std::size_t r = 0; r < names_.size(); ++r) {
         if (defined_[r] == 0) {
-            return base::error(ErrorCode::kInvalidArgument, "grammar: rule '{}' is used but not defined",
-                               names_[r]);
+            return base::error(ErrorCode::kInvalidArgument,
+                               "grammar: rule '{}' is used but not defined", names_[r]);
         }
     }
     Grammar g;

@@ -23,10 +23,10 @@ namespace qvl::grammar {
 struct Elem {
     enum class Kind : std::uint8_t { kEnd, kChars, kRule };
     Kind kind = Kind::kEnd;
-    bool negated = false;      // kChars: matches the code points outside the ranges
-    std::int32_t rule = -1;    // kRule: the rule referenced
-    std::int32_t ranges = 0;   // kChars: first range in Grammar::ranges
-    std::int32_t n_ranges = 0; // kChars: number of ranges
+    bool negated = false;       // kChars: matches the code points outside the ranges
+    std::int32_t rule = -1;     // kRule: the rule referenced
+    std::int32_t ranges = 0;    // kChars: first range in Grammar::ranges
+    std::int32_t n_ranges = 0;  // kChars: number of ranges
 };
 
 struct Grammar {
@@ -62,7 +62,7 @@ inline constexpr int kMaxNesting = 256;
 // `root` exists and that no rule is left-recursive (the matcher could not expand it).
 class GrammarBuilder {
   public:
-    std::int32_t rule(std::string_view name);  // finds or declares
+    std::int32_t rule(std::string_view name);        // finds or declares
     std::int32_t fresh_rule(std::string_view base);  // a new helper rule "base-N"
     bool defined(std::int32_t rule) const { return defined_[std::size_t(rule)] != 0; }
 

@@ -1,7 +1,8 @@
 #include "grammar/json_schema.h"
 
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -16,21 +17,38 @@ namespace qvl::grammar {
 namespace {
 
 using base::ErrorCode;
-using io::JsonValue;
 using detail::kMaxMagnitude;
+using io::JsonValue;
 
 constexpr int kMaxDepth = 128;
 
 const std::set<std::string, std::less<>> kAnnotations = {
-    "title",    "description", "examples",   "default",      "$schema",
-    "$id",      "$comment",    "readOnly",   "writeOnly",    "deprecated",
-    "discriminator", "$defs",  "definitions", "strict"};
+    "title",    "description", "examples",   "default",       "$schema", "$id",         "$comment",
+    "readOnly", "writeOnly",   "deprecated", "discriminator", "$defs",   "definitions", "strict"};
 
-const std::set<std::string, std::less<>> kKeywords = {
-    "type",     "properties", "required", "additionalProperties", "items",
-    "prefixItems", "minItems", "maxItems", "minLength", "maxLength",
-    "enum",     "const",      "pattern",  "format",   "minimum",  "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref", "uniqueItems"};
+const std::set<std::string, std::less<>> kKeywords = {"type",
+                                                      "properties",
+                                                      "required",
+                                                      "additionalProperties",
+                                                      "items",
+                                                      "prefixItems",
+                                                      "minItems",
+                                                      "maxItems",
+                                                      "minLength",
+                                                      "maxLength",
+                                                      "enum",
+                                                      "const",
+                                                      "pattern",
+                                                      "format",
+                                                      "minimum",
+                                                      "maximum",
+                                                      "exclusiveMinimum",
+                                                      "exclusiveMaximum",
+                                                      "anyOf",
+                                                      "oneOf",
+                                                      "allOf",
+                                                      "$ref",
+                                                      "uniqueItems"};
 
 class Compiler {
   public:
@@ -64,7 +82,8 @@ class Compiler {
                 return fail(at, fmt::format("unsupported keyword '{}'", key));
             }
         }
-        if (const JsonValue* u = s.find("uniqueItems"); u != nullptr && !(u->is_bool() && !u->as_bool())) {
+        if (const JsonValue* u = s.find("uniqueItems");
+            u != nullptr && !(u->is_bool() && !u->as_bool())) {
             return fail(at, "unsupported keyword 'uniqueItems'");
         }
         if (const JsonValue* ref = s.find("$ref")) return reference(*ref, at, depth);
@@ -85,8 +104,8 @@ class Compiler {
         return add_rule(out + " )");
     }
 
-    base::Result<std::string> combination(const JsonValue& s, const char* key, const JsonValue& list,
-                                          const std::string& at, int depth) {
+    base::Result<std::string> combination(const JsonValue& s, const char* key,
+                                          const JsonValue& list, const std::string& at, int depth) {
         for (const char* other : {"type", "properties", "items", "enum", "const"}) {
             if (s.find(other) != nullptr) {
                 return fail(at, fmt::format("'{}' beside '{}' is not supported", other, key));
@@ -100,7 +119,9 @@ class Compiler {
         }
         std::string out = "(";
         for (std::size_t i = 0; i < list.items().size(); ++i) {
-            QVL_ASSIGN_OR_RETURN(std::string alt, visit(list.items()[i], fmt::format("{}/{}/{}", at, key, i), depth + 1));
+            QVL_ASSIGN_OR_RETURN(
+                std::string alt,
+                visit(list.items()[i], fmt::format("{}/{}/{}", at, key, i), depth + 1));
             out += (i > 0 ? " | " : " ") + alt;
         }
         return add_rule(out + " )");
@@ -111,13 +132,17 @@ class Compiler {
         const std::string& target = ref.as_string();
         if (auto it = refs_.find(target); it != refs_.end()) return it->second;
         if (target.empty() || target[0] != '#') {
-            return fail(at, fmt::format("'$ref' '{}': only references into this document (#...) are supported", target));
+            return fail(
+                at,
+                fmt::format("'$ref' '{}': only references into this document (#...) are supported",
+                            target));
         }
         // A JSON pointer: /-separated keys with ~1 for '/' and ~0 for '~'.
         const JsonValue* node = &root_;
         std::size_t i = 1;
         while (i < target.size()) {
-            if (target[i] != '/') return fail(at, fmt::format("'$ref' '{}' is not a JSON pointer", target));
+            if (target[i] != '/')
+                return fail(at, fmt::format("'$ref' '{}' is not a JSON pointer", target));
             const std::size_t next = std::min(target.find('/', i + 1), target.size());
             std::string key;
             for (std::size_t p = i + 1; p < next; ++p) {
@@ -126,7 +151,8 @@ class Compiler {
                 p += escaped ? 1 : 0;
             }
             node = node->find(key);
-            if (node == nullptr) return fail(at, fmt::format("'$ref' '{}' points to nothing", target));
+            if (node == nullptr)
+                return fail(at, fmt::format("'$ref' '{}' points to nothing", target));
             i = next;
         }
         // Named before it is compiled, so recursive schemas refer to the rule itself.
@@ -150,7 +176,8 @@ class Compiler {
             types.emplace_back("object");
         } else if (s.find("items") || s.find("prefixItems")) {
             types.emplace_back("array");
-        } else if (s.find("pattern") || s.find("minLength") || s.find("maxLength") || s.find("format")) {
+        } else if (s.find("pattern") || s.find("minLength") || s.find("maxLength") ||
+                   s.find("format")) {
             types.emplace_back("string");
         } else {
             return std::string("value");
@@ -174,11 +201,14 @@ class Compiler {
         return fail(at, fmt::format("unknown type '{}'", type));
     }
 
-    base::Result<int> count(const JsonValue& s, const char* key, int fallback, const std::string& at) {
+    base::Result<int> count(const JsonValue& s, const char* key, int fallback,
+                            const std::string& at) {
         const JsonValue* v = s.find(key);
         if (v == nullptr) return fallback;
-        if (!v->is_integer() || v->as_int() < 0) return fail(at, fmt::format("'{}' must be a non-negative integer", key));
-        if (v->as_int() > kMaxRepeat) return fail(at, fmt::format("'{}' over {} is not supported", key, kMaxRepeat));
+        if (!v->is_integer() || v->as_int() < 0)
+            return fail(at, fmt::format("'{}' must be a non-negative integer", key));
+        if (v->as_int() > kMaxRepeat)
+            return fail(at, fmt::format("'{}' over {} is not supported", key, kMaxRepeat));
         return int(v->as_int());
     }
 
@@ -190,7 +220,8 @@ class Compiler {
         const JsonValue* format = s.find("format");
         if (pattern != nullptr) {
             if (!pattern->is_string()) return fail(at, "'pattern' must be a string");
-            if (min > 0 || max >= 0) return fail(at, "'pattern' together with 'minLength'/'maxLength' is not supported");
+            if (min > 0 || max >= 0)
+                return fail(at, "'pattern' together with 'minLength'/'maxLength' is not supported");
             QVL_ASSIGN_OR_RETURN(std::string expr, detail::pattern_string(pattern->as_string()));
             return add_rule(expr);
         }
@@ -213,23 +244,31 @@ class Compiler {
     std::map<std::string, std::string> refs_;
 };
 
-base::Result<std::string> Compiler::number(const JsonValue& s, bool integer, const std::string& at) {
+base::Result<std::string> Compiler::number(const JsonValue& s, bool integer,
+                                           const std::string& at) {
     double lo = -double(kMaxMagnitude), hi = double(kMaxMagnitude);
     bool bounded = false;
     for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
         const JsonValue* v = s.find(key);
         if (v == nullptr) continue;
         if (!v->is_number()) return fail(at, fmt::format("'{}' must be a number", key));
-        const bool exclusive = key[0] == 'e', lower = std::string_view(key).find("inimum") != std::string_view::npos;
+        const bool exclusive = key[0] == 'e',
+                   lower = std::string_view(key).find("inimum") != std::string_view::npos;
         double b = v->as_double();
         if (!integer && (exclusive || b != std::floor(b))) {
-            return fail(at, fmt::format("'{}' {} on a number is not supported (integral inclusive bounds are)", key, b));
+            return fail(
+                at,
+                fmt::format("'{}' {} on a number is not supported (integral inclusive bounds are)",
+                            key, b));
         }
-        if (integer) b = lower ? std::ceil(b) + (exclusive && b == std::ceil(b) ? 1 : 0)
-                               : std::floor(b) - (exclusive && b == std::floor(b) ? 1 : 0);
+        if (integer)
+            b = lower ? std::ceil(b) + (exclusive && b == std::ceil(b) ? 1 : 0)
+                      : std::floor(b) - (exclusive && b == std::floor(b) ? 1 : 0);
         bounded = true;
-        if (lower) lo = std::max(lo, b);
-        else hi = std::min(hi, b);
+        if (lower)
+            lo = std::max(lo, b);
+        else
+            hi = std::min(hi, b);
     }
     if (lo > hi) return fail(at, "the bounds leave no value");
     if (!bounded) return std::string(integer ? "integer" : "number");
@@ -250,7 +289,8 @@ base::Result<std::string> Compiler::object(const JsonValue& s, const std::string
         for (const JsonValue& r : req->items()) {
             if (!r.is_string()) return fail(at, "'required' lists strings only");
             if (props == nullptr || props->find(r.as_string()) == nullptr) {
-                return fail(at, fmt::format("required property '{}' is not in 'properties'", r.as_string()));
+                return fail(at, fmt::format("required property '{}' is not in 'properties'",
+                                            r.as_string()));
             }
             required.insert(r.as_string());
         }
@@ -269,14 +309,21 @@ base::Result<std::string> Compiler::object(const JsonValue& s, const std::string
     const std::size_t n = props == nullptr ? 0 : props->members().size();
     const std::string base = fmt::format("o{}", n_rules_++);
     auto name = [&](std::size_t i, int f) { return fmt::format("{}-{}-{}", base, i, f); };
-    rules_ += name(n, 0) + " ::= " + (extra_kv.empty() ? "\"\"" : fmt::format("( {0} ( \",\" ws {0} )* )?", extra_kv)) + "\n";
-    rules_ += name(n, 1) + " ::= " + (extra_kv.empty() ? "\"\"" : fmt::format("( \",\" ws {} )*", extra_kv)) + "\n";
+    rules_ += name(n, 0) + " ::= " +
+              (extra_kv.empty() ? "\"\"" : fmt::format("( {0} ( \",\" ws {0} )* )?", extra_kv)) +
+              "\n";
+    rules_ += name(n, 1) +
+              " ::= " + (extra_kv.empty() ? "\"\"" : fmt::format("( \",\" ws {} )*", extra_kv)) +
+              "\n";
     for (std::size_t i = n; i-- > 0;) {
         const auto& [key, schema] = props->members()[i];
-        QVL_ASSIGN_OR_RETURN(std::string value, visit(schema, at + "/properties/" + key, depth + 1));
-        const std::string kv = add_rule(fmt::format("{} ws \":\" ws {} ws", gbnf_literal(io::json_quote(key)), value));
+        QVL_ASSIGN_OR_RETURN(std::string value,
+                             visit(schema, at + "/properties/" + key, depth + 1));
+        const std::string kv =
+            add_rule(fmt::format("{} ws \":\" ws {} ws", gbnf_literal(io::json_quote(key)), value));
         for (int f = 0; f < 2; ++f) {
-            std::string rule = name(i, f) + " ::= " + (f ? "\",\" ws " : "") + kv + " " + name(i + 1, 1);
+            std::string rule =
+                name(i, f) + " ::= " + (f ? "\",\" ws " : "") + kv + " " + name(i + 1, 1);
             if (required.count(key) == 0) rule += " | " + name(i + 1, f);
             rules_ += rule + "\n";
         }
@@ -298,9 +345,12 @@ base::Result<std::string> Compiler::array(const JsonValue& s, const std::string&
     if (const JsonValue* prefix = s.find("prefixItems")) {
         if (!prefix->is_array()) return fail(at, "'prefixItems' must be an array");
         fixed = int(prefix->items().size());
-        if (min < fixed) return fail(at, "'prefixItems' with 'minItems' below their count is not supported");
+        if (min < fixed)
+            return fail(at, "'prefixItems' with 'minItems' below their count is not supported");
         for (int i = 0; i < fixed; ++i) {
-            QVL_ASSIGN_OR_RETURN(std::string p, visit(prefix->items()[std::size_t(i)], fmt::format("{}/prefixItems/{}", at, i), depth + 1));
+            QVL_ASSIGN_OR_RETURN(std::string p,
+                                 visit(prefix->items()[std::size_t(i)],
+                                       fmt::format("{}/prefixItems/{}", at, i), depth + 1));
             head += (i > 0 ? "\",\" ws " : "") + p + " ws ";
         }
         min -= fixed;
@@ -311,8 +361,10 @@ base::Result<std::string> Compiler::array(const JsonValue& s, const std::string&
     std::string rest;
     if (max != 0) {
         const std::string sep = fixed > 0 ? "\",\" ws " : "";
-        const std::string more = max < 0 ? fmt::format("( \",\" ws {} ws ){{{},}}", item, std::max(min - 1, 0))
-                                         : fmt::format("( \",\" ws {} ws ){{{},{}}}", item, std::max(min - 1, 0), max - 1);
+        const std::string more =
+            max < 0
+                ? fmt::format("( \",\" ws {} ws ){{{},}}", item, std::max(min - 1, 0))
+                : fmt::format("( \",\" ws {} ws ){{{},{}}}", item, std::max(min - 1, 0), max - 1);
         if (fixed > 0) {
             rest = max < 0 ? fmt::format("( \",\" ws {} ws ){{{},}}", item, min)
                            : fmt::format("( \",\" ws {} ws ){{{},{}}}", item, min, max);

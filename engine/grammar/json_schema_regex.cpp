@@ -3,6 +3,7 @@
 // literal quotes and backslashes come out escaped, and classes leave out what would need an
 // escape (a quote, a backslash, control characters).
 #include <fmt/format.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,7 +58,8 @@ class RegexCompiler {
 
   private:
     base::Status fail(std::string_view what) const {
-        return base::error(ErrorCode::kUnsupported, "pattern '{}': {} (at offset {})", p_, what, i_);
+        return base::error(ErrorCode::kUnsupported, "pattern '{}': {} (at offset {})", p_, what,
+                           i_);
     }
     bool more() const { return i_ < p_.size(); }
 
@@ -112,8 +114,9 @@ class RegexCompiler {
             ++i_;
             if (p_.substr(i_, 2) == "?:") {
                 i_ += 2;
-            } else if (p_.substr(i_, 3) == "?P<" || (p_.substr(i_, 2) == "?<" && p_.substr(i_, 3) != "?<=" &&
-                                                     p_.substr(i_, 3) != "?<!")) {
+            } else if (p_.substr(i_, 3) == "?P<" ||
+                       (p_.substr(i_, 2) == "?<" && p_.substr(i_, 3) != "?<=" &&
+                        p_.substr(i_, 3) != "?<!")) {
                 const std::size_t close = p_.find('>', i_);
                 if (close == std::string_view::npos) return fail("unterminated group name");
                 i_ = close + 1;
@@ -154,10 +157,15 @@ class RegexCompiler {
 
     base::Status utf8(std::uint32_t& cp) {
         const auto c = static_cast<unsigned char>(p_[i_]);
-        const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        const int len = c < 0x80         ? 1
+                        : (c >> 5) == 6  ? 2
+                        : (c >> 4) == 14 ? 3
+                        : (c >> 3) == 30 ? 4
+                                         : 0;
         if (len == 0 || i_ + std::size_t(len) > p_.size()) return fail("invalid UTF-8");
         cp = len == 1 ? c : c & (0x7Fu >> len);
-        for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(p_[i_ + std::size_t(k)]) & 0x3Fu);
+        for (int k = 1; k < len; ++k)
+            cp = (cp << 6) | (static_cast<unsigned char>(p_[i_ + std::size_t(k)]) & 0x3Fu);
         i_ += std::size_t(len);
         return {};
     }
@@ -168,13 +176,32 @@ class RegexCompiler {
         const char e = p_[i_ + 1];
         i_ += 2;
         switch (e) {
-            case 'd': case 'D': r = {{'0', '9'}}; neg = e == 'D'; return {};
-            case 'w': case 'W': r = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; neg = e == 'W'; return {};
-            case 's': case 'S': r = {{' ', ' '}}; neg = e == 'S'; return {};
-            case 'n': cp = '\n'; return {};
-            case 't': cp = '\t'; return {};
-            case 'r': cp = '\r'; return {};
-            default: break;
+            case 'd':
+            case 'D':
+                r = {{'0', '9'}};
+                neg = e == 'D';
+                return {};
+            case 'w':
+            case 'W':
+                r = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+                neg = e == 'W';
+                return {};
+            case 's':
+            case 'S':
+                r = {{' ', ' '}};
+                neg = e == 'S';
+                return {};
+            case 'n':
+                cp = '\n';
+                return {};
+            case 't':
+                cp = '\t';
+                return {};
+            case 'r':
+                cp = '\r';
+                return {};
+            default:
+                break;
         }
         if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) {
             i_ -= 2;
@@ -220,8 +247,11 @@ class RegexCompiler {
         }
         if (!more()) return fail("unterminated '['");
         ++i_;
-        std::erase_if(ranges, [&](const auto& r) { return !negated && (r.first == '"' || r.first == '\\') && r.first == r.second; });
-        if (!negated && ranges.empty()) return fail("a class with nothing a JSON string can hold unescaped");
+        std::erase_if(ranges, [&](const auto& r) {
+            return !negated && (r.first == '"' || r.first == '\\') && r.first == r.second;
+        });
+        if (!negated && ranges.empty())
+            return fail("a class with nothing a JSON string can hold unescaped");
         return gbnf_class(ranges, negated);
     }
 

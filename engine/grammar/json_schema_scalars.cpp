@@ -1,7 +1,8 @@
 // Scalar grammars of the JSON-schema compiler: literals, numbers and their ranges, formats.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -49,11 +50,14 @@ null ::= "null"
 
 std::string json_text(const io::JsonValue& v) {
     switch (v.type()) {
-        case io::JsonValue::Type::kNull: return "null";
-        case io::JsonValue::Type::kBool: return v.as_bool() ? "true" : "false";
+        case io::JsonValue::Type::kNull:
+            return "null";
+        case io::JsonValue::Type::kBool:
+            return v.as_bool() ? "true" : "false";
         case io::JsonValue::Type::kNumber:
             return v.is_integer() ? std::to_string(v.as_int()) : io::json_number(v.as_double());
-        case io::JsonValue::Type::kString: return io::json_quote(v.as_string());
+        case io::JsonValue::Type::kString:
+            return io::json_quote(v.as_string());
         case io::JsonValue::Type::kArray: {
             std::string out = "[";
             for (const io::JsonValue& item : v.items()) {
@@ -95,9 +99,11 @@ void same_width(const std::string& lo, const std::string& hi, const std::string&
     const bool hi_full = hi.find_first_not_of('9', 1) == std::string::npos;
     const char first = lo_full ? lo[0] : char(lo[0] + 1);
     const char last = hi_full ? hi[0] : char(hi[0] - 1);
-    if (!lo_full) same_width(lo.substr(1), std::string(rest, '9'), prefix + " " + digit(lo[0], lo[0]), out);
+    if (!lo_full)
+        same_width(lo.substr(1), std::string(rest, '9'), prefix + " " + digit(lo[0], lo[0]), out);
     if (first <= last) out.push_back(prefix + " " + digit(first, last) + any);
-    if (!hi_full) same_width(std::string(rest, '0'), hi.substr(1), prefix + " " + digit(hi[0], hi[0]), out);
+    if (!hi_full)
+        same_width(std::string(rest, '0'), hi.substr(1), prefix + " " + digit(hi[0], hi[0]), out);
 }
 
 // Alternatives for the non-negative integers in [lo, hi].

@@ -20,8 +20,9 @@ void sort_unique(std::vector<std::int32_t>& v) {
 
 }  // namespace
 
-Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocab> vocab)
-    : g_(std::move(grammar)), vocab_(std::move(vocab)) {
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocab> vocab,
+                 std::vector<std::int32_t> end_ids)
+    : g_(std::move(grammar)), vocab_(std::move(vocab)), end_ids_(std::move(end_ids)) {
     levels_.resize(std::size_t(std::max(vocab_->max_depth(), 2) + 1));
     std::vector<std::int32_t>& start = levels_[0].stacks;
     const std::size_t root = std::size_t(g_->root);
@@ -112,15 +113,15 @@ bool Matcher::step(int from, int to, std::uint8_t byte) {
     const Level& f = levels_[std::size_t(from)];
     Level& t = levels_[std::size_t(to)];
     std::uint32_t cp = 0;
-    int need = 0;
+    int need = 0, len = 1;
     if (f.need == 0) {
         if (byte < 0x80) {
             cp = byte;
         } else {
-            const int len = byte >= 0xC2 && byte <= 0xDF ? 2
-                            : byte >= 0xE0 && byte <= 0xEF ? 3
-                            : byte >= 0xF0 && byte <= 0xF4 ? 4
-                                                           : 0;
+            len = byte >= 0xC2 && byte <= 0xDF   ? 2
+                  : byte >= 0xE0 && byte <= 0xEF ? 3
+                  : byte >= 0xF0 && byte <= 0xF4 ? 4
+                                                 : 0;
             if (len == 0) return false;
             cp = byte & (0x7Fu >> len);
             need = len - 1;
@@ -129,13 +130,19 @@ bool Matcher::step(int from, int to, std::uint8_t byte) {
         if ((byte & 0xC0) != 0x80) return false;
         cp = (f.cp << 6) | (byte & 0x3Fu);
         need = f.need - 1;
+        len = f.len;
     }
     t.cp = cp;
     t.need = need;
+    t.len = len;
+    // The smallest code point of each length (shorter forms are overlong, not UTF-8).
+    const std::uint32_t least = len == 2 ? 0x80 : len == 3 ? 0x800 : len == 4 ? 0x10000 : 0;
     if (need > 0) {
         // A partial character: some stack must take a character that starts with these bytes.
         t.stacks_at = f.stacks_at;
-        const std::uint32_t lo = cp << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
+        const std::uint32_t hi = (cp << (6 * need)) | ((1u << (6 * need)) - 1);
+        const std::uint32_t lo = std::max(cp << (6 * need), least);
+        if (lo > hi || lo > 0x10FFFF) return false;
         for (const std::int32_t n : levels_[std::size_t(t.stacks_at)].stacks) {
             if (n < 0) continue;
             const Elem& e = g_->elems[std::size_t(pos_of(nodes_[std::size_t(n)]))];
@@ -143,6 +150,7 @@ bool Matcher::step(int from, int to, std::uint8_t byte) {
         }
         return false;
     }
+    if (cp < least || cp > 0x10FFFF) return false;
     advance(levels_[std::size_t(f.stacks_at)].stacks, cp, t.stacks);
     t.stacks_at = to;
     return !t.stacks.empty();
@@ -164,8 +172,9 @@ void Matcher::walk(std::vector<std::uint64_t>& bits) {
         ++i;
     }
     if (can_end()) {
-        for (const std::int32_t id : vocab_->end_ids()) {
-            if (id >= 0 && id < vocab_->size()) bits[std::size_t(id) >> 6] |= std::uint64_t(1) << (id & 63);
+        for (const std::int32_t id : end_ids_) {
+            if (id >= 0 && id < vocab_->size())
+                bits[std::size_t(id) >> 6] |= std::uint64_t(1) << (id & 63);
         }
     }
 }
@@ -173,7 +182,7 @@ void Matcher::walk(std::vector<std::uint64_t>& bits) {
 std::string Matcher::state_key() const {
     const Level& s = levels_[0];
     std::string key(sizeof(std::int32_t) * (s.stacks.size() + 2), '\0');
-    const std::int32_t head[2] = {std::int32_t(s.cp), s.need};
+    const std::int32_t head[2] = {std::int32_t(s.cp), s.need | (s.len << 8)};
     std::memcpy(key.data(), head, sizeof head);
     std::memcpy(key.data() + sizeof head, s.stacks.data(), s.stacks.size() * sizeof(std::int32_t));
     return key;
@@ -190,7 +199,7 @@ std::span<const std::uint64_t> Matcher::mask() {
 
 bool Matcher::accept(std::int32_t id) {
     if (finished_ || id < 0 || id >= vocab_->size()) return false;
-    if (vocab_->is_end(id)) {
+    if (is_end(id)) {
         if (!can_end()) return false;
         finished_ = true;
         return true;
@@ -213,8 +222,13 @@ bool Matcher::accept_bytes(std::string_view bytes) {
         cur.stacks_at = 0;
         cur.cp = next.cp;
         cur.need = next.need;
+        cur.len = next.len;
     }
     return true;
+}
+
+bool Matcher::is_end(std::int32_t id) const {
+    return std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end();
 }
 
 bool Matcher::can_end() const {

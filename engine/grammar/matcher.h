@@ -30,14 +30,17 @@ namespace qvl::grammar {
 
 class Matcher {
   public:
-    Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocab> vocab);
+    // end_ids: the tokens that end generation (allowed only where the grammar may end).
+    Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocab> vocab,
+            std::vector<std::int32_t> end_ids);
 
     // Bit id of the mask (words of 64) is set when token id may come next: its bytes continue
     // the grammar, or it is an end token and the grammar may end here. Valid until the next
     // call on this matcher.
     std::span<const std::uint64_t> mask();
     bool allowed(std::span<const std::uint64_t> mask, std::int32_t id) const {
-        return id >= 0 && id < vocab_->size() && ((mask[std::size_t(id) >> 6] >> (id & 63)) & 1) != 0;
+        return id >= 0 && id < vocab_->size() &&
+               ((mask[std::size_t(id) >> 6] >> (id & 63)) & 1) != 0;
     }
 
     // Advances by one token; false (state unchanged) when the grammar does not allow it.
@@ -53,6 +56,8 @@ class Matcher {
     bool finished() const { return finished_; }
 
     const Grammar& grammar() const { return *g_; }
+    std::span<const std::int32_t> end_ids() const { return end_ids_; }
+    bool is_end(std::int32_t id) const;
 
   private:
     // A walk position: the stacks of level stacks_at plus a partial UTF-8 character.
@@ -61,6 +66,7 @@ class Matcher {
         int stacks_at = 0;
         std::uint32_t cp = 0;  // bits of the partial character so far
         int need = 0;          // continuation bytes still to come
+        int len = 0;           // the partial character's length in bytes
     };
 
     std::int32_t intern(std::int32_t pos, std::int32_t parent);
@@ -75,6 +81,7 @@ class Matcher {
 
     std::shared_ptr<const Grammar> g_;
     std::shared_ptr<const Vocab> vocab_;
+    std::vector<std::int32_t> end_ids_;
     std::vector<std::int64_t> nodes_;  // pos << 32 | (parent + 1)
     std::unordered_map<std::int64_t, std::int32_t> index_;
     std::vector<std::int32_t> succ_begin_, succ_end_;  // -1: not yet computed

@@ -6,11 +6,11 @@
 
 namespace qvl::grammar {
 
-Vocab::Vocab(const std::vector<std::string>& token_bytes, std::vector<std::int32_t> end_ids)
-    : size_(int(token_bytes.size())), end_ids_(std::move(end_ids)), bytes_(token_bytes) {
+Vocab::Vocab(const std::vector<std::string>& token_bytes)
+    : size_(int(token_bytes.size())), bytes_(token_bytes) {
     std::vector<std::int32_t> order;
     for (std::size_t id = 0; id < token_bytes.size(); ++id) {
-        if (!token_bytes[id].empty() && !is_end(std::int32_t(id))) order.push_back(std::int32_t(id));
+        if (!token_bytes[id].empty()) order.push_back(std::int32_t(id));
     }
     // Sorted byte strings: each string's nodes follow its longest common prefix with the
     // previous one, which yields the preorder; equal strings end on the same node.
@@ -45,17 +45,12 @@ Vocab::Vocab(const std::vector<std::string>& token_bytes, std::vector<std::int32
     for (const std::int32_t n : path) nodes_[std::size_t(n)].skip = std::int32_t(nodes_.size());
 }
 
-bool Vocab::is_end(std::int32_t id) const {
-    return std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end();
-}
-
-std::shared_ptr<const Vocab> vocab_from_tokenizer(const text::Tokenizer& tok, int vocab_size,
-                                                  std::vector<std::int32_t> end_ids) {
+std::shared_ptr<const Vocab> vocab_from_tokenizer(const text::Tokenizer& tok, int vocab_size) {
     std::vector<std::string> bytes(std::size_t(std::max(vocab_size, 0)));
     for (int id = 0; id < vocab_size && id < tok.vocab_size(); ++id) {
         if (!tok.is_special(id)) bytes[std::size_t(id)] = std::string(tok.token_bytes(id));
     }
-    return std::make_shared<const Vocab>(bytes, std::move(end_ids));
+    return std::make_shared<const Vocab>(bytes);
 }
 
 }  // namespace qvl::grammar

@@ -16,40 +16,35 @@ namespace qvl::grammar {
 
 class Vocab {
   public:
-    // token_bytes[id]: the bytes token id stands for; empty for ids a grammar never allows
-    // (special tokens, padding rows). end_ids: the tokens that end generation; a matcher allows
-    // them only where the grammar may end.
-    Vocab(const std::vector<std::string>& token_bytes, std::vector<std::int32_t> end_ids);
+    // token_bytes[id]: the bytes token id stands for; empty for ids no grammar allows as text
+    // (special tokens such as the end of a turn, padding rows).
+    explicit Vocab(const std::vector<std::string>& token_bytes);
 
     // Trie nodes in depth-first preorder; node 0 is the root (the empty string).
     struct Node {
-        std::int32_t skip = 0;       // the index just past this node's subtree
-        std::int32_t tokens = 0;     // first of the ids ending here, in token_ids()
+        std::int32_t skip = 0;    // the index just past this node's subtree
+        std::int32_t tokens = 0;  // first of the ids ending here, in token_ids()
         std::int32_t n_tokens = 0;
         std::int32_t depth = 0;
-        std::uint8_t byte = 0;       // the byte leading from the parent to this node
+        std::uint8_t byte = 0;  // the byte leading from the parent to this node
     };
 
     int size() const { return size_; }
     int max_depth() const { return max_depth_; }
     std::span<const Node> nodes() const { return nodes_; }
     std::span<const std::int32_t> token_ids() const { return token_ids_; }
-    std::span<const std::int32_t> end_ids() const { return end_ids_; }
     const std::string& bytes(std::int32_t id) const { return bytes_[std::size_t(id)]; }
-    bool is_end(std::int32_t id) const;
 
   private:
     int size_ = 0;
     int max_depth_ = 0;
     std::vector<Node> nodes_;
     std::vector<std::int32_t> token_ids_;
-    std::vector<std::int32_t> end_ids_;
     std::vector<std::string> bytes_;
 };
 
 // The vocabulary of a model with `vocab_size` logits rows: each id's bytes from the tokenizer,
-// none for special tokens (other than end_ids) and for the rows past the tokenizer's ids.
-std::shared_ptr<const Vocab> vocab_from_tokenizer(const text::Tokenizer& tok, int vocab_size,
-                                                  std::vector<std::int32_t> end_ids);
+// none for special tokens and for the rows past the tokenizer's ids.
+std::shared_ptr<const Vocab> vocab_from_tokenizer(const text::Tokenizer& tok, int vocab_size);
 
 }  // namespace qvl::grammar

@@ -346,6 +346,11 @@ base::Result<RequestId> Engine::submit(Request request) {
     }
     const model::Model& m = *impl_->model;
     job->sampler = std::make_unique<Sampler>(m.config().text.vocab_size, job->req.params.sampling);
+    if (job->req.params.grammar) {
+        const std::vector<std::int32_t>& stops =
+            job->req.params.stop_ids.empty() ? impl_->default_stops : job->req.params.stop_ids;
+        job->sampler->constrain(impl_->session->grammar_matcher(job->req.params.grammar, stops));
+    }
     job->stream = std::make_unique<text::StreamDecoder>(m.tokenizer(), true);
     job->result.tokens.reserve(
         std::size_t(std::clamp(job->req.params.n_predict, 0, impl_->session->context_size())));

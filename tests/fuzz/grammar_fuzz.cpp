@@ -17,9 +17,10 @@ namespace {
 std::shared_ptr<const qvl::grammar::Vocab> small_vocab() {
     std::vector<std::string> bytes;
     for (int b = 0; b < 256; ++b) bytes.emplace_back(1, char(b));
-    for (const char* s : {"ab", "\"}", "{\"", "\xC3\xA9", "\xE2\x82", "  ", "true", "null"}) bytes.emplace_back(s);
+    for (const char* s : {"ab", "\"}", "{\"", "\xC3\xA9", "\xE2\x82", "  ", "true", "null"})
+        bytes.emplace_back(s);
     bytes.emplace_back();
-    return std::make_shared<const qvl::grammar::Vocab>(bytes, std::vector<std::int32_t>{int(bytes.size()) - 1});
+    return std::make_shared<const qvl::grammar::Vocab>(bytes);
 }
 
 }  // namespace
@@ -32,12 +33,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (g.status().message().empty()) qvl::fuzz::fail("error without a message");
         return 0;
     }
-    qvl::grammar::Matcher m(std::make_shared<const qvl::grammar::Grammar>(std::move(g).value()), vocab);
+    qvl::grammar::Matcher m(std::make_shared<const qvl::grammar::Grammar>(std::move(g).value()),
+                            vocab, {vocab->size() - 1});
     for (int step = 0; step < 8; ++step) {
         const auto mask = m.mask();
         std::int32_t pick = -1;
         for (std::int32_t id = 0; id < vocab->size() && pick < 0; ++id) {
-            if (m.allowed(mask, (id * 37 + step) % vocab->size())) pick = (id * 37 + step) % vocab->size();
+            if (m.allowed(mask, (id * 37 + step) % vocab->size()))
+                pick = (id * 37 + step) % vocab->size();
         }
         if (pick < 0) break;
         if (!m.accept(pick)) qvl::fuzz::fail("a token the mask allowed was refused");

@@ -17,14 +17,14 @@ std::shared_ptr<const Vocab> byte_vocab(std::vector<std::string> extra = {}) {
     for (int b = 0; b < 256; ++b) bytes.emplace_back(1, char(b));
     for (std::string& s : extra) bytes.push_back(std::move(s));
     bytes.emplace_back();  // 256 + extra: the end token (no bytes)
-    const int end = int(bytes.size()) - 1;
-    return std::make_shared<Vocab>(bytes, std::vector<std::int32_t>{end});
+    return std::make_shared<Vocab>(bytes);
 }
 
 Matcher make(std::string_view gbnf, std::shared_ptr<const Vocab> vocab = byte_vocab()) {
     auto g = parse_gbnf(gbnf);
     EXPECT_TRUE(g.ok()) << g.status().message();
-    return Matcher(std::make_shared<const Grammar>(std::move(g).value()), std::move(vocab));
+    const std::int32_t end = vocab->size() - 1;
+    return Matcher(std::make_shared<const Grammar>(std::move(g).value()), std::move(vocab), {end});
 }
 
 bool full_match(std::string_view gbnf, std::string_view text) {
@@ -46,7 +46,8 @@ tail ::= [^a-z\n]   # negated class
 }
 
 TEST(Gbnf, EscapesUnicodeAndDot) {
-    EXPECT_TRUE(full_match(R"(root ::= "\x41\u00e9\U0001F600\n\"\\" .)", "A\xC3\xA9\xF0\x9F\x98\x80\n\"\\z"));
+    EXPECT_TRUE(full_match(R"(root ::= "\x41\u00e9\U0001F600\n\"\\" .)",
+                           "A\xC3\xA9\xF0\x9F\x98\x80\n\"\\z"));
     EXPECT_TRUE(full_match(R"(root ::= [α-ω]+)", "\xCE\xB1\xCE\xB2"));
     EXPECT_FALSE(full_match(R"(root ::= [α-ω]+)", "a"));
 }
@@ -68,7 +69,8 @@ TEST(Gbnf, ErrorsNameTheProblem) {
     expect_error("root ::= \"\\q\"", "unknown escape");
     expect_error("root ::= (((\"a\")", "expected ')'");
     expect_error("root ::= \"a\"\nroot ::= \"b\"", "defined twice");
-    expect_error("root ::= " + std::string(300, '(') + "\"a\"" + std::string(300, ')'), "nested deeper");
+    expect_error("root ::= " + std::string(300, '(') + "\"a\"" + std::string(300, ')'),
+                 "nested deeper");
 }
 
 TEST(Gbnf, RepetitionKeepsTheStateSmall) {
@@ -96,6 +98,8 @@ TEST(Matcher, MaskFollowsTheGrammarAndEndsOnlyWhereItMay) {
     EXPECT_TRUE(m.allowed(mask, e_lead));  // ends in the middle of a character that may come
     EXPECT_TRUE(m.allowed(mask, 0xC3));
     EXPECT_FALSE(m.allowed(mask, 0xC4));  // no allowed character starts with this byte
+    EXPECT_FALSE(m.allowed(mask, 0xF0));  // a 4-byte character is at least U+10000
+    EXPECT_FALSE(m.allowed(mask, 0xC0));  // never UTF-8
     EXPECT_FALSE(m.allowed(mask, ']'));
     EXPECT_FALSE(m.allowed(mask, e_tail_close));
     ASSERT_TRUE(m.accept(e_lead));
@@ -115,7 +119,8 @@ TEST(Matcher, MaskFollowsTheGrammarAndEndsOnlyWhereItMay) {
 TEST(Matcher, AmbiguousGrammarsKeepEveryParse) {
     EXPECT_TRUE(full_match(R"(root ::= ("a" | "ab") "b"?)", "ab"));
     EXPECT_TRUE(full_match(R"(root ::= x "c"
-x ::= "a"* | "a" "b")", "abc"));
+x ::= "a"* | "a" "b")",
+                           "abc"));
     EXPECT_TRUE(full_match(R"(root ::= "" | "a" root)", "aaa"));
     EXPECT_TRUE(full_match(R"(root ::= "")", ""));
 }

@@ -1,5 +1,7 @@
 // The JSON-schema compiler: what each keyword accepts and refuses (through the matcher on a
 // byte vocabulary), the schemas Pydantic v2 emits, and errors that name the keyword.
+#include "grammar/json_schema.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "grammar/gbnf.h"
-#include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 
 namespace qvl::grammar {
@@ -16,7 +17,7 @@ namespace {
 std::shared_ptr<const Vocab> bytes_vocab() {
     std::vector<std::string> bytes;
     for (int b = 0; b < 256; ++b) bytes.emplace_back(1, char(b));
-    return std::make_shared<Vocab>(bytes, std::vector<std::int32_t>{});
+    return std::make_shared<Vocab>(bytes);
 }
 
 class Schema {
@@ -31,7 +32,7 @@ class Schema {
     }
     bool accepts(std::string_view json) const {
         if (!grammar_) return false;
-        Matcher m(grammar_, vocab_);
+        Matcher m(grammar_, vocab_, {});
         return m.accept_bytes(json) && m.can_end();
     }
 
@@ -70,7 +71,8 @@ TEST(JsonSchema, ExtraPropertiesWhenAllowed) {
 }
 
 TEST(JsonSchema, ArraysAndBounds) {
-    Schema s(R"({"type":"array","items":{"type":"integer","minimum":-5,"maximum":120},"minItems":1,"maxItems":3})");
+    Schema s(
+        R"({"type":"array","items":{"type":"integer","minimum":-5,"maximum":120},"minItems":1,"maxItems":3})");
     EXPECT_TRUE(s.accepts("[0]"));
     EXPECT_TRUE(s.accepts("[-5, 120, 99]"));
     EXPECT_FALSE(s.accepts("[]"));
@@ -78,7 +80,8 @@ TEST(JsonSchema, ArraysAndBounds) {
     EXPECT_FALSE(s.accepts("[121]"));
     EXPECT_FALSE(s.accepts("[-6]"));
     EXPECT_FALSE(s.accepts("[007]"));
-    Schema tuple(R"({"type":"array","prefixItems":[{"type":"string"},{"type":"null"}],"minItems":2,"maxItems":2})");
+    Schema tuple(
+        R"({"type":"array","prefixItems":[{"type":"string"},{"type":"null"}],"minItems":2,"maxItems":2})");
     EXPECT_TRUE(tuple.accepts(R"(["a", null])"));
     EXPECT_FALSE(tuple.accepts(R"(["a"])"));
     EXPECT_FALSE(tuple.accepts(R"(["a", null, null])"));
@@ -90,12 +93,14 @@ TEST(JsonSchema, IntegerRangesAreExact) {
         EXPECT_EQ(s.accepts(std::to_string(v)), v >= 17 && v < 1234) << v;
     }
     Schema neg(R"({"type":"integer","minimum":-250,"maximum":-3})");
-    for (int v = -300; v < 10; ++v) EXPECT_EQ(neg.accepts(std::to_string(v)), v >= -250 && v <= -3) << v;
+    for (int v = -300; v < 10; ++v)
+        EXPECT_EQ(neg.accepts(std::to_string(v)), v >= -250 && v <= -3) << v;
 }
 
 TEST(JsonSchema, NumbersWithIntegralBounds) {
     Schema s(R"({"type":"number","minimum":-1,"maximum":1})");
-    for (const char* ok : {"0", "0.5", "1", "1.000", "-1", "-0.25", "-1.0"}) EXPECT_TRUE(s.accepts(ok)) << ok;
+    for (const char* ok : {"0", "0.5", "1", "1.000", "-1", "-0.25", "-1.0"})
+        EXPECT_TRUE(s.accepts(ok)) << ok;
     for (const char* bad : {"1.5", "-1.01", "2", "1e3", "01"}) EXPECT_FALSE(s.accepts(bad)) << bad;
     Schema plain(R"({"type":"number"})");
     EXPECT_TRUE(plain.accepts("-12.5e-3"));
@@ -133,7 +138,8 @@ TEST(JsonSchema, Patterns) {
     Schema search(R"({"type":"string","pattern":"ok"})");
     EXPECT_TRUE(search.accepts(R"("it is ok!")"));
     EXPECT_FALSE(search.accepts(R"("it is o.k.")"));
-    EXPECT_NE(error_of(R"J({"type":"string","pattern":"(?=x)"})J").find("lookarounds"), std::string::npos);
+    EXPECT_NE(error_of(R"J({"type":"string","pattern":"(?=x)"})J").find("lookarounds"),
+              std::string::npos);
     EXPECT_NE(error_of(R"({"type":"string","pattern":"\\1"})").find("'\\1'"), std::string::npos);
 }
 
@@ -150,7 +156,8 @@ TEST(JsonSchema, UnionsRefsAndRecursion) {
 }
 
 TEST(JsonSchema, UnicodeKeysAndAnnotations) {
-    Schema s(R"({"title":"T","description":"d","$schema":"https://json-schema.org/draft/2020-12/schema",
+    Schema s(
+        R"({"title":"T","description":"d","$schema":"https://json-schema.org/draft/2020-12/schema",
         "type":"object","properties":{"名前":{"type":"string","examples":["x"],"default":"y"},
         "a\"b":{"type":"integer"}},"required":["名前","a\"b"],"additionalProperties":false})");
     EXPECT_TRUE(s.accepts(R"({"名前":"太郎","a\"b":1})"));
@@ -170,18 +177,27 @@ TEST(JsonSchema, PydanticAndOpenAiParseSchemas) {
         "pair":{"maxItems":2,"minItems":2,"prefixItems":[{"type":"integer"},{"type":"number"}],"type":"array"}},
       "required":["items","color","note","when","pair"],"title":"Order","type":"object",
       "additionalProperties":false})");
-    EXPECT_TRUE(s.accepts(R"({"items":[{"name":"a","qty":2}],"color":"red","note":null,"when":"2024-01-31","pair":[1,2.5]})"));
-    EXPECT_FALSE(s.accepts(R"({"items":[{"name":"a","qty":2}],"color":"blue","note":null,"when":"2024-01-31","pair":[1,2.5]})"));
+    EXPECT_TRUE(s.accepts(
+        R"({"items":[{"name":"a","qty":2}],"color":"red","note":null,"when":"2024-01-31","pair":[1,2.5]})"));
+    EXPECT_FALSE(s.accepts(
+        R"({"items":[{"name":"a","qty":2}],"color":"blue","note":null,"when":"2024-01-31","pair":[1,2.5]})"));
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
-    EXPECT_NE(error_of(R"({"type":"string","contentEncoding":"base64"})").find("'contentEncoding'"), std::string::npos);
-    EXPECT_NE(error_of(R"({"type":"number","multipleOf":3})").find("'multipleOf'"), std::string::npos);
-    EXPECT_NE(error_of(R"({"type":"array","uniqueItems":true})").find("'uniqueItems'"), std::string::npos);
-    EXPECT_NE(error_of(R"({"type":"object","properties":{"a":{"not":{}}}})").find("#/properties/a"), std::string::npos);
-    EXPECT_NE(error_of(R"({"$ref":"#/$defs/Missing"})").find("points to nothing"), std::string::npos);
-    EXPECT_NE(error_of(R"({"type":"integer","minimum":5,"maximum":1})").find("no value"), std::string::npos);
-    EXPECT_NE(error_of(R"({"type":"number","minimum":0.5})").find("'minimum' 0.5"), std::string::npos);
+    EXPECT_NE(error_of(R"({"type":"string","contentEncoding":"base64"})").find("'contentEncoding'"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"type":"number","multipleOf":3})").find("'multipleOf'"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"type":"array","uniqueItems":true})").find("'uniqueItems'"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"type":"object","properties":{"a":{"not":{}}}})").find("#/properties/a"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"$ref":"#/$defs/Missing"})").find("points to nothing"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"type":"integer","minimum":5,"maximum":1})").find("no value"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"type":"number","minimum":0.5})").find("'minimum' 0.5"),
+              std::string::npos);
     EXPECT_NE(error_of(R"({"type":"strin"})").find("unknown type 'strin'"), std::string::npos);
     EXPECT_NE(error_of("{").find("JSON schema"), std::string::npos);
     std::string deep;
@@ -202,7 +218,7 @@ TEST(JsonSchema, HugeEnumsCompile) {
 TEST(JsonSchema, JsonObjectMode) {
     auto g = parse_gbnf(json_object_gbnf());
     ASSERT_TRUE(g.ok());
-    Matcher m(std::make_shared<const Grammar>(std::move(g).value()), bytes_vocab());
+    Matcher m(std::make_shared<const Grammar>(std::move(g).value()), bytes_vocab(), {});
     EXPECT_TRUE(m.accept_bytes(R"({"a": [1, "x", {"b": null}]})") && m.can_end());
 }
 
