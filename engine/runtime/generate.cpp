@@ -98,6 +98,7 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
     if (params.grammar) sampler.constrain(session.grammar_matcher(params.grammar, params.stop_ids));
     // Before the prefill: its logits are computed as this sampler needs them.
     session.expect_sampler(0, sampler);
+    if (params.top_logprobs >= 0) session.set_full_logits(0, true);
     t.reset();
     QVL_TRY(session.prefill(prompt.ids));
     r.prefill_ms = t.elapsed_ms();
@@ -122,6 +123,9 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
             break;
         }
         r.tokens.push_back(token);
+        if (params.top_logprobs >= 0) {
+            r.logprobs.push_back(token_logprobs(session.logits(0), token, params.top_logprobs));
+        }
         sampler.accept(token);
         const std::string_view piece = stream.push(token);
         r.text.append(piece);

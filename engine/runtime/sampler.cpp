@@ -28,7 +28,14 @@ Sampler::Sampler(int vocab_size, const SamplingParams& params)
       values_(vocab_size),
       seen_(vocab_size, 0),
       counts_(vocab_size, 0),
-      touched_(vocab_size) {}
+      touched_(vocab_size) {
+    for (const auto& [id, bias] : params.logit_bias) {
+        if (id < 0 || id >= vocab_size) continue;
+        if (bias_.empty()) bias_.assign(std::size_t(vocab_size), 0.0f);
+        if (std::find(biased_.begin(), biased_.end(), id) == biased_.end()) biased_.push_back(id);
+        bias_[std::size_t(id)] = bias;
+    }
+}
 
 bool Sampler::has_penalties() const {
     return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
@@ -61,6 +68,7 @@ void Sampler::accept(std::int32_t id) {
 
 int Sampler::allowed_candidates(std::span<const float> logits) {
     mask_ = grammar_->mask();
+    const bool adjusted = adjusts();
     const int n = int(std::min(logits.size(), values_.size()));
     int count = 0;
     for (int w = 0; w * 64 < n; ++w) {
@@ -68,7 +76,7 @@ int Sampler::allowed_candidates(std::span<const float> logits) {
             const int id = w * 64 + std::countr_zero(bits);
             if (id >= n) break;
             ids_[count++] = id;
-            values_[id] = seen_[id] != 0 ? penalize(id, logits[id]) : logits[id];
+            values_[id] = adjusted ? adjust(id, logits[id]) : logits[id];
         }
     }
     return count;
@@ -92,6 +100,10 @@ float Sampler::penalize(std::int32_t id, float v) const {
 int Sampler::penalized(std::span<const float> logits) {
     const int n = int(std::min(logits.size(), values_.size()));
     std::copy_n(logits.begin(), n, values_.begin());
+    for (const std::int32_t id : biased_) {
+        if (id < n) values_[id] += bias_[std::size_t(id)];
+    }
+    if (!has_penalties()) return n;
     for (int i = 0; i < n_touched_; ++i) {
         const std::int32_t id = touched_[i];
         if (id < n) values_[id] = penalize(id, values_[id]);
@@ -163,14 +175,13 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
         }
         return best;
     }
-    const bool penalties = has_penalties() && n_touched_ > 0;
+    const bool adjusted = adjusts();
     if (params_.temperature <= 0.0f) {
-        if (!penalties) return argmax(logits);
+        if (!adjusted) return argmax(logits);
         const int n = penalized(logits);
         return argmax(std::span<const float>(values_.data(), std::size_t(n)));
     }
-    const int n = penalties ? penalized(logits) : int(std::min(logits.size(), values_.size()));
-    if (!penalties) std::copy_n(logits.begin(), n, values_.begin());
+    const int n = penalized(logits);
     std::iota(ids_.begin(), ids_.begin() + n, 0);
     return draw(candidates(n, n));
 }
@@ -188,10 +199,10 @@ int Sampler::screen_candidates(std::span<const float> lower, std::span<const flo
     if (!screenable(int(std::min<std::size_t>(ids.size(), INT32_MAX))) || n == 0) return -1;
     if (!greedy && params_.top_k >= n) return -1;
     const int k = greedy ? 1 : params_.top_k;
-    const bool penalties = has_penalties() && n_touched_ > 0;
+    const bool adjusted = adjusts();
     if (grammar_) mask_ = grammar_->mask();
     auto bound = [&](std::span<const float> b, int id) {
-        return penalties && seen_[id] != 0 ? penalize(id, b[id]) : b[id];
+        return adjusted ? adjust(id, b[id]) : b[id];
     };
     // t = the k-th largest lower bound: a min-heap of the k best in values_[0, k).
     float* heap = values_.data();
@@ -227,11 +238,11 @@ int Sampler::screen_candidates(std::span<const float> lower, std::span<const flo
 
 std::int32_t Sampler::sample_candidates(std::span<const std::int32_t> ids,
                                         std::span<const float> values) {
-    const bool penalties = has_penalties() && n_touched_ > 0;
+    const bool adjusted = adjusts();
     const int n = int(std::min(ids.size(), values.size()));
     for (int i = 0; i < n; ++i) {
         const std::int32_t id = ids[i];
-        values_[id] = penalties && seen_[id] != 0 ? penalize(id, values[i]) : values[i];
+        values_[id] = adjusted ? adjust(id, values[i]) : values[i];
     }
     if (params_.temperature <= 0.0f) {
         // argmax over ascending ids: the lowest id on ties, NaN never wins, as argmax()
