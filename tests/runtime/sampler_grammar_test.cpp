@@ -62,7 +62,8 @@ TEST(SamplerGrammar, ScreenedEqualsFullAndEveryChoiceIsAllowed) {
     for (std::size_t c = 0; c < cases.size(); ++c) {
         Sampler full(vocab, cases[c]), screened(vocab, cases[c]);
         full.constrain(std::make_unique<grammar::Matcher>(s.grammar, s.vocab, std::vector{s.end}));
-        screened.constrain(std::make_unique<grammar::Matcher>(s.grammar, s.vocab, std::vector{s.end}));
+        screened.constrain(
+            std::make_unique<grammar::Matcher>(s.grammar, s.vocab, std::vector{s.end}));
         grammar::Matcher check(s.grammar, s.vocab, {s.end});
         full.begin(std::vector<std::int32_t>{1, 2, 3});
         screened.begin(std::vector<std::int32_t>{1, 2, 3});
@@ -75,10 +76,12 @@ TEST(SamplerGrammar, ScreenedEqualsFullAndEveryChoiceIsAllowed) {
             ASSERT_GT(n, 0) << "case " << c << " step " << step;
             values.clear();
             for (int i = 0; i < n; ++i) values.push_back(logits[std::size_t(ids[std::size_t(i)])]);
-            const std::int32_t got = screened.sample_candidates({ids.data(), std::size_t(n)}, values);
+            const std::int32_t got =
+                screened.sample_candidates({ids.data(), std::size_t(n)}, values);
             const std::int32_t want = full.sample(logits);
             ASSERT_EQ(got, want) << "case " << c << " step " << step;
-            ASSERT_TRUE(check.accept(want)) << "case " << c << " step " << step << " token " << want;
+            ASSERT_TRUE(check.accept(want))
+                << "case " << c << " step " << step << " token " << want;
             ended = want == s.end;
             full.accept(want);
             screened.accept(got);
