@@ -95,7 +95,7 @@ def test_bad_inputs():
     resp = raw_exchange(port, b"BLAH / HTTP/1.1\r\nHost: x\r\n\r\n")
     cases.append(("malformed request line", resp.split(b"\r\n", 1)[0], b"400"))
     resp = raw_exchange(port, b"GET / HTTP/1.1\r\n" + b"X-Junk: " + b"a" * 20000 + b"\r\n\r\n")
-    cases.append(("oversized header", resp.split(b"\r\n", 1)[0], b"400"))
+    cases.append(("oversized header", resp.split(b"\r\n", 1)[0], b"431"))
     for name, code, body, needle in [
         ("malformed JSON", 400, b'{"messages": [{"role": "user", "content": "x"}', b"malformed JSON"),
         ("invalid UTF-8 in JSON", 400, b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}', b"JSON"),
