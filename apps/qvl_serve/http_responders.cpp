@@ -70,8 +70,8 @@ bool SocketResponder::write_all(std::string_view data) {
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - Clock::now());
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
             pollfd p{.fd = fd_, .events = POLLOUT, .revents = 0};
             if (left.count() > 0 && ::poll(&p, 1, int(left.count())) > 0 &&
                 (p.revents & POLLOUT) != 0) {

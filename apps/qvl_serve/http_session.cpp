@@ -89,9 +89,9 @@ std::optional<Failure> check_header(const Parser& p, const Limits& l) {
     }
     const auto fields = std::distance(h.begin(), h.end());
     if (fields > l.max_header_fields) {
-        return Failure{431, "header_too_large",
-                       fmt::format("{} header fields, over the limit of {}", fields,
-                                   l.max_header_fields)};
+        return Failure{
+            431, "header_too_large",
+            fmt::format("{} header fields, over the limit of {}", fields, l.max_header_fields)};
     }
     if (p.content_length() && *p.content_length() > l.max_body_bytes) return too_large(l);
     return std::nullopt;
@@ -145,10 +145,10 @@ awaitable<bool> read_request(Transport::Impl& t, Connection& c, beast::flat_buff
 awaitable<void> send_failure(Transport::Impl& t, Connection& c, const Failure& f) {
     if (t.error_observer) t.error_observer(f.status);
     const std::string body = t.error_body(f.status, f.code, f.message);
-    std::string msg = response_head(f.status, "application/json",
-                                    static_cast<long long>(body.size()), {}, t.default_headers,
-                                    false) +
-                      body;
+    std::string msg =
+        response_head(f.status, "application/json", static_cast<long long>(body.size()), {},
+                      t.default_headers, false) +
+        body;
     error_code ec;
     c.stream.expires_after(std::chrono::seconds(2));
     co_await asio::async_write(c.stream, asio::buffer(msg), tokened(ec));
@@ -187,8 +187,8 @@ awaitable<bool> run_on_worker(Transport::Impl& t, Connection& c, const Route& ro
             route.handler(req, resp);
         } catch (const std::exception& e) {
             if (!resp.started()) {
-                resp.send(500, "application/json",
-                          t.error_body(500, "internal_error", e.what()), {});
+                resp.send(500, "application/json", t.error_body(500, "internal_error", e.what()),
+                          {});
             }
         }
         if (!resp.started()) {

@@ -1,13 +1,13 @@
 #include "http_transport.h"
 
 #include <fmt/format.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/status.hpp>
 #include <cerrno>
-#include <strings.h>
 
 #include "http_transport_impl.h"
 
@@ -23,8 +23,8 @@ std::string Request::header(std::string_view name) const {
 std::string response_head(int status, std::string_view content_type, long long content_length,
                           const Headers& extra, const Headers& defaults, bool keep_alive) {
     const auto reason = beast::http::obsolete_reason(beast::http::int_to_status(unsigned(status)));
-    std::string head = fmt::format("HTTP/1.1 {} {}\r\n", status,
-                                   std::string_view(reason.data(), reason.size()));
+    std::string head =
+        fmt::format("HTTP/1.1 {} {}\r\n", status, std::string_view(reason.data(), reason.size()));
     if (!content_type.empty()) head += fmt::format("Content-Type: {}\r\n", content_type);
     head += content_length < 0 ? std::string("Transfer-Encoding: chunked\r\n")
                                : fmt::format("Content-Length: {}\r\n", content_length);
@@ -72,8 +72,7 @@ void WorkerPool::loop() {
     }
 }
 
-const Route* Transport::Impl::find_route(const std::string& method,
-                                         const std::string& path) const {
+const Route* Transport::Impl::find_route(const std::string& method, const std::string& path) const {
     for (const Route& r : routes) {
         if (r.method == method && (r.path == path || r.path == "*")) return &r;
     }
@@ -161,11 +160,12 @@ Transport::~Transport() {
 }
 
 void Transport::route(std::string method, std::string path, Handler handler, bool on_io_thread) {
-    impl_->routes.push_back(
-        {std::move(method), std::move(path), std::move(handler), on_io_thread});
+    impl_->routes.push_back({std::move(method), std::move(path), std::move(handler), on_io_thread});
 }
 
-void Transport::set_default_headers(Headers headers) { impl_->default_headers = std::move(headers); }
+void Transport::set_default_headers(Headers headers) {
+    impl_->default_headers = std::move(headers);
+}
 
 void Transport::set_error_observer(std::function<void(int)> observer) {
     impl_->error_observer = std::move(observer);
@@ -190,9 +190,10 @@ int Transport::bind(const std::string& host, int port, std::string* error) {
     if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
         *error = port == 0 ? fmt::format("cannot listen on {} (any port): {}", host, ec.message())
-                           : fmt::format("cannot listen on {}:{} ({}; in use, or not an address "
-                                         "of this machine?)",
-                                         host, port, ec.message());
+                           : fmt::format(
+                                 "cannot listen on {}:{} ({}; in use, or not an address "
+                                 "of this machine?)",
+                                 host, port, ec.message());
         a.close(ec);
         return -1;
     }

@@ -53,17 +53,17 @@ class Responder {
 using Handler = std::function<void(const Request&, Responder&)>;
 
 struct Limits {
-    std::size_t max_body_bytes = 64u << 20;     // --max-body-mb: any framing
-    std::size_t max_header_bytes = 16u << 10;   // request line and header fields together: 431
-    std::size_t max_request_line = 8u << 10;    // the request target: 414
-    int max_header_fields = 100;                // 431
-    double header_timeout_s = 10;               // --header-timeout-s: from the request's first byte
-    double min_body_bytes_per_s = 16u << 10;    // after header_timeout_s of grace
-    double keepalive_idle_s = 30;               // between requests on one connection
-    double write_timeout_s = 30;                // a client that reads nothing that long is dropped
-    int max_connections = 1024;                 // --max-connections
-    int max_connections_per_client = 64;        // --max-connections-per-client (0: no cap)
-    int workers = 64;                           // threads running handlers not on the I/O thread
+    std::size_t max_body_bytes = 64u << 20;    // --max-body-mb: any framing
+    std::size_t max_header_bytes = 16u << 10;  // request line and header fields together: 431
+    std::size_t max_request_line = 8u << 10;   // the request target: 414
+    int max_header_fields = 100;               // 431
+    double header_timeout_s = 10;              // --header-timeout-s: from the request's first byte
+    double min_body_bytes_per_s = 16u << 10;   // after header_timeout_s of grace
+    double keepalive_idle_s = 30;              // between requests on one connection
+    double write_timeout_s = 30;               // a client that reads nothing that long is dropped
+    int max_connections = 1024;                // --max-connections
+    int max_connections_per_client = 64;       // --max-connections-per-client (0: no cap)
+    int workers = 64;                          // threads running handlers not on the I/O thread
 };
 
 // The body of an error the transport answers by itself (413, 431, 414, 400, 404, 408).

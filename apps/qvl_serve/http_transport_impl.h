@@ -3,11 +3,10 @@
 // Every member without a lock is touched by the I/O thread only.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>

@@ -41,14 +41,17 @@ class TransportTest : public ::testing::Test {
   protected:
     void start(Limits l) {
         l.workers = 1;
-        t_ = std::make_unique<Transport>(l, [](int status, std::string_view code,
-                                               const std::string& msg) {
-            return "{\"status\":" + std::to_string(status) + ",\"code\":\"" + std::string(code) +
-                   "\",\"message\":\"" + msg + "\"}";
-        });
-        t_->route("GET", "/health", [](const Request&, Responder& r) {
-            r.send(200, "application/json", "{\"status\":\"ok\"}");
-        }, true);
+        t_ = std::make_unique<Transport>(
+            l, [](int status, std::string_view code, const std::string& msg) {
+                return "{\"status\":" + std::to_string(status) + ",\"code\":\"" +
+                       std::string(code) + "\",\"message\":\"" + msg + "\"}";
+            });
+        t_->route(
+            "GET", "/health",
+            [](const Request&, Responder& r) {
+                r.send(200, "application/json", "{\"status\":\"ok\"}");
+            },
+            true);
         t_->route("POST", "/echo", [](const Request& q, Responder& r) {
             r.send(200, "text/plain", std::to_string(q.body.size()));
         });
@@ -131,7 +134,8 @@ TEST_F(TransportTest, AnswersAndKeepsConnectionsAlive) {
     start({});
     const Fd fd(connect_from());
     for (int i = 0; i < 3; ++i) {
-        ASSERT_TRUE(send_all(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"));
+        ASSERT_TRUE(
+            send_all(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"));
         const std::string r = read_some(fd.get(), 1000ms);
         EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
         EXPECT_NE(r.find("\r\n\r\n5"), std::string::npos) << r;
@@ -139,13 +143,15 @@ TEST_F(TransportTest, AnswersAndKeepsConnectionsAlive) {
     const std::string s = request("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_NE(s.find("Transfer-Encoding: chunked"), std::string::npos) << s;
     EXPECT_NE(s.find("9\r\ndata: 2\n\n\r\n0\r\n\r\n"), std::string::npos) << s;
-    EXPECT_NE(request("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n").find("404 Not Found"), std::string::npos);
+    EXPECT_NE(request("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n").find("404 Not Found"),
+              std::string::npos);
 }
 
 TEST_F(TransportTest, ChunkedBodyOverTheLimitIs413BeforeItEnds) {
     start({.max_body_bytes = 1 << 20});
     const Fd fd(connect_from());
-    ASSERT_TRUE(send_all(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    ASSERT_TRUE(
+        send_all(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"));
     const std::string chunk = "10000\r\n" + std::string(0x10000, 'a') + "\r\n";
     std::string answer;
     int sent = 0;
@@ -170,7 +176,8 @@ TEST_F(TransportTest, ContentLengthOverTheLimitIs413AtOnce) {
 
 TEST_F(TransportTest, HeaderAndRequestLineLimits) {
     start({.max_header_bytes = 4096, .max_request_line = 1024, .max_header_fields = 10});
-    const std::string long_target = "GET /" + std::string(2000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string long_target =
+        "GET /" + std::string(2000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n";
     EXPECT_EQ(request(long_target).rfind("HTTP/1.1 414", 0), 0u);
     const std::string huge_line = "GET /" + std::string(8000, 'a');  // never ends
     EXPECT_EQ(request(huge_line).rfind("HTTP/1.1 414", 0), 0u);
@@ -229,7 +236,8 @@ TEST_F(TransportTest, ConnectionCapsCloseTheExcessAtOnce) {
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.5);
     // Over the total cap the oldest idle connection gives way, so a new client still gets in.
     for (int i = 0; i < 6; ++i) {
-        mine.push_back(std::make_unique<Fd>(connect_from(("127.0.1." + std::to_string(i + 1)).c_str())));
+        mine.push_back(
+            std::make_unique<Fd>(connect_from(("127.0.1." + std::to_string(i + 1)).c_str())));
     }
     std::this_thread::sleep_for(100ms);
     EXPECT_NE(request("GET /health HTTP/1.1\r\nHost: x\r\n\r\n").find("200 OK"), std::string::npos);
