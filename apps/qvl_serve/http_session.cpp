@@ -266,8 +266,8 @@ awaitable<void> session(Transport::Impl& t, std::shared_ptr<Connection> c) {
 
 }  // namespace
 
-void spawn_session(Transport::Impl& t, std::shared_ptr<Connection> c) {
-    asio::co_spawn(t.io, session(t, std::move(c)), asio::detached);
+void spawn_session(Transport::Impl& t, const std::shared_ptr<Connection>& c) {
+    asio::co_spawn(t.io, session(t, c), asio::detached);
 }
 
 }  // namespace qvl::serve::http

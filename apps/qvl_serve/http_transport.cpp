@@ -127,7 +127,7 @@ void Transport::Impl::admit(tcp::socket socket) {
     c->registered = true;
     ++per_client[c->client];
     connection_count.fetch_add(1);
-    spawn_session(*this, std::move(c));
+    spawn_session(*this, c);
 }
 
 void Transport::Impl::forget(const std::shared_ptr<Connection>& c) {

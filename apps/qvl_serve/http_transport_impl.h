@@ -90,7 +90,7 @@ struct Transport::Impl {
 };
 
 // Runs one connection until it closes (http_session.cpp).
-void spawn_session(Transport::Impl& t, std::shared_ptr<Connection> c);
+void spawn_session(Transport::Impl& t, const std::shared_ptr<Connection>& c);
 
 // The status line and headers of a response; content_length < 0: chunked.
 std::string response_head(int status, std::string_view content_type, long long content_length,
