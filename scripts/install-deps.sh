@@ -29,7 +29,7 @@ done
 
 packages=(
     build-essential cmake ninja-build pkg-config git curl ca-certificates
-    libxsimd-dev libspng-dev libjpeg62-turbo-dev
+    libxsimd-dev libspng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
     libgtest-dev libgmock-dev libbenchmark-dev
     libsimdjson-dev libfmt-dev libpcre2-dev libutf8proc-dev libcli11-dev
     libboost-dev  # qvl-serve's HTTP transport: Boost.Asio and Beast (header-only)
