@@ -10,7 +10,8 @@ void Session::fork_slot(int from, int to) {
     kv_.copy_slot(from, to);
     history_[std::size_t(to)] = history_[std::size_t(from)];
     const std::span<const float> row = logits(from);  // the full row, whatever the screen did
-    std::copy(row.begin(), row.end(), logits_.begin() + std::ptrdiff_t(to) * std::ptrdiff_t(row.size()));
+    std::copy(row.begin(), row.end(),
+              logits_.begin() + std::ptrdiff_t(to) * std::ptrdiff_t(row.size()));
     logits_ready_[std::size_t(to)] = 1;
 }
 
