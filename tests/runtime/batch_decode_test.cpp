@@ -14,6 +14,7 @@
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "support/alloc_counter.h"
+#include "support/cpu_skip.h"
 #include "support/golden.h"
 #include "tiny_case.h"
 
@@ -85,9 +86,7 @@ class BatchInvariance : public ::testing::TestWithParam<Tier> {};
 
 TEST_P(BatchInvariance, LogitsDoNotDependOnTheBatch) {
     const Tier tier = GetParam();
-    if (!kernels::isa_supported(tier.isa)) {
-        GTEST_SKIP() << kernels::isa_name(tier.isa) << " not supported on this CPU";
-    }
+    QVL_SKIP_UNLESS_CPU(tier.isa);
     const std::vector<std::string> names = test::golden_case_names();
     std::vector<PreparedPrompt> prompts;
     for (const std::string& n : names) prompts.push_back(test_util::case_prompt(n));

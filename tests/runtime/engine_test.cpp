@@ -17,6 +17,7 @@
 
 #include "runtime/image_cache.h"
 #include "runtime/session.h"
+#include "support/cpu_skip.h"
 #include "support/golden.h"
 #include "tiny_case.h"
 
@@ -319,7 +320,7 @@ class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, ker
 
 TEST_P(PrefillReusing, MatchesColdBitForBit) {
     const kernels::Isa isa = std::get<1>(GetParam());
-    if (!kernels::isa_supported(isa)) GTEST_SKIP() << kernels::isa_name(isa) << " unsupported";
+    QVL_SKIP_UNLESS_CPU(isa);
     const PreparedPrompt first = test_util::case_prompt("golden/img64_describe");
     const std::vector<std::int32_t> answer = {9707, 11, 1879, 0, 13};
     const PreparedPrompt second = next_turn(first, answer);
@@ -360,7 +361,7 @@ using PrefillPieces = PrefillReusing;
 
 TEST_P(PrefillPieces, MatchOneChunkBitForBit) {
     const kernels::Isa isa = std::get<1>(GetParam());
-    if (!kernels::isa_supported(isa)) GTEST_SKIP() << kernels::isa_name(isa) << " unsupported";
+    QVL_SKIP_UNLESS_CPU(isa);
     const PreparedPrompt prompt = test_util::case_prompt("golden/img64_describe");
     auto session = make_session();
     ASSERT_TRUE(session.ok());

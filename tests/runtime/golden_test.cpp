@@ -18,6 +18,7 @@
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "support/alloc_counter.h"
+#include "support/cpu_skip.h"
 #include "support/tiny_model.h"
 
 namespace qvl::runtime {
@@ -179,9 +180,7 @@ TEST_P(GoldenTest, SameTokensWithTwoThreads) {
 // the same top-1 and the same first generated token; for bf16 matrix products alone (kBF16, the
 // default) and with bf16 attention too (kBF16All).
 TEST_P(GoldenTest, Bf16PathWithinTheLooseTier) {
-    if (!kernels::isa_supported(kernels::Isa::kAvx512Bf16)) {
-        GTEST_SKIP() << "no AVX512_BF16 on this CPU; kBF16 is emulated and checked by gemm tests";
-    }
+    QVL_SKIP_UNLESS_CPU(kernels::Isa::kAvx512Bf16);
     const auto golden =
         test::read_golden(test::test_data_dir() / GetParam() / "golden.safetensors");
     const std::vector<double>& ref = golden.at("logits_last").values;
