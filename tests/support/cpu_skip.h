@@ -8,10 +8,10 @@
 
 #include "kernels/isa.h"
 
-#define QVL_SKIP_UNLESS_CPU(isa)                                                          \
-    do {                                                                                  \
-        if (!::qvl::kernels::isa_supported(isa)) {                                        \
-            GTEST_SKIP() << "[cpu-feature " << ::qvl::kernels::isa_name(isa)              \
-                         << "] this CPU cannot run the tier";                             \
-        }                                                                                 \
+#define QVL_SKIP_UNLESS_CPU(isa)                                             \
+    do {                                                                     \
+        if (!::qvl::kernels::isa_supported(isa)) {                           \
+            GTEST_SKIP() << "[cpu-feature " << ::qvl::kernels::isa_name(isa) \
+                         << "] this CPU cannot run the tier";                \
+        }                                                                    \
     } while (0)
