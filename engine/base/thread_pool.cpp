@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "base/cpu_budget.h"
+#include "base/timer.h"
 
 namespace qvl::base {
 namespace {
@@ -47,6 +48,8 @@ void pin_to_cpu(std::thread::native_handle_type handle, int cpu) {
 }
 
 }  // namespace
+
+double ThreadPool::trace_now_ms() { return now_ms(); }
 
 ThreadPool::ThreadPool(int n_threads, bool pin) {
     if (n_threads < 1) n_threads = 1;
