@@ -33,7 +33,7 @@ packages=(
     libxsimd-dev libspng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
     libgtest-dev libgmock-dev libbenchmark-dev
     libsimdjson-dev libfmt-dev libpcre2-dev libutf8proc-dev libcli11-dev
-    libcpp-httplib-dev  # qvl-serve's HTTP server (what llama.cpp's llama-server uses)
+    libboost-dev  # qvl-serve's HTTP transport: Boost.Asio and Beast (header-only)
     clang clang-format-14 clang-tidy-14 libclang-rt-14-dev
     python3 python3-numpy python3-pil python3-venv
 )

@@ -28,3 +28,9 @@ add_test(NAME serve_reliability
                  --soak-seconds ${reliability_soak})
 set_tests_properties(serve_reliability PROPERTIES LABELS "${reliability_labels}" TIMEOUT 600
                      PASS_REGULAR_EXPRESSION "serve_reliability: PASS")
+# Issue 47's figures through the binary: a 200 MiB chunked body, 600 slow and idle connections,
+# keep-alive comments while queued, an answer cut at the shutdown deadline, the threads line.
+add_test(NAME serve_hardening
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/hardening_test.py ${serve_test_args})
+set_tests_properties(serve_hardening PROPERTIES LABELS serve TIMEOUT 600
+                     PASS_REGULAR_EXPRESSION "serve_hardening: PASS")
