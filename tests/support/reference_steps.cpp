@@ -85,8 +85,8 @@ double expect_step_matches(std::span<const float> logits, const ReferenceStep& r
         }
         const double err = std::abs(double(logits[id]) - ref.top_logits[j]) / ref.scale;
         worst = std::max(worst, err);
-        EXPECT_LE(err, tol) << what << ": token " << id << " logit " << logits[id]
-                            << ", reference " << ref.top_logits[j];
+        EXPECT_LE(err, tol) << what << ": token " << id << " logit " << logits[id] << ", reference "
+                            << ref.top_logits[j];
     }
     const auto best = std::size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
     if (best != std::size_t(ref.top_ids[0])) {
