@@ -128,6 +128,7 @@ int serve(const ServeOptions& o) {
     config.log_requests = o.verbosity > 0;
     config.parse_limits.max_images = o.max_images;
     config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
+    config.parse_limits.vocab_size = m.config().text.vocab_size;
     runtime::SessionOptions budget;
     budget.max_image_tokens = o.image_max_tokens;
     config.prompt.preprocess = runtime::effective_preprocess(m, budget);

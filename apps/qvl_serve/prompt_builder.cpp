@@ -121,6 +121,8 @@ base::Result<runtime::GenerateParams> build_generate_params(const model::Model& 
     if (request.top_p) s.top_p = *request.top_p;
     s.seed = request.seed ? *request.seed : std::random_device{}();
     set_penalties(s, request, gen);
+    s.logit_bias = request.logit_bias;
+    gp.top_logprobs = request.top_logprobs;
     gp.ignore_eos = request.ignore_eos;
     gp.stop_ids = runtime::default_stop_ids(model);
     const int room = ctx_size - prompt_tokens;

@@ -127,7 +127,8 @@ def metrics(url):
 
 
 def data_uri(path):
-    mime = "image/png" if path.endswith(".png") else "image/jpeg"
+    ext = path.rsplit(".", 1)[-1]
+    mime = {"png": "image/png", "webp": "image/webp", "gif": "image/gif"}.get(ext, "image/jpeg")
     with open(path, "rb") as f:
         return f"data:{mime};base64," + base64.b64encode(f.read()).decode()
 
