@@ -233,6 +233,9 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
     auto stream = std::make_shared<CompletionStream>(received);
     BackendRequest br = std::move(*prepared);
     br.on_text = [stream](std::string_view piece, std::int32_t) { stream->push_text(piece); };
+    if (chat.top_logprobs >= 0) {
+        br.on_logprobs = [stream](const runtime::TokenLogprobs& e) { stream->push_logprobs(e); };
+    }
     br.on_done = [this, stream](const BackendResult& r) {
         stream->finish(r);
         const double duration =
@@ -277,8 +280,10 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
     const CompletionHeader header{.id = new_completion_id(),
                                   .model = chat.model.empty() ? config_.model_id : chat.model,
                                   .created = std::int64_t(std::time(nullptr))};
-    const bool complete = chat.stream ? stream_answer(reply, *stream, header, chat.include_usage)
-                                      : whole_answer(reply, *stream, header);
+    const bool logprobs = chat.top_logprobs >= 0;
+    const bool complete = chat.stream
+                              ? stream_answer(reply, *stream, header, chat.include_usage, logprobs)
+                              : whole_answer(reply, *stream, header, logprobs);
     // A client gone before the end cancels its request, and its slot frees at once.
     if (!complete) backend_.cancel(id);
     {
@@ -289,7 +294,7 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
 }
 
 bool HttpServer::whole_answer(CompletionReply& reply, CompletionStream& stream,
-                              const CompletionHeader& header) {
+                              const CompletionHeader& header, bool logprobs) {
     // Nothing is sent before the outcome is known: a late failure is an HTTP 5xx.
     for (;;) {
         CompletionStream::Update u = stream.take(kPollInterval);
@@ -298,8 +303,10 @@ bool HttpServer::whole_answer(CompletionReply& reply, CompletionStream& stream,
             if (r.finish_reason == "cancelled" || r.finish_reason == "error") {
                 reply.error(late_error(r));
             } else {
-                reply.send_json(
-                    200, completion_json(header, r, r.finish_reason, response_timings(stream, r)));
+                const std::string lp =
+                    logprobs ? logprobs_json(r.logprobs, backend_.model().tokenizer()) : "";
+                reply.send_json(200, completion_json(header, r, r.finish_reason,
+                                                     response_timings(stream, r), lp));
             }
             return true;
         }
@@ -308,14 +315,16 @@ bool HttpServer::whole_answer(CompletionReply& reply, CompletionStream& stream,
 }
 
 bool HttpServer::stream_answer(CompletionReply& reply, CompletionStream& stream,
-                               const CompletionHeader& header, bool include_usage) {
+                               const CompletionHeader& header, bool include_usage, bool logprobs) {
     if (!reply.commit()) return false;
     bool first = true;
     for (;;) {
         CompletionStream::Update u = stream.take(kPollInterval);
         std::string out;
-        if (!u.text.empty() || (u.result && first)) {
-            out = chunk_event(header, u.text, first);
+        if (!u.text.empty() || !u.logprobs.empty() || (u.result && first)) {
+            const std::string lp =
+                logprobs ? logprobs_json(u.logprobs, backend_.model().tokenizer()) : "";
+            out = chunk_event(header, u.text, first, lp);
             first = false;
         }
         if (!out.empty() && !reply.write(out)) return false;
@@ -325,8 +334,9 @@ bool HttpServer::stream_answer(CompletionReply& reply, CompletionStream& stream,
                 reply.error(late_error(r));  // the error event, then [DONE]
                 return true;
             }
-            if (!reply.write(final_chunk_event(header, r, r.finish_reason, include_usage,
-                                               response_timings(stream, r)))) {
+            if (!reply.write(final_chunk_event(header, r.finish_reason)) ||
+                (include_usage &&
+                 !reply.write(usage_chunk_event(header, r, response_timings(stream, r))))) {
                 return false;
             }
             reply.done();

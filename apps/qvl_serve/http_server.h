@@ -69,9 +69,9 @@ class HttpServer {
                      const http::Headers& extra = {});
     // The answer once submitted; false when the client went away before its end.
     bool whole_answer(CompletionReply& reply, CompletionStream& stream,
-                      const CompletionHeader& header);
+                      const CompletionHeader& header, bool logprobs);
     bool stream_answer(CompletionReply& reply, CompletionStream& stream,
-                       const CompletionHeader& header, bool include_usage);
+                       const CompletionHeader& header, bool include_usage, bool logprobs);
     std::string metrics_text() const;
 
     Backend& backend_;
