@@ -183,9 +183,9 @@ const ThreadBudget& default_thread_budget() {
         const std::set<int> allowed(cpus.begin(), cpus.end());
         int cores = physical_cores_among(read_text("/proc/cpuinfo"), allowed);
         if (cores == 0) cores = int(allowed.size());
-        return make_thread_budget(cores, int(allowed.size()),
-                                  cgroup_cpu_quota(read_text("/proc/self/cgroup"),
-                                                   "/sys/fs/cgroup"));
+        return make_thread_budget(
+            cores, int(allowed.size()),
+            cgroup_cpu_quota(read_text("/proc/self/cgroup"), "/sys/fs/cgroup"));
     }();
     return budget;
 }

@@ -384,9 +384,11 @@ std::size_t Executor::run_range(const Graph& g, std::byte* arena, std::size_t fi
         const Node& n = g.nodes[next++];
         if (trace != nullptr) {
             trace->begin_node(full_name(n));
+            const double c0 = base::TaskTrace::thread_cpu_ms();
             const double t0 = base::now_ms();
             run_node(g, n, arena);
-            trace->end_node(op_name(n.op), t0, base::now_ms());
+            const double t1 = base::now_ms();
+            trace->end_node(op_name(n.op), t0, t1, c0, base::TaskTrace::thread_cpu_ms());
         } else if (!profile_on_) {
             run_node(g, n, arena);
         } else {

@@ -160,4 +160,16 @@ void trace_rows(const char* what, int rows, int cols, double bytes_per_row, doub
         &ctx);
 }
 
+void trace_even_split(const char* what, double bytes) {
+    base::TaskTrace* trace = base::TaskTrace::active();
+    if (trace == nullptr) return;
+    trace->describe_next(
+        fmt::format("even {} bytes={}", what, bytes),
+        [](const void* c, int t, std::vector<base::TaskWork>* out) {
+            const double share = *static_cast<const double*>(c) / t;
+            out->assign(std::size_t(t), {.act_bytes = share});
+        },
+        &bytes);
+}
+
 }  // namespace qvl::kernels

@@ -36,5 +36,7 @@ void trace_gemm(const KernelTable& table, const GemmArgs& args);
 void trace_gemm_pack_a(const GemmArgs& args);
 void trace_attention(const AttentionArgs& args);
 void trace_rows(const char* what, int rows, int cols, double bytes_per_row, double flops_per_row);
+// A job of one task per thread, each moving bytes / n_threads (first touches of buffers).
+void trace_even_split(const char* what, double bytes);
 
 }  // namespace qvl::kernels

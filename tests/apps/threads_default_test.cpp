@@ -38,8 +38,7 @@ TEST(ThreadsDefault, TasksetOneCpuMeansOneThread) {
 TEST(ThreadsDefault, UnpinnedUsesTheBudgetAndFlagOverrides) {
     const std::string all = run_json("", "");
     const int expected = base::default_threads();
-    EXPECT_NE(all.find("\"threads\": " + std::to_string(expected) + ","), std::string::npos)
-        << all;
+    EXPECT_NE(all.find("\"threads\": " + std::to_string(expected) + ","), std::string::npos) << all;
     const std::string forced = run_json("taskset -c 0", "-t 3");
     EXPECT_NE(forced.find("\"threads\": 3,"), std::string::npos) << forced;
     EXPECT_NE(forced.find("\"threads_reason\": \"--threads\""), std::string::npos) << forced;

@@ -49,7 +49,8 @@ TEST(CpuBudget, ReadsTheTightestQuotaUpTheCgroupTree) {
     // v2: the pod allows 4 CPUs but its parent 1.5; the root is unlimited.
     EXPECT_DOUBLE_EQ(cgroup_cpu_quota(fixture("v2/proc_self_cgroup"), kDir + "v2/sys").value(),
                      1.5);
-    EXPECT_FALSE(cgroup_cpu_quota(fixture("v2_unlimited/proc_self_cgroup"), kDir + "v2_unlimited/sys"));
+    EXPECT_FALSE(
+        cgroup_cpu_quota(fixture("v2_unlimited/proc_self_cgroup"), kDir + "v2_unlimited/sys"));
     // v1: cpu,cpuacct controller, the container's group has 2.5 CPUs, the root none.
     EXPECT_DOUBLE_EQ(cgroup_cpu_quota(fixture("v1/proc_self_cgroup"), kDir + "v1/sys").value(),
                      2.5);
@@ -59,12 +60,13 @@ TEST(CpuBudget, ReadsTheTightestQuotaUpTheCgroupTree) {
 
 TEST(CpuBudget, ThreadsAreCoresWithinTheQuota) {
     EXPECT_EQ(make_thread_budget(8, 16, std::nullopt).threads, 8);
-    EXPECT_EQ(make_thread_budget(8, 16, 1.5).threads, 2);   // --cpus 1.5: two threads
-    EXPECT_EQ(make_thread_budget(8, 16, 0.2).threads, 1);   // never zero
-    EXPECT_EQ(make_thread_budget(2, 2, 4.0).threads, 2);    // a quota above the cores
+    EXPECT_EQ(make_thread_budget(8, 16, 1.5).threads, 2);  // --cpus 1.5: two threads
+    EXPECT_EQ(make_thread_budget(8, 16, 0.2).threads, 1);  // never zero
+    EXPECT_EQ(make_thread_budget(2, 2, 4.0).threads, 2);   // a quota above the cores
     EXPECT_EQ(make_thread_budget(0, 0, std::nullopt).threads, 1);
     const ThreadBudget b = make_thread_budget(4, 8, 2.0);
-    EXPECT_NE(b.reason.find("4 physical cores among 8 allowed CPUs"), std::string::npos) << b.reason;
+    EXPECT_NE(b.reason.find("4 physical cores among 8 allowed CPUs"), std::string::npos)
+        << b.reason;
     EXPECT_NE(b.reason.find("quota 2"), std::string::npos) << b.reason;
 }
 
