@@ -13,8 +13,11 @@ SPIN_US = 50.0  # the pool's workers spin this long before sleeping (base/thread
 @dataclass
 class Machine:
     core_gflops: float = 0.0  # one core's peak (the faster of bf16 dot and f32 FMA)
-    core_gbs: float = 30.0  # DRAM GB/s one core reads
-    machine_gbs: float = 30.0  # DRAM GB/s of this machine (its validation bandwidth)
+    # Defaults: the Zen 4 VM of docs/machine.md when quiet (DRAM 28-31 GB/s, one core nearly
+    # saturating it) and the pool's costs there (pool/* rows); a loaded machine's own figures
+    # measure the other processes instead.
+    core_gbs: float = 25.0  # DRAM GB/s one core reads
+    machine_gbs: float = 29.0  # DRAM GB/s of this machine (its validation bandwidth)
     fork_us: float = 1.5  # a spinning worker picks up a job
     wake_us: float = 15.0  # a sleeping worker picks up a job (futex)
     notify_us: float = 1.0  # the waker's cost per sleeping worker
