@@ -68,7 +68,9 @@ runtime::GenerateParams generate_params(const RunOptions& o, const model::Model&
     gp.n_predict = o.n_predict;
     gp.ignore_eos = o.ignore_eos;
     gp.sampling = sampling_from(o, m.generation());
+    gp.top_logprobs = o.logprobs;
     gp.stop_ids = runtime::default_stop_ids(m);
+    gp.grammar = o.grammar;
     return gp;
 }
 
@@ -179,6 +181,13 @@ int run(const RunOptions& o, const EnvOptions& env) {
     }
     const model::Model& m = *loaded.value();
     const double load_ms = t.elapsed_ms();
+    for (const auto& [id, bias] : o.logit_bias) {
+        if (id >= m.config().text.vocab_size) {
+            return fail(kExitUsage, fmt::format("--logit-bias: token id {} is outside the "
+                                                "vocabulary of {} ids",
+                                                id, m.config().text.vocab_size));
+        }
+    }
     progress.clear();
 
     const runtime::SessionOptions so = session_options(o, env);
@@ -320,7 +329,8 @@ int run(const RunOptions& o, const EnvOptions& env) {
                      .load_ms = load_ms,
                      .total_ms = total.elapsed_ms(),
                      .peak_rss_mb = peak_rss_mb(),
-                     .boxes_json = boxes.empty() ? std::string() : grounding_json(boxes)};
+                     .boxes_json = boxes.empty() ? std::string() : grounding_json(boxes),
+                     .logprobs_tokenizer = o.logprobs >= 0 ? &m.tokenizer() : nullptr};
     if (o.json) {
         std::printf("%s\n", format_json_report(report).c_str());
     } else {
@@ -341,6 +351,7 @@ int main(int argc, char** argv) try {
     const qvl::app::ParseOutcome outcome =
         qvl::app::parse_args(argc, argv, &options, stdout, stderr, isatty(STDIN_FILENO) != 0);
     if (outcome.exit_code >= 0) return outcome.exit_code;
+    if (const int code = qvl::app::load_output_grammar(&options); code >= 0) return code;
     qvl::app::EnvOptions env;
     if (const int code = qvl::app::read_env_options(&env, stderr); code >= 0) return code;
     if (options.version) {

@@ -95,8 +95,10 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
     if (hooks.after_vision) hooks.after_vision(session);
     const model::Model& model = session.model();
     Sampler sampler(model.config().text.vocab_size, params.sampling);
+    if (params.grammar) sampler.constrain(session.grammar_matcher(params.grammar, params.stop_ids));
     // Before the prefill: its logits are computed as this sampler needs them.
     session.expect_sampler(0, sampler);
+    if (params.top_logprobs >= 0) session.set_full_logits(0, true);
     t.reset();
     QVL_TRY(session.prefill(prompt.ids));
     r.prefill_ms = t.elapsed_ms();
@@ -121,6 +123,9 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
             break;
         }
         r.tokens.push_back(token);
+        if (params.top_logprobs >= 0) {
+            r.logprobs.push_back(token_logprobs(session.logits(0), token, params.top_logprobs));
+        }
         sampler.accept(token);
         const std::string_view piece = stream.push(token);
         r.text.append(piece);

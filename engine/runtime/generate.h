@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "base/status.h"
 #include "image/image_preprocess.h"
 #include "io/image.h"
+#include "runtime/logprobs.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "text/chat_template.h"
@@ -57,7 +59,13 @@ struct GenerateParams {
     int n_predict = 128;
     bool ignore_eos = false;
     SamplingParams sampling;
+    // OpenAI's logprobs: -1 off; 0..kMaxTopLogprobs: each generated token's log-probability and
+    // that many alternatives (runtime/logprobs.h). The slot then computes every logit each step.
+    int top_logprobs = -1;
     std::vector<std::int32_t> stop_ids;  // end-of-turn ids (generation_config eos + <|im_end|>)
+    // When set, the answer follows this grammar (grammar/matcher.h): every token is one it
+    // allows, and the turn ends only where it may end (then only there: finish_reason "stop").
+    std::shared_ptr<const grammar::Grammar> grammar;
     // When set and it becomes true (e.g. from a SIGINT handler), generation stops after the
     // current step with finish_reason "interrupted"; the text so far is kept.
     const std::atomic<bool>* cancel = nullptr;
@@ -69,6 +77,7 @@ struct GenerateResult {
     std::string finish_reason;  // "stop" | "length" | "interrupted"
     double vision_ms = 0, prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
     int decoded_steps = 0;
+    std::vector<TokenLogprobs> logprobs;  // one per token when params.top_logprobs >= 0
 };
 
 struct GenerateHooks {

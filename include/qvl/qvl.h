@@ -97,8 +97,8 @@ class Model {
 
 // ---- Prompts ---------------------------------------------------------------------------------
 
-// One piece of a chat message: text, or an image given as a file path, as encoded bytes (JPEG
-// or PNG) or as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3).
+// One piece of a chat message: text, or an image given as a file path, as encoded bytes (JPEG,
+// PNG, WebP or GIF) or as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3).
 struct ContentPart {
     enum class Kind { kText, kImageFile, kImageBytes, kImageRgb } kind = Kind::kText;
     std::string text;                // kText
@@ -177,6 +177,21 @@ struct Sampling {
     std::uint64_t seed = 0;
     float repetition_penalty = 1.0f;  // Hugging Face's; 1: off
     float presence_penalty = 0.0f;    // OpenAI's; 0: off
+    // OpenAI's logit_bias: (token id, bias in [-100, 100]) pairs added to those logits before
+    // the penalties and the sampling; +100 all but forces a token, -100 all but bans it.
+    std::vector<std::pair<std::int32_t, float>> logit_bias;
+    // OpenAI's logprobs: -1 off; 0..20: Generation::logprobs gets each token's log-probability
+    // and this many most likely alternatives (the log-softmax of the model's logits, before
+    // the settings above).
+    int logprobs = -1;
+};
+
+// One generated token's log-probability and the most likely alternatives at its position,
+// most likely first.
+struct TokenLogprob {
+    std::int32_t token = -1;
+    double logprob = 0.0;
+    std::vector<std::pair<std::int32_t, double>> top;
 };
 
 struct GenerateOptions {
@@ -184,6 +199,13 @@ struct GenerateOptions {
     bool ignore_eos = false;  // keep going past an end-of-turn token
     // Unset: the model's generation_config.json (greedy when it does not sample).
     std::optional<Sampling> sampling;
+    // Constrained output (at most one): the answer is JSON that validates against json_schema
+    // (a JSON Schema document), or follows grammar (GBNF, llama.cpp's format, start rule
+    // `root`), or is any JSON object. It ends (finish_reason "stop") only where the constraint
+    // may end. A schema feature or grammar the engine does not support is an error naming it.
+    std::string json_schema;
+    std::string grammar;
+    bool json_object = false;
     // Called with each piece of text as it is produced (whole UTF-8 characters).
     std::function<void(std::string_view)> on_text;
     // When set and it becomes true (another thread, a signal handler), generation stops after
@@ -203,6 +225,7 @@ struct Generation {
     std::string finish_reason;  // "stop" | "length" | "interrupted"
     Sampling sampling;          // the values used (the model's defaults resolved)
     Timings timings;
+    std::vector<TokenLogprob> logprobs;  // one per token when Sampling::logprobs >= 0
 };
 
 // One conversation over a Model: the KV cache and work memory are allocated at create (an
