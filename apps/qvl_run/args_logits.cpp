@@ -31,8 +31,9 @@ std::optional<std::string> convert_logits_flags(const std::string& logprobs,
                                runtime::kMaxTopLogprobs);
         }
         if (!options->json) {
-            return std::string("--logprobs needs --json: the log-probabilities are part of its "
-                               "report");
+            return std::string(
+                "--logprobs needs --json: the log-probabilities are part of its "
+                "report");
         }
         options->logprobs = n;
     }
@@ -46,8 +47,7 @@ std::optional<std::string> convert_logits_flags(const std::string& logprobs,
         }
         if (!parse_whole(std::string_view(item).substr(eq + 1), &bias) || !std::isfinite(bias) ||
             bias < -100.0f || bias > 100.0f) {
-            return fmt::format("--logit-bias: '{}': the bias is not a number in [-100, 100]",
-                               item);
+            return fmt::format("--logit-bias: '{}': the bias is not a number in [-100, 100]", item);
         }
         options->logit_bias.emplace_back(id, bias);
     }

@@ -30,6 +30,7 @@ struct BackendResult {
     int cached_prompt_tokens = 0;
     int image_cache_hits = 0;
     BackendTimings timings;
+    std::vector<runtime::TokenLogprobs> logprobs;  // when params.top_logprobs >= 0
 };
 
 struct BackendRequest {
@@ -40,6 +41,9 @@ struct BackendRequest {
     // cancel(). on_text pieces are whole UTF-8 characters; on_done runs exactly once, last.
     std::function<void(std::string_view piece, std::int32_t token)> on_text;
     std::function<void(const BackendResult&)> on_done;
+    // params.top_logprobs >= 0: each token's log-probabilities as soon as it is kept (its text
+    // may come later, held back by UTF-8 or a stop string).
+    std::function<void(const runtime::TokenLogprobs&)> on_logprobs;
 };
 
 using RequestId = std::uint64_t;
@@ -55,6 +59,10 @@ class Backend {
     // Thread-safe. kResourceExhausted when the queue is full; kOutOfRange when the prompt plus
     // its new tokens cannot fit a slot's context.
     virtual base::Result<RequestId> submit(BackendRequest request) = 0;
+    // The n choices of one prompt (OpenAI's n): as submit, all or none; the others start from
+    // a copy of the first one's prefill when slots are free (runtime::Engine::submit_group).
+    virtual base::Result<std::vector<RequestId>> submit_group(
+        std::vector<BackendRequest> requests) = 0;
     // Thread-safe, idempotent; unknown or finished ids are ignored. The request ends with
     // "cancelled" within one step and its slot frees.
     virtual void cancel(RequestId id) = 0;

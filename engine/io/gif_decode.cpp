@@ -92,8 +92,7 @@ base::Status find_first_frame(GifFileType* gif, std::string_view name, int* tran
             *transparent = block[4];
         }
         while (block != nullptr) {
-            if (DGifGetExtensionNext(gif, &block) == GIF_ERROR)
-                return gif_failure(name, gif);
+            if (DGifGetExtensionNext(gif, &block) == GIF_ERROR) return gif_failure(name, gif);
         }
     }
 }
@@ -104,8 +103,7 @@ base::Status read_frame(GifFileType* gif, std::string_view name, int canvas_widt
     const GifImageDesc& d = gif->Image;
     std::vector<GifPixelType> line(std::size_t(d.Width));
     auto read_row = [&](int y) -> base::Status {
-        if (DGifGetLine(gif, line.data(), d.Width) == GIF_ERROR)
-            return gif_failure(name, gif);
+        if (DGifGetLine(gif, line.data(), d.Width) == GIF_ERROR) return gif_failure(name, gif);
         std::memcpy(canvas.data() + std::size_t(d.Top + y) * canvas_width + d.Left, line.data(),
                     line.size());
         return {};
@@ -132,7 +130,8 @@ base::Status decode_gif(std::span<const std::uint8_t> bytes, const ImageLimits& 
     int transparent = -1;
     QVL_TRY(find_first_frame(gif.get(), name, &transparent));
     const GifImageDesc& d = gif->Image;
-    const std::uint64_t width = std::max<std::uint64_t>(gif->SWidth, std::uint64_t(d.Left) + d.Width);
+    const std::uint64_t width =
+        std::max<std::uint64_t>(gif->SWidth, std::uint64_t(d.Left) + d.Width);
     const std::uint64_t height =
         std::max<std::uint64_t>(gif->SHeight, std::uint64_t(d.Top) + d.Height);
     if (width * height > limits.max_pixels)

@@ -115,6 +115,14 @@ class Engine {
     // Thread-safe. Queues the request; kResourceExhausted when the queue is full, kOutOfRange
     // when the prompt cannot fit a slot's context (checked before queueing).
     base::Result<RequestId> submit(Request request);
+    // Thread-safe. Several choices from one prompt (OpenAI's n): every request must have the
+    // same prompt (ids and images); their settings and callbacks are their own (per-choice
+    // seeds are the caller's). They are queued together; when the first one's prefill ends,
+    // the others that find a free slot start from a copy of its slot (Session::fork_slot: KV
+    // and logits, bit for bit) instead of prefilling, and their cached_prompt_tokens is the
+    // whole prompt. One that finds no free slot then is admitted later like any request. The
+    // ids are in the order given; refused as a whole.
+    base::Result<std::vector<RequestId>> submit_group(std::vector<Request> requests);
     // Thread-safe, idempotent. The request ends with "cancelled" within one step; its slot frees.
     void cancel(RequestId id);
     struct Stats {

@@ -19,8 +19,8 @@ namespace {
 std::vector<float> read_npy_f32(const fs::path& path) {
     const std::string bytes = read_file(path);
     if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return {};
-    const std::size_t header = std::size_t(std::uint8_t(bytes[8])) |
-                               std::size_t(std::uint8_t(bytes[9])) << 8;
+    const std::size_t header =
+        std::size_t(std::uint8_t(bytes[8])) | std::size_t(std::uint8_t(bytes[9])) << 8;
     const std::size_t at = 10 + header;
     std::vector<float> out((bytes.size() - at) / 4);
     std::memcpy(out.data(), bytes.data() + at, out.size() * 4);
@@ -28,8 +28,9 @@ std::vector<float> read_npy_f32(const fs::path& path) {
 }
 
 io::JsonValue run_json(const std::vector<std::string>& extra) {
-    std::vector<std::string> a = {"-m", kTiny.string(), "-t", "1", "--temp", "0", "-n", "6",
-                                  "-p", "hello hello", "--json", "--ignore-eos"};
+    std::vector<std::string> a = {"-m",     kTiny.string(), "-t", "1",  "--temp",
+                                  "0",      "-n",           "6",  "-p", "hello hello",
+                                  "--json", "--ignore-eos"};
     a.insert(a.end(), extra.begin(), extra.end());
     const RunResult r = run_qvl(a);
     EXPECT_EQ(r.exit_code, 0) << r.err;
