@@ -17,6 +17,8 @@ if(QVL_BUILD_APPS)
     # connection with C++20 coroutines; the body, header and time limits are enforced while
     # reading (apps/qvl_serve/http_transport.h says why not a thread per connection).
     find_package(Boost 1.74 REQUIRED)
+    # --allowed-media-hosts: image URLs fetched with libcurl (apps/qvl_serve/media_fetch.h).
+    find_package(CURL REQUIRED)
 endif()
 if(QVL_BUILD_TESTS)
     find_package(GTest REQUIRED)

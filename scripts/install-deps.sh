@@ -34,6 +34,7 @@ packages=(
     libgtest-dev libgmock-dev libbenchmark-dev
     libsimdjson-dev libfmt-dev libpcre2-dev libutf8proc-dev libcli11-dev
     libboost-dev  # qvl-serve's HTTP transport: Boost.Asio and Beast (header-only)
+    libcurl4-openssl-dev  # qvl-serve --allowed-media-hosts: image URLs fetched
     clang clang-format-14 clang-tidy-14 libclang-rt-14-dev
     python3 python3-numpy python3-pil python3-venv
 )

@@ -20,6 +20,7 @@
 #include "base/version.h"
 #include "engine_backend.h"
 #include "http_server.h"
+#include "media_fetch.h"
 #include "model/model.h"
 #include "qvl_run/exit_codes.h"
 #include "runtime/session.h"
@@ -129,6 +130,11 @@ int serve(const ServeOptions& o) {
     config.parse_limits.max_images = o.max_images;
     config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
     config.parse_limits.vocab_size = m.config().text.vocab_size;
+    config.parse_limits.allowed_media_hosts = o.allowed_media_hosts;
+    // n choices share one prefill when --parallel slots are free for them; more wait.
+    config.parse_limits.max_n = 16;
+    config.prompt.fetch = {.max_bytes = std::size_t(o.max_body_mb) << 20,
+                           .timeout_s = o.media_fetch_timeout_s};
     runtime::SessionOptions budget;
     budget.max_image_tokens = o.image_max_tokens;
     config.prompt.preprocess = runtime::effective_preprocess(m, budget);
@@ -196,6 +202,7 @@ int main(int argc, char** argv) try {
     qvl::serve::ServeOptions options;
     const int parsed = qvl::serve::parse_serve_args(argc, argv, &options, stdout, stderr);
     if (parsed >= 0) return parsed;
+    qvl::serve::media_fetch_init();
     if (options.version) {
         std::printf("qvl-serve %s (isa %s)\n", qvl::base::version(),
                     qvl::runtime::kernel_isa_name());

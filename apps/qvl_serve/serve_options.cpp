@@ -1,6 +1,8 @@
 #include "serve_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 namespace qvl::serve {
@@ -51,6 +53,21 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
                    "Allow file:// image URLs under DIR (default: refused)")
         ->type_name("DIR")
         ->check(CLI::ExistingDirectory);
+    app.add_option("--allowed-media-hosts", o->allowed_media_hosts,
+                   "Allow http(s) image URLs from these hosts only, fetched within the body "
+                   "limit and --media-fetch-timeout-s, redirects only to the same host (default: "
+                   "none)")
+        ->type_name("H1,H2")
+        ->delimiter(',')
+        ->transform([](std::string h) {
+            std::transform(h.begin(), h.end(), h.begin(),
+                           [](unsigned char c) { return char(std::tolower(c)); });
+            return h;
+        });
+    app.add_option("--media-fetch-timeout-s", o->media_fetch_timeout_s,
+                   "Longest fetch of one image URL, redirects included")
+        ->check(CLI::Range(0.1, 600.0))
+        ->capture_default_str();
     app.add_option("--max-body-mb", o->max_body_mb,
                    "Request body limit in MiB, for every framing (Content-Length, chunked): 413 "
                    "as soon as it is passed")

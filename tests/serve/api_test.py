@@ -402,7 +402,98 @@ def test_webp_and_gif_answer_as_png():
           f"WebP and GIF answers equal the PNG answer for the same pixels: {answers}")
 
 
-for fn in (test_logprobs_and_logit_bias, test_unknown_fields_refused,
+def test_allowed_media_hosts():
+    import http.server
+    images = args.images
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=images, **kw)
+
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            if self.path.startswith("/away"):  # a redirect to another host
+                self.send_response(302)
+                self.send_header("Location", f"http://localhost:{port}/palette16.png")
+                self.end_headers()
+            elif self.path.startswith("/here"):  # a redirect on the same host
+                self.send_response(301)
+                self.send_header("Location", "/palette16.png")
+                self.end_headers()
+            elif self.path.startswith("/slow"):
+                time.sleep(2)
+                super().do_GET()
+            else:
+                super().do_GET()
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        with su.Server(args.serve, args.model, "--allowed-media-hosts", "127.0.0.1",
+                       "--media-fetch-timeout-s", "1") as s:
+            c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+
+            def ask_url(url):
+                return c.chat.completions.create(model="m", max_tokens=8, temperature=0, messages=[
+                    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                 {"type": "text", "text": "What is this?"}]}])
+            png = os.path.join(args.images, "palette16.png")
+            ref = ask([("user", [("image", png), "What is this?"])], 8).choices[0].message.content
+            r = ask_url(f"http://127.0.0.1:{port}/palette16.png")
+            check(r.choices[0].message.content == ref, "an allowed-host URL = the data-URI answer")
+            timings = (r.model_extra or {}).get("timings") or {}
+            check(timings.get("image_decode_ms", 0) > 0, f"the fetch is in timings: {timings}")
+            check(ask_url(f"http://127.0.0.1:{port}/here").choices[0].message.content == ref,
+                  "a redirect on the same host is followed")
+            expect_error(400, lambda: ask_url(f"http://localhost:{port}/palette16.png"),
+                         "host 'localhost' is not in --allowed-media-hosts")
+            expect_error(400, lambda: ask_url(f"http://127.0.0.1:{port}/away"), "another host")
+            expect_error(400, lambda: ask_url(f"http://127.0.0.1:{port}/missing.png"), "HTTP 404")
+            expect_error(400, lambda: ask_url(f"http://127.0.0.1:{port}/slow/palette16.png"),
+                         "longer than 1 s")
+    finally:
+        httpd.shutdown()
+
+
+def test_n_choices_one_prefill():
+    conv = [("user", [("image", JPG), "Describe it."])]
+    with su.Server(args.serve, args.model, "--parallel", "2") as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+        msgs = su.to_openai(conv)
+
+        def create(**kw):
+            return c.chat.completions.create(model="m", messages=msgs, max_tokens=6, **kw)
+        r = create(n=2, temperature=0)
+        one = create(temperature=0)
+        check(len(r.choices) == 2 and [ch.index for ch in r.choices] == [0, 1], "n=2: two choices")
+        check(all(ch.message.content == one.choices[0].message.content for ch in r.choices),
+              "greedy choices equal the single answer")
+        timings = (r.model_extra or {}).get("timings") or {}
+        check(timings.get("prefilled_tokens") == r.usage.prompt_tokens,
+              f"n=2 prefilled the prompt once: {timings} vs {r.usage.prompt_tokens}")
+        check(r.usage.completion_tokens == 2 * one.usage.completion_tokens
+              and r.usage.prompt_tokens == one.usage.prompt_tokens,
+              "usage: the prompt once, every choice's tokens")
+        seeded = create(n=2, temperature=1.0, seed=7, extra_body={"top_k": 0})
+        alone = [create(temperature=1.0, seed=7 + i, extra_body={"top_k": 0}).choices[0]
+                 .message.content for i in range(2)]
+        check([ch.message.content for ch in seeded.choices] == alone,
+              "choice i samples with seed + i, as a request alone")
+        chunks = list(create(n=2, temperature=1.0, seed=7, stream=True, extra_body={"top_k": 0},
+                             stream_options={"include_usage": True}))
+        texts = ["", ""]
+        for ch in chunks:
+            for d in ch.choices:
+                texts[d.index] += d.delta.content or ""
+        check(texts == alone, f"streamed choices by index: {texts} vs {alone}")
+        check(chunks[-1].choices == [] and chunks[-1].usage.prompt_tokens == r.usage.prompt_tokens,
+              "one usage chunk for both choices")
+
+
+for fn in (test_logprobs_and_logit_bias, test_n_choices_one_prefill, test_allowed_media_hosts, test_unknown_fields_refused,
            test_webp_and_gif_answer_as_png, test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
            test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,

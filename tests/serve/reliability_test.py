@@ -218,11 +218,14 @@ def test_soak():
         check(phase["ok"] > 0, "valid requests were served")
         check(all(code == 200 for _, code in phase["health"]), "/health answered 200 throughout")
     st = hostile["stats"]
-    check(st["disconnects"] > 0 and st["malformed"] > 0 and st["loris_closed"] > 0,
-          f"the hostile clients ran: {st}")
+    check(st["disconnects"] > 0 and st["malformed"] > 0, f"the hostile clients ran: {st}")
+    # The figures that need time (the 10 s header deadline, RSS after warm-up) only in a soak of
+    # a minute or more (CI's release run; the sanitizer run soaks 10 s).
+    long_soak = args.soak_seconds >= 60
     check(st["malformed_unexpected"] == 0, f"malformed requests got the expected 4xx: {st}")
     check(m["qvl_slots_busy"] == 0 and m["qvl_queue_length"] == 0, "no leaked slot or queued request")
-    check(flat, f"RSS flat within 5 % after warm-up: {ref:.1f} -> {worst:.1f} MB")
+    check(flat or not long_soak, f"RSS flat within 5 % after warm-up: {ref:.1f} -> {worst:.1f} MB")
+    check(st["loris_closed"] > 0 or not long_soak, f"slow-loris connections closed: {st}")
 
 
 def test_graceful_shutdown():

@@ -27,8 +27,7 @@ TEST(RequestFields, LogprobsLogitBiasAndN) {
     limits.vocab_size = 1000;
     limits.max_n = 4;
     const base::Result<ChatRequest> r =
-        parse(R"("logprobs":true,"top_logprobs":5,"logit_bias":{"7":100,"12":-3.5},"n":3)",
-              limits);
+        parse(R"("logprobs":true,"top_logprobs":5,"logit_bias":{"7":100,"12":-3.5},"n":3)", limits);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->top_logprobs, 5);
     EXPECT_EQ(r->n, 3);
@@ -64,8 +63,8 @@ TEST(RequestFields, UnknownAndUnimplementedFieldsAreRefusedByName) {
           R"("parallel_tool_calls":false)", R"("response_format":{"type":"json_object"})",
           R"("functions":[])", R"("modalities":["text","audio"])", R"("store":true)",
           R"("service_tier":"auto")", R"("prediction":{})", R"("reasoning_effort":"low")"}) {
-        const std::string name(std::string_view(field).substr(1, std::string_view(field).find(
-                                                                     '"', 1) - 1));
+        const std::string name(
+            std::string_view(field).substr(1, std::string_view(field).find('"', 1) - 1));
         const std::string e = error_of(field);
         EXPECT_EQ(e.rfind(name + ": ", 0), 0u) << field << " -> " << e;
     }
