@@ -63,6 +63,7 @@ base::Result<std::vector<RequestId>> EngineBackend::submit_group(
                            s.queue_length, max_queue_);
     }
     std::vector<runtime::Request> group;
+    group.reserve(requests.size());
     for (BackendRequest& r : requests) group.push_back(to_engine(std::move(r)));
     return engine_->submit_group(std::move(group));
 }

@@ -329,6 +329,7 @@ bool HttpServer::whole_answer(CompletionReply& reply,
         }
     }
     std::vector<std::string> lps;
+    lps.reserve(results.size());
     for (const BackendResult& r : results) {
         lps.push_back(logprobs ? logprobs_json(r.logprobs, backend_.model().tokenizer()) : "");
     }
