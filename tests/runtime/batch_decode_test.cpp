@@ -1,6 +1,7 @@
 // Batch invariance: a sequence's logits are bit-identical whether its decode steps run alone
 // or in one batched pass beside 1..3 other sequences, for every golden case, precision and
-// kernel tier this CPU has (greedy answers never change with load).
+// kernel tier this CPU has, with the stored weights and with 4-bit text and int8 vision weights
+// (greedy answers never change with load).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,14 +25,16 @@ constexpr int kSteps = 6;
 
 using StepLogits = std::vector<std::vector<float>>;  // [step][vocab]
 
-std::unique_ptr<Session> make_session(Precision precision, kernels::Isa isa, int slots) {
+std::unique_ptr<Session> make_session(Precision precision, kernels::Isa isa, int slots,
+                                      bool quantized = false) {
     SessionOptions so;
     so.threads = 2;
     so.ctx_size = 256;
     so.precision = precision;
     so.isa = isa;
     so.slots = slots;
-    auto s = Session::create(test_util::tiny_model(), so);
+    auto s = Session::create(
+        quantized ? test_util::tiny_model_quantized() : test_util::tiny_model(), so);
     EXPECT_TRUE(s.ok()) << s.status().message();
     return s.ok() ? std::move(s).value() : nullptr;
 }
@@ -79,6 +82,7 @@ bool bit_identical(const StepLogits& a, const StepLogits& b) {
 struct Tier {
     Precision precision;
     kernels::Isa isa;
+    bool quantized = false;  // 4-bit text and int8 vision weights (issue 49)
 };
 
 class BatchInvariance : public ::testing::TestWithParam<Tier> {};
@@ -91,7 +95,7 @@ TEST_P(BatchInvariance, LogitsDoNotDependOnTheBatch) {
     const std::vector<std::string> names = test::golden_case_names();
     std::vector<PreparedPrompt> prompts;
     for (const std::string& n : names) prompts.push_back(test_util::case_prompt(n));
-    auto session = make_session(tier.precision, tier.isa, 4);
+    auto session = make_session(tier.precision, tier.isa, 4, tier.quantized);
     ASSERT_NE(session, nullptr);
     Session& s = *session;
     for (std::size_t c = 0; c < names.size(); ++c) {
@@ -126,11 +130,14 @@ INSTANTIATE_TEST_SUITE_P(Tiers, BatchInvariance,
                                            Tier{Precision::kBF16, kernels::Isa::kAvx512},
                                            Tier{Precision::kF32, kernels::Isa::kAvx512Bf16},
                                            Tier{Precision::kBF16, kernels::Isa::kAvx512Bf16},
-                                           Tier{Precision::kBF16All, kernels::Isa::kAvx512Bf16}),
+                                           Tier{Precision::kBF16All, kernels::Isa::kAvx512Bf16},
+                                           Tier{Precision::kBF16, kernels::Isa::kAvx2, true},
+                                           Tier{Precision::kBF16, kernels::Isa::kAvx512Bf16, true}),
                          [](const auto& info) {
                              std::string p = precision_name(info.param.precision);
                              std::erase(p, '-');
-                             return std::string(kernels::isa_name(info.param.isa)) + "_" + p;
+                             return std::string(kernels::isa_name(info.param.isa)) + "_" + p +
+                                    (info.param.quantized ? "_q4_vision_q8" : "");
                          });
 
 TEST(BatchDecode, StepOfFourSlotsDoesNotAllocate) {

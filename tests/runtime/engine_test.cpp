@@ -303,17 +303,20 @@ TEST(Engine, NextTurnReusesTheSlotsPrefix) {
 // Prefix reuse at the session level: the suffix prefilled after a reused prefix, whose keys and
 // values came from a prefill and from decode steps, gives exactly the cold prefill's logits in
 // every precision and tier (a row's products and attention never depend on how many rows are
-// computed with it).
-class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, kernels::Isa>> {
+// computed with it), with the stored weights and with 4-bit text and int8 vision weights.
+class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, kernels::Isa, bool>> {
   protected:
-    // A session on the tiny model in the parameter's precision and tier.
+    // A session on the tiny model (quantized if the parameter says so) in the parameter's
+    // precision and tier.
     static base::Result<std::unique_ptr<Session>> make_session() {
         SessionOptions so;
         so.threads = 2;
         so.ctx_size = 256;
         so.precision = std::get<0>(GetParam());
         so.isa = std::get<1>(GetParam());
-        return Session::create(test_util::tiny_model(), so);
+        return Session::create(
+            std::get<2>(GetParam()) ? test_util::tiny_model_quantized() : test_util::tiny_model(),
+            so);
     }
 };
 
@@ -385,12 +388,19 @@ TEST_P(PrefillPieces, MatchOneChunkBitForBit) {
 const auto kPrecisionsAndTiers = ::testing::Combine(
     ::testing::Values(Precision::kF32, Precision::kF32KvBF16, Precision::kBF16,
                       Precision::kBF16All),
-    ::testing::Values(kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16));
+    ::testing::Values(kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16),
+    ::testing::Values(false));
+// q4 text and q8 vision weights: every tier's kernels (scalar included), in bf16.
+const auto kQuantizedTiers = ::testing::Combine(
+    ::testing::Values(Precision::kBF16),
+    ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512Bf16),
+    ::testing::Values(true));
 
 std::string precision_and_tier(
-    const ::testing::TestParamInfo<std::tuple<Precision, kernels::Isa>>& info) {
+    const ::testing::TestParamInfo<std::tuple<Precision, kernels::Isa, bool>>& info) {
     std::string name = std::string(precision_name(std::get<0>(info.param))) + "_" +
-                       kernels::isa_name(std::get<1>(info.param));
+                       kernels::isa_name(std::get<1>(info.param)) +
+                       (std::get<2>(info.param) ? "_q4_vision_q8" : "");
     std::replace(name.begin(), name.end(), '-', '_');
     return name;
 }
@@ -399,6 +409,8 @@ INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillReusing, kPrecisionsAndTiers
                          precision_and_tier);
 INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillPieces, kPrecisionsAndTiers,
                          precision_and_tier);
+INSTANTIATE_TEST_SUITE_P(Quantized, PrefillReusing, kQuantizedTiers, precision_and_tier);
+INSTANTIATE_TEST_SUITE_P(Quantized, PrefillPieces, kQuantizedTiers, precision_and_tier);
 
 }  // namespace
 }  // namespace qvl::runtime
