@@ -7,14 +7,18 @@ find_package(simdjson REQUIRED)
 find_package(fmt REQUIRED)
 find_package(JPEG REQUIRED)
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
+pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp libwebpdemux)
+find_package(GIF REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 if(QVL_BUILD_APPS)
     find_package(CLI11 REQUIRED)
-    # qvl-serve's HTTP/1.1 server: cpp-httplib, the library llama.cpp's llama-server is built on
-    # (Debian ships it compiled, with the matching flags in its pkg-config file). Small, thread-
-    # pool based, with chunked responses for Server-Sent Events; no event-loop framework needed.
-    pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+    # qvl-serve's HTTP/1.1 transport: Boost.Asio and Beast (header-only), one I/O thread for every
+    # connection with C++20 coroutines; the body, header and time limits are enforced while
+    # reading (apps/qvl_serve/http_transport.h says why not a thread per connection).
+    find_package(Boost 1.74 REQUIRED)
+    # --allowed-media-hosts: image URLs fetched with libcurl (apps/qvl_serve/media_fetch.h).
+    find_package(CURL REQUIRED)
 endif()
 if(QVL_BUILD_TESTS)
     find_package(GTest REQUIRED)

@@ -16,5 +16,6 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/qvlConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/qvlConfig.cmake ${PROJECT_BINARY_DIR}/qvlConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qvl)
 if(QVL_BUILD_APPS)
-    install(TARGETS qvl-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    # The programs: the CLI and the server (deploy/ images and packages install both).
+    install(TARGETS qvl-run qvl-serve RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

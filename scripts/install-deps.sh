@@ -5,8 +5,9 @@
 # Opt-in: `--peers` (or QVL_INSTALL_PEERS=1) also installs oneDNN and OpenBLAS for the benchmark's
 # peer rows (cmake -DQVL_BENCH_PEERS=ON, see bench/README.md); the product never needs them.
 # Opt-in: `--browser` (or QVL_INSTALL_BROWSER=1) installs chromium, chromium-driver and
-# python3-selenium (several hundred MB) for the chat page's browser test (ctest -R serve_browser,
-# skipped without them); python3-venv is always installed for the openai-client API tests.
+# python3-selenium (several hundred MB) for the chat page's browser test (ctest -R serve_browser;
+# CI passes it, .ci/run, where a skip fails the run); python3-venv is always installed for the
+# PyPI test tools (scripts/install-test-tools.sh).
 set -euo pipefail
 
 peers="${QVL_INSTALL_PEERS:-0}"
@@ -29,10 +30,11 @@ done
 
 packages=(
     build-essential cmake ninja-build pkg-config git curl ca-certificates
-    libxsimd-dev libspng-dev libjpeg62-turbo-dev
+    libxsimd-dev libspng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
     libgtest-dev libgmock-dev libbenchmark-dev
     libsimdjson-dev libfmt-dev libpcre2-dev libutf8proc-dev libcli11-dev
-    libcpp-httplib-dev  # qvl-serve's HTTP server (what llama.cpp's llama-server uses)
+    libboost-dev  # qvl-serve's HTTP transport: Boost.Asio and Beast (header-only)
+    libcurl4-openssl-dev  # qvl-serve --allowed-media-hosts: image URLs fetched
     clang clang-format-14 clang-tidy-14 libclang-rt-14-dev
     python3 python3-numpy python3-pil python3-venv
 )

@@ -13,8 +13,13 @@ phase "Release build"
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 cmake --build build/release -j "$jobs"
+phase "Test tools (PyPI into build/release/serve-venv)"
+bash scripts/install-test-tools.sh build/release/serve-venv
 phase "Release tests"
-(cd build/release && ctest -j "$jobs" --output-on-failure --timeout 900)
+(cd build/release && ctest -j "$jobs" --output-on-failure --timeout 900 \
+    --output-junit ctest-junit.xml)
+# Every skip accounted for: CPU-feature skips counted per tier; with CI=true any other skip fails.
+/usr/bin/python3 tests/tools/skip_report.py build/release/ctest-junit.xml
 
 if [ "${1:-}" = "--quick" ]; then exit 0; fi
 
@@ -29,7 +34,8 @@ cmake --build build/sanitize -j "$jobs"
 phase "ASan+UBSan tests"
 (cd build/sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest -j "$jobs" --output-on-failure --timeout 1800 -LE slow)
+    ctest -j "$jobs" --output-on-failure --timeout 1800 -LE slow --output-junit ctest-junit.xml)
+/usr/bin/python3 tests/tools/skip_report.py build/sanitize/ctest-junit.xml
 
 phase "Fuzz (libFuzzer, bounded: ${QVL_FUZZ_SECONDS:-20} s per target)"
 bash scripts/fuzz.sh "${QVL_FUZZ_SECONDS:-20}"

@@ -21,6 +21,7 @@ runtime::GenerateResult generate_result(const runtime::RequestResult& r) {
     g.decode_ms = r.timings.decode;
     g.ttft_ms = r.timings.ttft;
     g.decoded_steps = r.decode_steps;
+    g.logprobs = r.logprobs;
     return g;
 }
 

@@ -16,8 +16,36 @@ std::string json_int_array(std::span<const std::int32_t> ids) {
 }
 
 namespace {
+
 double per_s(double count, double ms) { return ms > 0 ? 1000.0 * count / ms : 0.0; }
+
+std::string token_entry(std::int32_t id, double logprob, const text::Tokenizer& tokenizer) {
+    const std::string_view bytes = tokenizer.token_bytes(id);
+    std::string list = "[";
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+        list += fmt::format("{}{}", i ? ", " : "", int(static_cast<unsigned char>(bytes[i])));
+    }
+    return fmt::format("\"id\": {}, \"token\": {}, \"bytes\": {}], \"logprob\": {}", id,
+                       io::json_quote(bytes), list, io::json_number(logprob));
+}
+
 }  // namespace
+
+std::string logprobs_json(std::span<const runtime::TokenLogprobs> logprobs,
+                          const text::Tokenizer& tokenizer) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < logprobs.size(); ++i) {
+        const runtime::TokenLogprobs& t = logprobs[i];
+        out += fmt::format("{}{{{}, \"top_logprobs\": [", i ? ", " : "",
+                           token_entry(t.token, t.logprob, tokenizer));
+        for (std::size_t k = 0; k < t.top.size(); ++k) {
+            out += fmt::format("{}{{{}}}", k ? ", " : "",
+                               token_entry(t.top[k].first, t.top[k].second, tokenizer));
+        }
+        out += "]}";
+    }
+    return out + "]";
+}
 
 std::string format_json_report(const RunReport& r) {
     const runtime::GenerateResult& g = *r.result;
@@ -34,12 +62,16 @@ std::string format_json_report(const RunReport& r) {
     images += "]";
     std::string boxes;
     if (!r.boxes_json.empty()) boxes = ", \"boxes\": " + r.boxes_json;
+    if (r.logprobs_tokenizer != nullptr) {
+        boxes += ", \"logprobs\": " + logprobs_json(g.logprobs, *r.logprobs_tokenizer);
+    }
     return fmt::format(
         "{{\"prompt_tokens\": {}, \"tokens\": {}, \"text\": {}, \"finish_reason\": \"{}\", "
         "\"images\": {}, \"timings_ms\": {{\"load\": {:.3f}, \"image_decode\": {:.3f}, "
         "\"preprocess\": {:.3f}, \"vision\": {:.3f}, \"prefill\": {:.3f}, \"decode\": {:.3f}, "
         "\"ttft\": {:.3f}, \"total\": {:.3f}}}, \"prefill_tokens_per_s\": {:.3f}, "
         "\"decode_tokens_per_s\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"threads\": {}, "
+        "\"threads_reason\": {}, "
         "\"weights\": \"{}\", \"isa\": \"{}\", \"precision\": \"{}\", \"sampling\": "
         "{{\"temperature\": {}, \"top_k\": {}, \"top_p\": {}, "
         "\"seed\": {}, \"repetition_penalty\": {}, \"presence_penalty\": {}, "
@@ -48,9 +80,10 @@ std::string format_json_report(const RunReport& r) {
         images, r.load_ms, p.image_decode_ms, p.preprocess_ms, g.vision_ms, g.prefill_ms,
         g.decode_ms, p.image_decode_ms + p.preprocess_ms + g.ttft_ms, r.total_ms,
         per_s(double(p.ids.size()), g.prefill_ms), per_s(g.decoded_steps, g.decode_ms),
-        r.peak_rss_mb, r.threads, r.weights, r.isa, r.precision, r.sampling.temperature,
-        r.sampling.top_k, r.sampling.top_p, r.sampling.seed, r.sampling.repetition_penalty,
-        r.sampling.presence_penalty, r.sampling.frequency_penalty, boxes);
+        r.peak_rss_mb, r.threads, io::json_quote(r.threads_reason), r.weights, r.isa, r.precision,
+        r.sampling.temperature, r.sampling.top_k, r.sampling.top_p, r.sampling.seed,
+        r.sampling.repetition_penalty, r.sampling.presence_penalty, r.sampling.frequency_penalty,
+        boxes);
 }
 
 std::string format_timing_block(const RunReport& r) {

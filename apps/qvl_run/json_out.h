@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "runtime/generate.h"
+#include "text/tokenizer.h"
 
 namespace qvl::app {
 
@@ -15,13 +16,21 @@ struct RunReport {
     const runtime::GenerateResult* result = nullptr;
     runtime::SamplingParams sampling;
     int threads = 0;
+    std::string threads_reason;    // why that many: "--threads" or the default's CPU budget
     const char* weights = "bf16";  // the text decoder's weight format
     // What ran: the kernel tier ("avx2") and the precision with auto resolved ("f32-kv-bf16").
     const char* isa = "";
     const char* precision = "";
     double load_ms = 0, total_ms = 0, peak_rss_mb = 0;
     std::string boxes_json;  // grounding boxes of the answer as a JSON array; "" = none
+    // --logprobs: names the tokens of result->logprobs (null: no "logprobs" key).
+    const text::Tokenizer* logprobs_tokenizer = nullptr;
 };
+
+// [{"id", "token", "bytes", "logprob", "top_logprobs": [{"id", "token", "bytes", "logprob"}]}],
+// one entry per generated token: OpenAI's shape, plus the token ids.
+std::string logprobs_json(std::span<const runtime::TokenLogprobs> logprobs,
+                          const text::Tokenizer& tokenizer);
 
 std::string json_int_array(std::span<const std::int32_t> ids);
 std::string format_json_report(const RunReport& r);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "args.h"
+#include "base/cpu_budget.h"
 #include "base/log.h"
 #include "base/npy.h"
 #include "base/status.h"
@@ -67,6 +68,7 @@ runtime::GenerateParams generate_params(const RunOptions& o, const model::Model&
     gp.n_predict = o.n_predict;
     gp.ignore_eos = o.ignore_eos;
     gp.sampling = sampling_from(o, m.generation());
+    gp.top_logprobs = o.logprobs;
     gp.stop_ids = runtime::default_stop_ids(m);
     return gp;
 }
@@ -180,6 +182,13 @@ int run(const RunOptions& o, const EnvOptions& env) {
     }
     const model::Model& m = *loaded.value();
     const double load_ms = t.elapsed_ms();
+    for (const auto& [id, bias] : o.logit_bias) {
+        if (id >= m.config().text.vocab_size) {
+            return fail(kExitUsage, fmt::format("--logit-bias: token id {} is outside the "
+                                                "vocabulary of {} ids",
+                                                id, m.config().text.vocab_size));
+        }
+    }
     progress.clear();
 
     const runtime::SessionOptions so = session_options(o, env);
@@ -313,6 +322,8 @@ int run(const RunOptions& o, const EnvOptions& env) {
                      .result = &r,
                      .sampling = sampling,
                      .threads = engine.threads(),
+                     .threads_reason = o.threads > 0 ? std::string("--threads")
+                                                     : base::default_thread_budget().reason,
                      .weights = m.weight_format() == model::WeightFormat::kQ8   ? "q8"
                                 : m.weight_format() == model::WeightFormat::kQ4 ? "q4"
                                                                                 : "bf16",
@@ -321,7 +332,8 @@ int run(const RunOptions& o, const EnvOptions& env) {
                      .load_ms = load_ms,
                      .total_ms = total.elapsed_ms(),
                      .peak_rss_mb = peak_rss_mb(),
-                     .boxes_json = boxes.empty() ? std::string() : grounding_json(boxes)};
+                     .boxes_json = boxes.empty() ? std::string() : grounding_json(boxes),
+                     .logprobs_tokenizer = o.logprobs >= 0 ? &m.tokenizer() : nullptr};
     if (o.json) {
         std::printf("%s\n", format_json_report(report).c_str());
     } else {

@@ -107,6 +107,7 @@ runtime::SamplingParams sampling_from(const RunOptions& o, const model::Generati
     if (o.top_p) s.top_p = *o.top_p;
     if (o.repeat_penalty) s.repetition_penalty = *o.repeat_penalty;
     if (o.presence_penalty) s.presence_penalty = *o.presence_penalty;
+    s.logit_bias = o.logit_bias;
     s.seed = o.seed ? *o.seed : std::random_device{}();
     return s;
 }

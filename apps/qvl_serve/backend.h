@@ -30,6 +30,7 @@ struct BackendResult {
     int cached_prompt_tokens = 0;
     int image_cache_hits = 0;
     BackendTimings timings;
+    std::vector<runtime::TokenLogprobs> logprobs;  // when params.top_logprobs >= 0
 };
 
 struct BackendRequest {
@@ -40,6 +41,9 @@ struct BackendRequest {
     // cancel(). on_text pieces are whole UTF-8 characters; on_done runs exactly once, last.
     std::function<void(std::string_view piece, std::int32_t token)> on_text;
     std::function<void(const BackendResult&)> on_done;
+    // params.top_logprobs >= 0: each token's log-probabilities as soon as it is kept (its text
+    // may come later, held back by UTF-8 or a stop string).
+    std::function<void(const runtime::TokenLogprobs&)> on_logprobs;
 };
 
 using RequestId = std::uint64_t;

@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 
 #include "base64.h"
 #include "io/json.h"
+#include "runtime/logprobs.h"
 
 namespace qvl::serve {
 namespace {
@@ -101,9 +106,18 @@ base::Status parse_image_url(const JsonValue& part, const std::string& where,
         return {};
     }
     if (u.starts_with("http://") || u.starts_with("https://")) {
-        return bad(url_where,
-                   "http(s) image URLs are refused: the server fetches nothing; send the image "
-                   "as a data:image/...;base64 URI");
+        const std::string host = url_host(u);
+        const auto& hosts = limits.allowed_media_hosts;
+        if (hosts.empty()) {
+            return bad(url_where,
+                       "http(s) image URLs are refused (the server was not started with "
+                       "--allowed-media-hosts); send the image as a data:image/...;base64 URI");
+        }
+        if (host.empty() || std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+            return bad(url_where, fmt::format("host '{}' is not in --allowed-media-hosts", host));
+        }
+        out->remote_url = std::string(u);
+        return {};
     }
     return bad(url_where,
                "expected a data:image/...;base64 URI (or file:// under "
@@ -237,12 +251,135 @@ base::Status parse_sampling(const JsonValue& root, const ParseLimits& limits, Ch
         }
         out->seed = static_cast<std::uint64_t>(seed->as_int());
     }
-    std::optional<int> n;
-    QVL_TRY(read_int(root, "n", 1, 1, &n));
     return parse_stop(root, limits, out);
 }
 
+// logit_bias: {"<token id>": bias, ...}, as OpenAI sends it (ids as object keys).
+base::Status parse_logit_bias(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+    const JsonValue* lb = root.find("logit_bias");
+    if (lb == nullptr || lb->is_null()) return {};
+    if (!lb->is_object()) {
+        return bad("logit_bias", fmt::format("must be an object mapping token ids to biases, not "
+                                             "{}",
+                                             type_of(*lb)));
+    }
+    for (const auto& [key, value] : lb->members()) {
+        const std::string where = fmt::format("logit_bias[\"{}\"]", key);
+        std::int64_t id = -1;
+        const auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+        if (key.empty() || ec != std::errc() || ptr != key.data() + key.size() || id < 0) {
+            return bad(where, "the key must be a token id (a non-negative integer)");
+        }
+        if (limits.vocab_size > 0 && id >= limits.vocab_size) {
+            return bad(where, fmt::format("token id {} is outside the vocabulary of {} ids", id,
+                                          limits.vocab_size));
+        }
+        if (!value.is_number() || !(value.as_double() >= -100.0 && value.as_double() <= 100.0)) {
+            return bad(where, "the bias must be a number in [-100, 100]");
+        }
+        out->logit_bias.emplace_back(std::int32_t(id), float(value.as_double()));
+    }
+    return {};
+}
+
+base::Status parse_choices(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+    std::optional<int> n;
+    const JsonValue* nv = root.find("n");
+    if (limits.max_n == 1 && nv != nullptr && nv->is_integer() && nv->as_int() > 1) {
+        return bad(
+            "n", fmt::format("{} choices: this server gives one choice per request", nv->as_int()));
+    }
+    QVL_TRY(read_int(root, "n", 1, limits.max_n, &n));
+    out->n = n.value_or(1);
+    bool logprobs = false;
+    QVL_TRY(read_bool(root, "logprobs", &logprobs));
+    std::optional<int> top;
+    QVL_TRY(read_int(root, "top_logprobs", 0, runtime::kMaxTopLogprobs, &top));
+    if (top && !logprobs) return bad("top_logprobs", "needs \"logprobs\": true");
+    out->top_logprobs = logprobs ? top.value_or(0) : -1;
+    return parse_logit_bias(root, limits, out);
+}
+
+// Every top-level key the server reads; anything else is refused by check_fields.
+constexpr std::array<std::string_view, 22> kKnownFields = {"messages",
+                                                           "model",
+                                                           "max_tokens",
+                                                           "max_completion_tokens",
+                                                           "temperature",
+                                                           "top_p",
+                                                           "top_k",
+                                                           "seed",
+                                                           "stop",
+                                                           "presence_penalty",
+                                                           "frequency_penalty",
+                                                           "repetition_penalty",
+                                                           "logit_bias",
+                                                           "n",
+                                                           "logprobs",
+                                                           "top_logprobs",
+                                                           "stream",
+                                                           "stream_options",
+                                                           "ignore_eos",
+                                                           "user",
+                                                           "metadata",
+                                                           "response_format"};
+
+base::Status check_fields(const JsonValue& root) {
+    for (const auto& [key, value] : root.members()) {
+        if (value.is_null()) continue;
+        if (key == "tools" || key == "tool_choice" || key == "parallel_tool_calls") {
+            return bad(key, "tool calling is not implemented by this server yet");
+        }
+        if (key == "response_format") {
+            const JsonValue* type = value.is_object() ? value.find("type") : nullptr;
+            if (type == nullptr || !type->is_string() || type->as_string() != "text") {
+                return bad(key,
+                           "only {\"type\": \"text\"} is implemented (structured outputs "
+                           "are not yet)");
+            }
+            continue;
+        }
+        if (std::find(kKnownFields.begin(), kKnownFields.end(), key) == kKnownFields.end()) {
+            return bad(key,
+                       "this field is not implemented by the server (refused rather than "
+                       "ignored)");
+        }
+    }
+    if (const JsonValue* so = root.find("stream_options"); so != nullptr && so->is_object()) {
+        for (const auto& [key, value] : so->members()) {
+            if (key != "include_usage" && !value.is_null()) {
+                return bad("stream_options." + key, "is not implemented by the server");
+            }
+        }
+    }
+    return {};
+}
+
 }  // namespace
+
+std::string url_host(std::string_view url) {
+    std::string_view rest;
+    if (url.starts_with("http://")) {
+        rest = url.substr(7);
+    } else if (url.starts_with("https://")) {
+        rest = url.substr(8);
+    } else {
+        return {};
+    }
+    rest = rest.substr(0, rest.find_first_of("/?#"));
+    if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+        rest.remove_prefix(at + 1);
+    }
+    if (rest.starts_with("[")) {
+        rest = rest.substr(0, rest.find(']') == std::string_view::npos ? 0 : rest.find(']') + 1);
+    } else {
+        rest = rest.substr(0, rest.find(':'));
+    }
+    std::string host(rest);
+    std::transform(host.begin(), host.end(), host.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    return host;
+}
 
 base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits) {
     base::Result<JsonValue> parsed = io::parse_json(body, "request body");
@@ -254,6 +391,7 @@ base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseL
     if (!root.is_object()) {
         return bad("body", fmt::format("must be a JSON object, not {}", type_of(root)));
     }
+    QVL_TRY(check_fields(root));
     ChatRequest out;
     if (const JsonValue* model = root.find("model"); model != nullptr && !model->is_null()) {
         if (!model->is_string()) return bad("model", "must be a string");
@@ -261,6 +399,7 @@ base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseL
     }
     QVL_TRY(parse_messages(root, limits, &out));
     QVL_TRY(parse_sampling(root, limits, &out));
+    QVL_TRY(parse_choices(root, limits, &out));
     QVL_TRY(read_bool(root, "stream", &out.stream));
     QVL_TRY(read_bool(root, "ignore_eos", &out.ignore_eos));
     if (const JsonValue* so = root.find("stream_options"); so != nullptr && !so->is_null()) {

@@ -2,7 +2,10 @@
 // needs: messages with text and image parts, and the sampling settings. Pure: no file system,
 // no model. Every refusal is kInvalidArgument (HTTP 400) with a message naming the field, e.g.
 // "messages[1].content[0].image_url.url: invalid base64 character '%' at offset 12".
-// Unknown top-level keys are ignored, as OpenAI clients send many optional ones.
+// A top-level key the server does not implement is refused, naming it (nothing a client asks
+// for is ignored in silence): structured outputs and tools until they exist, and any key not
+// listed in chat_request.cpp; `user` and `metadata` are accepted and ignored, and a key whose
+// value is null counts as absent.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -19,6 +23,7 @@ namespace qvl::serve {
 struct ImageRef {
     std::vector<std::byte> bytes;  // from a data: URI, base64-decoded
     std::string file_path;         // from a file:// URL; checked against --allowed-media-dir later
+    std::string remote_url;        // an http(s) URL whose host is allowed; fetched later
     std::string where;             // "messages[1].content[0]", for error messages
 };
 
@@ -49,6 +54,10 @@ struct ChatRequest {
     bool include_usage = false;  // stream_options.include_usage
     bool ignore_eos = false;
     int image_count = 0;
+    std::vector<std::pair<std::int32_t, float>> logit_bias;  // ids in the vocabulary, [-100, 100]
+    int n = 1;                                               // choices
+    // logprobs: -1 off (logprobs false or absent), else top_logprobs (0..20).
+    int top_logprobs = -1;
 };
 
 struct ParseLimits {
@@ -56,8 +65,17 @@ struct ParseLimits {
     int max_stop = 16;    // stop strings
     std::size_t max_stop_bytes = 256;
     bool allow_file_urls = false;  // --allowed-media-dir given
+    // --allowed-media-hosts: http(s) image URLs whose host is one of these (compared without
+    // case); empty: every http(s) URL is refused.
+    std::vector<std::string> allowed_media_hosts;
     int max_tokens_limit = 1 << 20;
+    int vocab_size = 0;  // logit_bias ids must be below it (0: not checked)
+    int max_n = 1;       // choices per request
 };
+
+// The host of an http:// or https:// URL, lower-cased, without port or user info; empty when
+// the URL has none (or is not http(s)). "http://User@Example.com:8080/x" -> "example.com".
+std::string url_host(std::string_view url);
 
 base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits);
 

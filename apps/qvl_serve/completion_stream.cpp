@@ -11,6 +11,14 @@ void CompletionStream::push_text(std::string_view piece) {
     cv_.notify_all();
 }
 
+void CompletionStream::push_logprobs(const runtime::TokenLogprobs& entry) {
+    {
+        std::lock_guard lock(mu_);
+        pending_logprobs_.push_back(entry);
+    }
+    cv_.notify_all();
+}
+
 void CompletionStream::finish(const BackendResult& result) {
     {
         std::lock_guard lock(mu_);
@@ -22,10 +30,13 @@ void CompletionStream::finish(const BackendResult& result) {
 
 CompletionStream::Update CompletionStream::take(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, timeout,
-                 [&] { return !pending_.empty() || (result_.has_value() && !result_taken_); });
+    cv_.wait_for(lock, timeout, [&] {
+        return !pending_.empty() || !pending_logprobs_.empty() ||
+               (result_.has_value() && !result_taken_);
+    });
     Update u;
     u.text.swap(pending_);
+    u.logprobs.swap(pending_logprobs_);
     if (result_ && !result_taken_) {
         u.result = result_;
         result_taken_ = true;

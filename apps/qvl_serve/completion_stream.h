@@ -21,11 +21,13 @@ class CompletionStream {
 
     // Backend side (quick, never blocks on the client).
     void push_text(std::string_view piece);
+    void push_logprobs(const runtime::TokenLogprobs& entry);
     void finish(const BackendResult& result);
 
     struct Update {
-        std::string text;                     // everything pushed since the last take
-        std::optional<BackendResult> result;  // set once the request is done
+        std::string text;                              // everything pushed since the last take
+        std::vector<runtime::TokenLogprobs> logprobs;  // likewise
+        std::optional<BackendResult> result;           // set once the request is done
     };
     // HTTP side: waits up to `timeout` for text or the result, then takes what is there.
     Update take(std::chrono::milliseconds timeout);
@@ -39,6 +41,7 @@ class CompletionStream {
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::string pending_;
+    std::vector<runtime::TokenLogprobs> pending_logprobs_;
     std::optional<BackendResult> result_;
     bool result_taken_ = false;
     std::optional<Clock::time_point> first_token_;

@@ -25,6 +25,7 @@ base::Result<RequestId> EngineBackend::submit(BackendRequest request) {
     r.params.cancel = nullptr;  // the Engine cancels through cancel()
     r.stop_strings = std::move(request.stop_strings);
     r.on_text = std::move(request.on_text);
+    r.on_logprobs = std::move(request.on_logprobs);
     r.on_done = [done = std::move(request.on_done)](const runtime::RequestResult& e) {
         if (!done) return;
         BackendResult b;
@@ -35,6 +36,7 @@ base::Result<RequestId> EngineBackend::submit(BackendRequest request) {
         b.prompt_tokens = e.prompt_tokens;
         b.cached_prompt_tokens = e.cached_prompt_tokens;
         b.image_cache_hits = e.image_cache_hits;
+        b.logprobs = e.logprobs;
         b.timings = {.queue = e.timings.queue,
                      .image_decode = e.timings.image_decode,
                      .vision = e.timings.vision,

@@ -1,13 +1,13 @@
 #include "http_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <chrono>
 #include <ctime>
 #include <exception>
 
 #include "chat_html.h"
+#include "completion_reply.h"
 #include "completion_stream.h"
 #include "openai_format.h"
 
@@ -30,9 +30,26 @@ bool same_secret(std::string_view a, std::string_view b) {
     return diff == 0;
 }
 
-std::string public_finish_reason(const std::string& reason) {
-    // "cancelled" only reaches a client that is still connected when the server shuts down.
-    return reason == "length" ? "length" : "stop";
+ResponseTimings response_timings(const CompletionStream& stream, const BackendResult& r) {
+    const double ttft = stream.ttft_seconds();
+    return ResponseTimings{.backend = r.timings, .ttft_ms = ttft < 0 ? 0 : ttft * 1000.0};
+}
+
+// What a result that did not complete tells its client (a connected one: a client that went away
+// is the other cause of "cancelled", and nobody hears about it).
+ApiError late_error(const BackendResult& r) {
+    if (r.finish_reason == "cancelled") {
+        return {.status = 503,
+                .type = "server_error",
+                .code = "shutdown_deadline",
+                .message =
+                    "the server shut down before the answer was complete "
+                    "(--shutdown-grace-s)"};
+    }
+    return {.status = 500,
+            .type = "server_error",
+            .code = "engine_error",
+            .message = r.error.message()};
 }
 
 class SemaphoreGuard {
@@ -46,115 +63,108 @@ class SemaphoreGuard {
     std::counting_semaphore<>& s_;
 };
 
+http::Limits transport_limits(const ServerConfig& c) {
+    http::Limits l;
+    l.max_body_bytes = c.max_body_bytes;
+    l.header_timeout_s = c.header_timeout_s;
+    l.max_connections = c.max_connections;
+    l.max_connections_per_client = c.max_connections_per_client;
+    l.workers = c.http_threads;
+    return l;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(Backend& backend, ServerConfig config)
     : backend_(backend),
       config_(std::move(config)),
-      http_(std::make_unique<httplib::Server>()),
+      http_(std::make_unique<http::Transport>(
+          transport_limits(config_),
+          [](int status, std::string_view code, const std::string& message) {
+              return error_json({.status = status,
+                                 .type = status >= 500 ? "server_error" : "invalid_request_error",
+                                 .code = std::string(code),
+                                 .message = message});
+          })),
       started_(std::time(nullptr)) {
     install_routes();
 }
 
 HttpServer::~HttpServer() = default;
 
-void HttpServer::reply_error(httplib::Response& res, const ApiError& e, const char* outcome) {
-    res.status = e.status;
-    res.set_content(error_json(e), "application/json");
+void HttpServer::reply_error(http::Responder& res, const ApiError& e, const char* outcome,
+                             const http::Headers& extra) {
+    res.send(e.status, "application/json", error_json(e), extra);
     if (outcome != nullptr) metrics_.record({.outcome = outcome});
 }
 
+bool HttpServer::authorized(const http::Request& req, http::Responder& res) {
+    if (config_.api_key.empty()) return true;
+    const std::string auth = req.header("Authorization");
+    if (same_secret(auth, "Bearer " + config_.api_key)) return true;
+    reply_error(res,
+                {.status = 401,
+                 .type = "invalid_request_error",
+                 .code = "invalid_api_key",
+                 .message = auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'"
+                                         : "invalid API key in the Authorization header"},
+                "rejected");
+    return false;
+}
+
 void HttpServer::install_routes() {
-    httplib::Server& s = *http_;
-    const int threads = config_.http_threads;
-    s.new_task_queue = [threads] { return new httplib::ThreadPool(std::size_t(threads)); };
-    s.set_payload_max_length(config_.max_body_bytes);
-    s.set_keep_alive_max_count(1000);
-    s.set_tcp_nodelay(true);
+    http::Transport& s = *http_;
     s.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
-
-    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (config_.api_key.empty() || !req.path.starts_with("/v1/") || req.method == "OPTIONS") {
-            return httplib::Server::HandlerResponse::Unhandled;
-        }
-        const std::string auth = req.get_header_value("Authorization");
-        if (same_secret(auth, "Bearer " + config_.api_key)) {
-            return httplib::Server::HandlerResponse::Unhandled;
-        }
-        reply_error(res,
-                    {.status = 401,
-                     .type = "invalid_request_error",
-                     .code = "invalid_api_key",
-                     .message = auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'"
-                                             : "invalid API key in the Authorization header"},
-                    "rejected");
-        return httplib::Server::HandlerResponse::Handled;
-    });
-
-    // Errors httplib raises itself (unknown path, body too large, malformed HTTP) get the
-    // OpenAI body too; responses that already have one are left alone.
-    s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return;
-        ApiError e{.status = res.status};
-        if (res.status == 404) {
-            e.code = "not_found";
-            e.message = fmt::format("unknown path: {} {}", req.method, req.path);
-        } else if (res.status == 413) {
-            e.code = "request_too_large";
-            e.message = fmt::format("the request body is over the limit of {} MiB (--max-body-mb)",
-                                    config_.max_body_bytes >> 20);
-        } else if (res.status == 400) {
-            e.message = "malformed HTTP request";
-        } else {
-            e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
-            e.message = fmt::format("HTTP status {}", res.status);
-        }
-        res.set_content(error_json(e), "application/json");
-        if (res.status != 404) metrics_.record({.outcome = "client_error"});
-    });
-    s.set_exception_handler(
-        [this](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
-            std::string what = "unknown exception";
-            try {
-                if (ep) std::rethrow_exception(ep);
-            } catch (const std::exception& e) {
-                what = e.what();
-            } catch (...) {
-            }
-            reply_error(res, {.status = 500, .type = "server_error", .message = what}, "error");
-        });
+    // Errors the transport answers itself (body too large, headers too large, malformed HTTP).
+    s.set_error_observer([this](int) { metrics_.record({.outcome = "client_error"}); });
     if (config_.log_requests) {
-        s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+        s.set_logger([](const http::Request& req, int status) {
             std::fprintf(stderr, "qvl-serve: %s %s %d\n", req.method.c_str(), req.path.c_str(),
-                         res.status);
+                         status);
         });
     }
-
-    s.Get("/", [](const httplib::Request&, httplib::Response& res) {
-        res.set_content(kChatHtml, sizeof(kChatHtml) - 1, "text/html; charset=utf-8");
+    constexpr bool kOnIoThread = true;  // quick answers that must never wait for a worker
+    s.route(
+        "GET", "/",
+        [](const http::Request&, http::Responder& res) {
+            res.send(200, "text/html; charset=utf-8",
+                     std::string_view(kChatHtml, sizeof(kChatHtml) - 1));
+        },
+        kOnIoThread);
+    s.route(
+        "GET", "/health",
+        [this](const http::Request&, http::Responder& res) {
+            if (draining_.load()) {
+                res.send(503, "application/json", "{\"status\":\"shutting_down\"}");
+                return;
+            }
+            res.send(200, "application/json", "{\"status\":\"ok\"}");
+        },
+        kOnIoThread);
+    s.route(
+        "GET", "/v1/models",
+        [this](const http::Request& req, http::Responder& res) {
+            if (!authorized(req, res)) return;
+            res.send(200, "application/json", models_json(config_.model_id, started_));
+        },
+        kOnIoThread);
+    s.route(
+        "GET", "/metrics",
+        [this](const http::Request&, http::Responder& res) {
+            res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_text());
+        },
+        kOnIoThread);
+    s.route("POST", "/v1/chat/completions", [this](const http::Request& req, http::Responder& res) {
+        if (authorized(req, res)) handle_completion(req, res);
     });
-    s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-        if (draining_.load()) {
-            res.status = 503;
-            res.set_content("{\"status\":\"shutting_down\"}", "application/json");
-            return;
-        }
-        res.set_content("{\"status\":\"ok\"}", "application/json");
-    });
-    s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(models_json(config_.model_id, started_), "application/json");
-    });
-    s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
-    });
-    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-        handle_completion(req, res);
-    });
-    s.Options(R"(/.*)", [](const httplib::Request&, httplib::Response& res) {
-        res.status = 204;
-        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-    });
+    s.route(
+        "OPTIONS", "*",
+        [](const http::Request&, http::Responder& res) {
+            res.send(204, "", "",
+                     {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+                      {"Access-Control-Allow-Headers", "Authorization, Content-Type"}});
+        },
+        kOnIoThread);
 }
 
 std::string HttpServer::metrics_text() const {
@@ -162,16 +172,53 @@ std::string HttpServer::metrics_text() const {
     return metrics_.format(st.slots_busy, st.slots, st.queue_length);
 }
 
-void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res) {
+std::optional<BackendRequest> HttpServer::prepare_request(ChatRequest& chat,
+                                                          CompletionReply& reply) {
+    const auto fail = [&](const ApiError& e, const char* outcome) {
+        reply.error(e);
+        metrics_.record({.outcome = outcome});
+    };
+    const model::Model& model = backend_.model();
+    // Image decoding can take seconds: a streamed reply gets keep-alives meanwhile.
+    std::optional<base::Result<runtime::PreparedPrompt>> built = reply.run([&] {
+        const SemaphoreGuard guard(decode_slots_);
+        return build_prompt(model, chat, config_.prompt);
+    });
+    if (!built) {
+        metrics_.record({.outcome = "cancelled"});
+        return std::nullopt;
+    }
+    base::Result<runtime::PreparedPrompt>& prompt = *built;
+    if (!prompt.ok()) {
+        const bool internal = prompt.status().code() == ErrorCode::kInternal ||
+                              prompt.status().code() == ErrorCode::kResourceExhausted;
+        fail({.status = internal ? 500 : 400,
+              .type = internal ? "server_error" : "invalid_request_error",
+              .message = prompt.status().message()},
+             internal ? "error" : "client_error");
+        return std::nullopt;
+    }
+    base::Result<runtime::GenerateParams> params =
+        build_generate_params(model, chat, int(prompt.value().ids.size()), backend_.ctx_size());
+    if (!params.ok()) {
+        fail({.code = "context_length_exceeded", .message = params.status().message()},
+             "client_error");
+        return std::nullopt;
+    }
+    return BackendRequest{.prompt = std::move(prompt).value(),
+                          .params = std::move(params).value(),
+                          .stop_strings = chat.stop};
+}
+
+void HttpServer::handle_completion(const http::Request& req, http::Responder& res) {
     const Clock::time_point received = Clock::now();
     if (draining_.load()) {
-        res.set_header("Retry-After", "1");
         reply_error(res,
                     {.status = 503,
                      .type = "server_error",
                      .code = "shutting_down",
                      .message = "the server is shutting down"},
-                    "rejected");
+                    "rejected", {{"Retry-After", "1"}});
         return;
     }
     base::Result<ChatRequest> parsed = parse_chat_request(req.body, config_.parse_limits);
@@ -180,41 +227,25 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         return;
     }
     ChatRequest& chat = parsed.value();
-    const model::Model& model = backend_.model();
-    base::Result<runtime::PreparedPrompt> prompt = [&] {
-        const SemaphoreGuard guard(decode_slots_);
-        return build_prompt(model, chat, config_.prompt);
-    }();
-    if (!prompt.ok()) {
-        const bool internal = prompt.status().code() == ErrorCode::kInternal ||
-                              prompt.status().code() == ErrorCode::kResourceExhausted;
-        reply_error(res,
-                    {.status = internal ? 500 : 400,
-                     .type = internal ? "server_error" : "invalid_request_error",
-                     .message = prompt.status().message()},
-                    internal ? "error" : "client_error");
-        return;
-    }
-    base::Result<runtime::GenerateParams> params =
-        build_generate_params(model, chat, int(prompt.value().ids.size()), backend_.ctx_size());
-    if (!params.ok()) {
-        reply_error(res, {.code = "context_length_exceeded", .message = params.status().message()},
-                    "client_error");
-        return;
-    }
-
+    CompletionReply reply(res, chat.stream, config_.sse_keepalive_s);
+    std::optional<BackendRequest> prepared = prepare_request(chat, reply);
+    if (!prepared) return;
     auto stream = std::make_shared<CompletionStream>(received);
-    BackendRequest br{.prompt = std::move(prompt).value(),
-                      .params = std::move(params).value(),
-                      .stop_strings = chat.stop};
+    BackendRequest br = std::move(*prepared);
     br.on_text = [stream](std::string_view piece, std::int32_t) { stream->push_text(piece); };
+    if (chat.top_logprobs >= 0) {
+        br.on_logprobs = [stream](const runtime::TokenLogprobs& e) { stream->push_logprobs(e); };
+    }
     br.on_done = [this, stream](const BackendResult& r) {
         stream->finish(r);
         const double duration =
             std::chrono::duration<double>(Clock::now() - stream->received()).count();
-        metrics_.record({.outcome = r.finish_reason == "cancelled" ? "cancelled"
-                                    : r.finish_reason == "error"   ? "error"
-                                                                   : "ok",
+        const bool cancelled = r.finish_reason == "cancelled";
+        if (cancelled && cutting_.load()) cut_.fetch_add(1);
+        metrics_.record({.outcome = cancelled && cutting_.load() ? "cut"
+                                    : cancelled                  ? "cancelled"
+                                    : r.finish_reason == "error" ? "error"
+                                                                 : "ok",
                          .prompt_tokens = r.prompt_tokens,
                          .generated_tokens = int(r.tokens.size()),
                          .cached_prompt_tokens = r.cached_prompt_tokens,
@@ -228,18 +259,16 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         in_flight_.fetch_sub(1);
         const ErrorCode code = submitted.status().code();
         if (code == ErrorCode::kResourceExhausted) {
-            res.set_header("Retry-After", "1");
-            reply_error(res,
-                        {.status = 503,
+            reply.error({.status = 503,
                          .type = "server_error",
                          .code = "queue_full",
                          .message = submitted.status().message()},
-                        "rejected");
+                        {{"Retry-After", "1"}});
+            metrics_.record({.outcome = "rejected"});
         } else {
-            reply_error(res,
-                        {.code = code == ErrorCode::kOutOfRange ? "context_length_exceeded" : "",
-                         .message = submitted.status().message()},
-                        "client_error");
+            reply.error({.code = code == ErrorCode::kOutOfRange ? "context_length_exceeded" : "",
+                         .message = submitted.status().message()});
+            metrics_.record({.outcome = "client_error"});
         }
         return;
     }
@@ -251,91 +280,82 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     const CompletionHeader header{.id = new_completion_id(),
                                   .model = chat.model.empty() ? config_.model_id : chat.model,
                                   .created = std::int64_t(std::time(nullptr))};
-    // Runs when the response is done or abandoned: a client gone before the end cancels.
-    auto release = [this, id](bool success) {
-        if (!success) backend_.cancel(id);
-        {
-            std::lock_guard lock(active_mu_);
-            active_.erase(id);
-        }
-        in_flight_.fetch_sub(1);
-    };
-    const auto timings = [stream](const BackendResult& r) {
-        const double ttft = stream->ttft_seconds();
-        return ResponseTimings{.backend = r.timings, .ttft_ms = ttft < 0 ? 0 : ttft * 1000.0};
-    };
-
-    if (!chat.stream) {
-        res.set_chunked_content_provider(
-            "application/json",
-            [stream, header, timings](std::size_t, httplib::DataSink& sink) {
-                CompletionStream::Update u = stream->take(kPollInterval);
-                if (!u.result) return sink.is_writable();
-                const BackendResult& r = *u.result;
-                const std::string body =
-                    r.finish_reason == "error"
-                        ? error_json(
-                              {.status = 500, .type = "server_error", .message = r.error.message()})
-                        : completion_json(header, r, public_finish_reason(r.finish_reason),
-                                          timings(r));
-                if (!sink.write(body.data(), body.size())) return false;
-                sink.done();
-                return true;
-            },
-            release);
-        return;
+    const bool logprobs = chat.top_logprobs >= 0;
+    const bool complete = chat.stream
+                              ? stream_answer(reply, *stream, header, chat.include_usage, logprobs)
+                              : whole_answer(reply, *stream, header, logprobs);
+    // A client gone before the end cancels its request, and its slot frees at once.
+    if (!complete) backend_.cancel(id);
+    {
+        std::lock_guard lock(active_mu_);
+        active_.erase(id);
     }
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    auto first = std::make_shared<bool>(true);
-    const bool include_usage = chat.include_usage;
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [stream, header, timings, first, include_usage](std::size_t, httplib::DataSink& sink) {
-            CompletionStream::Update u = stream->take(kPollInterval);
-            std::string out;
-            if (!u.text.empty() || (u.result && *first)) {
-                out = chunk_event(header, u.text, *first);
-                *first = false;
+    in_flight_.fetch_sub(1);
+}
+
+bool HttpServer::whole_answer(CompletionReply& reply, CompletionStream& stream,
+                              const CompletionHeader& header, bool logprobs) {
+    // Nothing is sent before the outcome is known: a late failure is an HTTP 5xx.
+    for (;;) {
+        CompletionStream::Update u = stream.take(kPollInterval);
+        if (u.result) {
+            const BackendResult& r = *u.result;
+            if (r.finish_reason == "cancelled" || r.finish_reason == "error") {
+                reply.error(late_error(r));
+            } else {
+                const std::string lp =
+                    logprobs ? logprobs_json(r.logprobs, backend_.model().tokenizer()) : "";
+                reply.send_json(200, completion_json(header, r, r.finish_reason,
+                                                     response_timings(stream, r), lp));
             }
-            if (u.result) {
-                const BackendResult& r = *u.result;
-                if (r.finish_reason == "error") {
-                    out += "data: " +
-                           error_json({.type = "server_error", .message = r.error.message()}) +
-                           "\n\n";
-                } else {
-                    out += final_chunk_event(header, r, public_finish_reason(r.finish_reason),
-                                             include_usage, timings(r));
-                }
-                out += "data: [DONE]\n\n";
-            }
-            if (out.empty()) return sink.is_writable();
-            if (!sink.write(out.data(), out.size())) return false;
-            if (u.result) sink.done();
             return true;
-        },
-        release);
+        }
+        if (reply.client_gone()) return false;
+    }
+}
+
+bool HttpServer::stream_answer(CompletionReply& reply, CompletionStream& stream,
+                               const CompletionHeader& header, bool include_usage, bool logprobs) {
+    if (!reply.commit()) return false;
+    bool first = true;
+    for (;;) {
+        CompletionStream::Update u = stream.take(kPollInterval);
+        std::string out;
+        if (!u.text.empty() || !u.logprobs.empty() || (u.result && first)) {
+            const std::string lp =
+                logprobs ? logprobs_json(u.logprobs, backend_.model().tokenizer()) : "";
+            out = chunk_event(header, u.text, first, lp);
+            first = false;
+        }
+        if (!out.empty() && !reply.write(out)) return false;
+        if (u.result) {
+            const BackendResult& r = *u.result;
+            if (r.finish_reason == "cancelled" || r.finish_reason == "error") {
+                reply.error(late_error(r));  // the error event, then [DONE]
+                return true;
+            }
+            if (!reply.write(final_chunk_event(header, r.finish_reason)) ||
+                (include_usage &&
+                 !reply.write(usage_chunk_event(header, r, response_timings(stream, r))))) {
+                return false;
+            }
+            reply.done();
+            return true;
+        }
+        // Queued, in vision or prefill, or between slow tokens: comments keep proxies from
+        // cutting an idle connection.
+        if (out.empty() && (!reply.keep_alive_if_due() || reply.client_gone())) return false;
+    }
 }
 
 base::Result<int> HttpServer::bind(const std::string& host, int port) {
-    if (port == 0) {
-        const int bound = http_->bind_to_any_port(host);
-        if (bound < 0) {
-            return base::error(ErrorCode::kIo, "cannot listen on {} (any port)", host);
-        }
-        return bound;
-    }
-    if (!http_->bind_to_port(host, port)) {
-        return base::error(ErrorCode::kIo,
-                           "cannot listen on {}:{} (in use, or not an address "
-                           "of this machine?)",
-                           host, port);
-    }
-    return port;
+    std::string error;
+    const int bound = http_->bind(host, port, &error);
+    if (bound < 0) return base::error(ErrorCode::kIo, "{}", error);
+    return bound;
 }
 
-void HttpServer::run() { http_->listen_after_bind(); }
+void HttpServer::run() { http_->run(); }
 
 void HttpServer::begin_drain() { draining_.store(true); }
 
@@ -345,6 +365,7 @@ void HttpServer::cancel_all() {
         std::lock_guard lock(active_mu_);
         ids = active_;
     }
+    cutting_.store(true);  // before the cancels: their results count as cut
     for (RequestId id : ids) backend_.cancel(id);
 }
 

@@ -1,6 +1,7 @@
-// qvl-serve's HTTP side (shared docs/serve.md): routes, API key, limits, OpenAI error bodies,
-// Server-Sent Events, metrics, and the drain that graceful shutdown needs. The model work goes
-// through a Backend; this class never touches a Session.
+// qvl-serve's HTTP side (shared docs/serve.md): routes, API key, OpenAI error bodies, Server-Sent
+// Events, metrics, and the drain that graceful shutdown needs, over the transport of
+// http_transport.h (connections, limits, deadlines). The model work goes through a Backend; this
+// class never touches a Session.
 #pragma once
 
 #include <atomic>
@@ -13,16 +14,13 @@
 
 #include "backend.h"
 #include "chat_request.h"
+#include "completion_reply.h"
+#include "completion_stream.h"
+#include "http_transport.h"
 #include "metrics.h"
 #include "openai_format.h"
 #include "prompt_builder.h"
 #include "serve_options.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace qvl::serve {
 
@@ -30,7 +28,11 @@ struct ServerConfig {
     std::string model_id;  // the model folder's name (GET /v1/models)
     std::string api_key;   // empty: no key needed
     std::size_t max_body_bytes = 64u << 20;
-    int http_threads = 64;
+    int http_threads = 64;  // handler threads
+    int max_connections = 1024;
+    int max_connections_per_client = 64;  // 0: no cap
+    double header_timeout_s = 10;
+    double sse_keepalive_s = 15;  // 0: off
     bool log_requests = false;
     ParseLimits parse_limits;
     PromptOptions prompt;
@@ -49,23 +51,37 @@ class HttpServer {
     void begin_drain();
     // Requests submitted and not yet finished (including their response being written).
     int in_flight() const { return in_flight_.load(); }
-    // Cancels every running request (the end of the grace period).
+    // Cancels every running request (the end of the grace period): their answers end with an
+    // error (code "shutdown_deadline") and count as "cut" in /metrics.
     void cancel_all();
+    int answers_cut() const { return cut_.load(); }
     // Closes the listening socket and every connection; run() returns.
     void stop();
 
   private:
     void install_routes();
-    void handle_completion(const httplib::Request& req, httplib::Response& res);
-    void reply_error(httplib::Response& res, const ApiError& e, const char* outcome);
+    // The API key check of /v1/*; false after answering 401.
+    bool authorized(const http::Request& req, http::Responder& res);
+    void handle_completion(const http::Request& req, http::Responder& res);
+    // The prompt (images decoded) and generation settings; nullopt after answering the error.
+    std::optional<BackendRequest> prepare_request(ChatRequest& chat, CompletionReply& reply);
+    void reply_error(http::Responder& res, const ApiError& e, const char* outcome,
+                     const http::Headers& extra = {});
+    // The answer once submitted; false when the client went away before its end.
+    bool whole_answer(CompletionReply& reply, CompletionStream& stream,
+                      const CompletionHeader& header, bool logprobs);
+    bool stream_answer(CompletionReply& reply, CompletionStream& stream,
+                       const CompletionHeader& header, bool include_usage, bool logprobs);
     std::string metrics_text() const;
 
     Backend& backend_;
     ServerConfig config_;
-    std::unique_ptr<httplib::Server> http_;
+    std::unique_ptr<http::Transport> http_;
     Metrics metrics_;
     std::int64_t started_ = 0;
     std::atomic<bool> draining_{false};
+    std::atomic<bool> cutting_{false};  // cancel_all() ran: cancelled answers were cut
+    std::atomic<int> cut_{0};
     std::atomic<int> in_flight_{0};
     // Image decoding is bounded to a few at once: each may need up to --max-image-pixels * 3
     // bytes, and the compute threads are busy anyway.

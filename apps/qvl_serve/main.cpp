@@ -1,8 +1,11 @@
 // qvl-serve: an OpenAI-compatible HTTP server and chat page for a Qwen3-VL model folder. The
 // contract (flags, endpoints, errors, readiness line, exit codes) is the shared docs/serve.md.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,10 +15,12 @@
 #include <string>
 #include <thread>
 
+#include "base/cpu_budget.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "engine_backend.h"
 #include "http_server.h"
+#include "media_fetch.h"
 #include "model/model.h"
 #include "qvl_run/exit_codes.h"
 #include "runtime/session.h"
@@ -29,8 +34,22 @@ using app::kExitOk;
 using app::kExitOther;
 using app::kExitResource;
 
-// After SIGINT/SIGTERM, running requests get this long to finish before they are cancelled.
-constexpr auto kGracePeriod = std::chrono::seconds(5);
+// --max-connections sockets need as many descriptors: raise the soft limit towards the hard one
+// (often 1024 soft, 512K hard), as servers do.
+void raise_open_file_limit(int connections) {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+    const rlim_t want = rlim_t(connections) + 256;  // model files, pipes, listeners
+    if (r.rlim_cur >= want) return;
+    r.rlim_cur = r.rlim_max == RLIM_INFINITY ? want : std::min(want, r.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &r);
+    if (r.rlim_cur < want) {
+        std::fprintf(stderr,
+                     "qvl-serve: warning: open files limited to %llu (ulimit -n), below "
+                     "--max-connections %d\n",
+                     static_cast<unsigned long long>(r.rlim_cur), connections);
+    }
+}
 
 int fail(int code, const std::string& message) {
     std::fprintf(stderr, "qvl-serve: error: %s\n", message.c_str());
@@ -72,6 +91,11 @@ base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const
 }
 
 int serve(const ServeOptions& o) {
+    // glibc gives each thread that allocates its own heap arena (up to 8 per core), and with
+    // dozens of handler threads the RSS crept up by a few MB per new arena through a soak (165
+    // -> 190 MB in 60 s on the tiny model); two arenas kept it flat (109.5 -> 110.9 MB). The
+    // model's weights and KV are mapped, not malloc'd. MALLOC_ARENA_MAX still overrides this.
+    if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
     if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
     if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
     // Signals are taken by sigwait in this thread only: every thread started below inherits
@@ -97,10 +121,20 @@ int serve(const ServeOptions& o) {
     config.model_id = folder_name(o.model_dir);
     config.api_key = o.api_key;
     config.max_body_bytes = std::size_t(o.max_body_mb) << 20;
-    config.http_threads = o.http_threads;
+    // Every request a slot or the queue can hold gets a handler thread, plus a few for the
+    // quick endpoints and the 503s: a queued request never waits for a thread first.
+    config.http_threads = std::max(o.http_threads, o.max_queue + o.parallel + 8);
+    config.max_connections = o.max_connections;
+    config.max_connections_per_client = o.max_connections_per_client;
+    config.header_timeout_s = o.header_timeout_s;
+    config.sse_keepalive_s = o.sse_keepalive_s;
     config.log_requests = o.verbosity > 0;
     config.parse_limits.max_images = o.max_images;
     config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
+    config.parse_limits.vocab_size = m.config().text.vocab_size;
+    config.parse_limits.allowed_media_hosts = o.allowed_media_hosts;
+    config.prompt.fetch = {.max_bytes = std::size_t(o.max_body_mb) << 20,
+                           .timeout_s = o.media_fetch_timeout_s};
     runtime::SessionOptions budget;
     budget.max_image_tokens = o.image_max_tokens;
     config.prompt.preprocess = runtime::effective_preprocess(m, budget);
@@ -121,11 +155,15 @@ int serve(const ServeOptions& o) {
                         (budget ? " (lower -c/--ctx-size, --parallel or --image-max-tokens)" : ""));
     }
 
+    const int threads = o.threads > 0 ? o.threads : base::default_threads();
+    raise_open_file_limit(o.max_connections);
     auto server = std::make_unique<HttpServer>(*backend.value(), std::move(config));
     base::Result<int> port = server->bind(o.host, o.port);
     if (!port.ok()) return fail(kExitOther, port.status().message());
     std::thread listener([&] { server->run(); });
     const bool ipv6 = o.host.find(':') != std::string::npos;
+    std::fprintf(stderr, "qvl-serve: %d compute threads (%s)\n", threads,
+                 o.threads > 0 ? "--threads" : base::default_thread_budget().reason.c_str());
     std::fprintf(stderr, "qvl-serve: listening on http://%s%s%s:%d\n", ipv6 ? "[" : "",
                  o.host.c_str(), ipv6 ? "]" : "", port.value());
     std::fflush(stderr);
@@ -135,7 +173,9 @@ int serve(const ServeOptions& o) {
     server->begin_drain();  // first, so that the line below is already true when it is read
     std::fprintf(stderr, "qvl-serve: %s: finishing running requests\n",
                  sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    const auto deadline = std::chrono::steady_clock::now() + kGracePeriod;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(o.shutdown_grace_s));
     while (server->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -146,11 +186,12 @@ int serve(const ServeOptions& o) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
     }
+    const int cut = server->answers_cut();
     server->stop();
     listener.join();
     backend.value().reset();  // ends anything left; its callbacks still reach the server
     server.reset();
-    std::fprintf(stderr, "qvl-serve: stopped\n");
+    std::fprintf(stderr, "qvl-serve: stopped (%d answers cut at the deadline)\n", cut);
     return kExitOk;
 }
 
@@ -161,6 +202,7 @@ int main(int argc, char** argv) try {
     qvl::serve::ServeOptions options;
     const int parsed = qvl::serve::parse_serve_args(argc, argv, &options, stdout, stderr);
     if (parsed >= 0) return parsed;
+    qvl::serve::media_fetch_init();
     if (options.version) {
         std::printf("qvl-serve %s (isa %s)\n", qvl::base::version(),
                     qvl::runtime::kernel_isa_name());

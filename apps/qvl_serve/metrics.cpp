@@ -44,7 +44,7 @@ std::string Metrics::format(int slots_busy, int slots, int queue_length) const {
         "# HELP qvl_requests_total Chat completion requests by outcome.\n"
         "# TYPE qvl_requests_total counter\n";
     // Every outcome appears from the start, so rate() queries see a zero before the first one.
-    for (const char* o : {"ok", "cancelled", "client_error", "rejected", "error"}) {
+    for (const char* o : {"ok", "cancelled", "client_error", "rejected", "error", "cut"}) {
         const auto it = requests_.find(o);
         out += fmt::format("qvl_requests_total{{outcome=\"{}\"}} {}\n", o,
                            it == requests_.end() ? 0 : it->second);

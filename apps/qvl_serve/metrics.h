@@ -25,7 +25,9 @@ class Histogram {
 };
 
 struct RequestOutcome {
-    std::string outcome;  // ok | cancelled | client_error | rejected | error
+    // ok | cancelled (client gone) | client_error | rejected | error (failed in the engine) |
+    // cut (cut at the shutdown deadline)
+    std::string outcome;
     int prompt_tokens = 0;
     int generated_tokens = 0;
     int cached_prompt_tokens = 0;

@@ -45,34 +45,61 @@ std::string error_json(const ApiError& e) {
                        e.code.empty() ? "null" : json_quote(e.code));
 }
 
+std::string logprobs_json(std::span<const runtime::TokenLogprobs> entries,
+                          const text::Tokenizer& tokenizer) {
+    const auto token = [&](std::int32_t id, double logprob) {
+        const std::string_view bytes = tokenizer.token_bytes(id);
+        std::string list;
+        for (const char c : bytes) {
+            list +=
+                fmt::format("{}{}", list.empty() ? "" : ",", int(static_cast<unsigned char>(c)));
+        }
+        return fmt::format("\"token\":{},\"logprob\":{},\"bytes\":[{}]", json_quote(bytes),
+                           json_number(logprob), list);
+    };
+    std::string out = "{\"content\":[";
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const runtime::TokenLogprobs& e = entries[i];
+        out += fmt::format("{}{{{},\"top_logprobs\":[", i ? "," : "", token(e.token, e.logprob));
+        for (std::size_t k = 0; k < e.top.size(); ++k) {
+            out += fmt::format("{}{{{}}}", k ? "," : "", token(e.top[k].first, e.top[k].second));
+        }
+        out += "]}";
+    }
+    return out + "]}";
+}
+
 std::string completion_json(const CompletionHeader& h, const BackendResult& r,
-                            std::string_view finish_reason, const ResponseTimings& t) {
+                            std::string_view finish_reason, const ResponseTimings& t,
+                            std::string_view logprobs) {
     return fmt::format(
         "{{{},\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":{}}},"
-        "\"logprobs\":null,\"finish_reason\":{}}}],\"usage\":{},\"timings\":{}}}",
-        header_json(h, "chat.completion"), json_quote(r.text), json_quote(finish_reason),
+        "\"logprobs\":{},\"finish_reason\":{}}}],\"usage\":{},\"timings\":{}}}",
+        header_json(h, "chat.completion"), json_quote(r.text),
+        logprobs.empty() ? std::string_view("null") : logprobs, json_quote(finish_reason),
         usage_json(r), timings_json(r, t));
 }
 
-std::string chunk_event(const CompletionHeader& h, std::string_view content, bool first) {
+std::string chunk_event(const CompletionHeader& h, std::string_view content, bool first,
+                        std::string_view logprobs) {
     return fmt::format(
         "data: {{{},\"choices\":[{{\"index\":0,\"delta\":{{{}\"content\":{}}},"
-        "\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
+        "\"logprobs\":{},\"finish_reason\":null}}]}}\n\n",
         header_json(h, "chat.completion.chunk"), first ? "\"role\":\"assistant\"," : "",
-        json_quote(content));
+        json_quote(content), logprobs.empty() ? std::string_view("null") : logprobs);
 }
 
-std::string final_chunk_event(const CompletionHeader& h, const BackendResult& r,
-                              std::string_view finish_reason, bool include_usage,
-                              const ResponseTimings& t) {
-    std::string extra;
-    if (include_usage) {
-        extra = fmt::format(",\"usage\":{},\"timings\":{}", usage_json(r), timings_json(r, t));
-    }
+std::string final_chunk_event(const CompletionHeader& h, std::string_view finish_reason) {
     return fmt::format(
         "data: {{{},\"choices\":[{{\"index\":0,\"delta\":{{}},\"logprobs\":null,"
-        "\"finish_reason\":{}}}]{}}}\n\n",
-        header_json(h, "chat.completion.chunk"), json_quote(finish_reason), extra);
+        "\"finish_reason\":{}}}]}}\n\n",
+        header_json(h, "chat.completion.chunk"), json_quote(finish_reason));
+}
+
+std::string usage_chunk_event(const CompletionHeader& h, const BackendResult& r,
+                              const ResponseTimings& t) {
+    return fmt::format("data: {{{},\"choices\":[],\"usage\":{},\"timings\":{}}}\n\n",
+                       header_json(h, "chat.completion.chunk"), usage_json(r), timings_json(r, t));
 }
 
 std::string models_json(std::string_view model_id, std::int64_t created) {

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "backend.h"
+#include "text/tokenizer.h"
 
 namespace qvl::serve {
 
@@ -32,14 +34,26 @@ struct ResponseTimings {
     double ttft_ms = 0;
 };
 
-std::string completion_json(const CompletionHeader& h, const BackendResult& r,
-                            std::string_view finish_reason, const ResponseTimings& t);
+// OpenAI's choice logprobs object, {"content": [{"token", "logprob", "bytes",
+// "top_logprobs": [{"token", "logprob", "bytes"}]}]}: token is the token's bytes as text
+// (a byte sequence that is not whole UTF-8 shows U+FFFD; bytes has them exactly).
+std::string logprobs_json(std::span<const runtime::TokenLogprobs> entries,
+                          const text::Tokenizer& tokenizer);
 
-// One SSE event "data: {chunk}\n\n". first: the delta carries role "assistant".
-std::string chunk_event(const CompletionHeader& h, std::string_view content, bool first);
-// The last chunk: empty delta, finish_reason, and usage + timings when include_usage.
-std::string final_chunk_event(const CompletionHeader& h, const BackendResult& r,
-                              std::string_view finish_reason, bool include_usage,
+// logprobs: the choice's logprobs object, or "" for null.
+std::string completion_json(const CompletionHeader& h, const BackendResult& r,
+                            std::string_view finish_reason, const ResponseTimings& t,
+                            std::string_view logprobs = {});
+
+// One SSE event "data: {chunk}\n\n". first: the delta carries role "assistant". logprobs: the
+// entries of the tokens since the last chunk as a logprobs object, or "" for null.
+std::string chunk_event(const CompletionHeader& h, std::string_view content, bool first,
+                        std::string_view logprobs = {});
+// The chunk that ends the choice: empty delta and finish_reason.
+std::string final_chunk_event(const CompletionHeader& h, std::string_view finish_reason);
+// With stream_options.include_usage, after the final chunk: "choices": [] with usage (and the
+// timings extension), as OpenAI sends it.
+std::string usage_chunk_event(const CompletionHeader& h, const BackendResult& r,
                               const ResponseTimings& t);
 
 std::string models_json(std::string_view model_id, std::int64_t created);

@@ -68,7 +68,14 @@ base::Result<runtime::PreparedPrompt> build_prompt(const model::Model& model,
             }
             const ImageRef& ref = part.image;
             base::Timer t;
-            if (!ref.file_path.empty()) {
+            if (!ref.remote_url.empty()) {
+                // image_decode_ms counts the fetch: the time to get the image's pixels
+                base::Result<std::vector<std::byte>> bytes =
+                    fetch_media(ref.remote_url, options.fetch);
+                if (!bytes.ok()) return bytes.status().with_context(ref.where + ": ");
+                QVL_TRY(
+                    io::decode_image_into(bytes.value(), options.image_limits, ref.where, &img));
+            } else if (!ref.file_path.empty()) {
                 QVL_ASSIGN_OR_RETURN(
                     const std::filesystem::path path,
                     resolve_media_path(ref.file_path, options.allowed_media_dir, ref.where));
@@ -121,6 +128,8 @@ base::Result<runtime::GenerateParams> build_generate_params(const model::Model& 
     if (request.top_p) s.top_p = *request.top_p;
     s.seed = request.seed ? *request.seed : std::random_device{}();
     set_penalties(s, request, gen);
+    s.logit_bias = request.logit_bias;
+    gp.top_logprobs = request.top_logprobs;
     gp.ignore_eos = request.ignore_eos;
     gp.stop_ids = runtime::default_stop_ids(model);
     const int room = ctx_size - prompt_tokens;

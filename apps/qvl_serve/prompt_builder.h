@@ -1,5 +1,6 @@
-// From a parsed chat request to what the runtime runs: images decoded from memory (data: URIs)
-// or read from --allowed-media-dir (file:// URLs), preprocessed, the chat template rendered and
+// From a parsed chat request to what the runtime runs: images decoded from memory (data: URIs),
+// read from --allowed-media-dir (file:// URLs) or fetched from --allowed-media-hosts (http(s)
+// URLs; image_decode_ms includes the fetch), preprocessed, the chat template rendered and
 // tokenized with the image pads expanded (the same steps as runtime::prepare_chat_prompt, which
 // reads images from paths only), and the generation settings with the model's defaults.
 // Runs on the HTTP thread, so image decoding of one request overlaps generation of others.
@@ -11,6 +12,7 @@
 #include "chat_request.h"
 #include "image/image_preprocess.h"
 #include "io/image.h"
+#include "media_fetch.h"
 #include "model/model.h"
 #include "runtime/generate.h"
 
@@ -20,6 +22,7 @@ struct PromptOptions {
     image::PreprocessConfig preprocess;
     io::ImageLimits image_limits;
     std::filesystem::path allowed_media_dir;  // empty: file:// refused
+    FetchLimits fetch;                        // http(s) URLs (hosts checked by the parser)
 };
 
 // Errors are client errors (HTTP 400) and name the message part: an image that cannot be read

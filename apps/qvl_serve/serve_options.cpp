@@ -1,6 +1,8 @@
 #include "serve_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 namespace qvl::serve {
@@ -57,7 +59,24 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
                    "Allow file:// image URLs under DIR (default: refused)")
         ->type_name("DIR")
         ->check(CLI::ExistingDirectory);
-    app.add_option("--max-body-mb", o->max_body_mb, "Request body limit in MiB")
+    app.add_option("--allowed-media-hosts", o->allowed_media_hosts,
+                   "Allow http(s) image URLs from these hosts only, fetched within the body "
+                   "limit and --media-fetch-timeout-s, redirects only to the same host (default: "
+                   "none)")
+        ->type_name("H1,H2")
+        ->delimiter(',')
+        ->transform([](std::string h) {
+            std::transform(h.begin(), h.end(), h.begin(),
+                           [](unsigned char c) { return char(std::tolower(c)); });
+            return h;
+        });
+    app.add_option("--media-fetch-timeout-s", o->media_fetch_timeout_s,
+                   "Longest fetch of one image URL, redirects included")
+        ->check(CLI::Range(0.1, 600.0))
+        ->capture_default_str();
+    app.add_option("--max-body-mb", o->max_body_mb,
+                   "Request body limit in MiB, for every framing (Content-Length, chunked): 413 "
+                   "as soon as it is passed")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
     app.add_option("--max-images", o->max_images, "Images per request")
@@ -67,8 +86,36 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
                    "Largest decoded image, width*height (larger: 400)")
         ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 32))
         ->capture_default_str();
-    app.add_option("--http-threads", o->http_threads, "Connections served at once")
+    app.add_option("--http-threads", o->http_threads,
+                   "Requests handled at once (worker threads; at least --max-queue plus "
+                   "--parallel plus a few are started). Connections cost no thread: one I/O "
+                   "thread reads them all")
         ->check(CLI::Range(4, 4096))
+        ->capture_default_str();
+    app.add_option("--max-connections", o->max_connections,
+                   "Open connections in total; when full, the oldest connection that is only "
+                   "waiting (idle, or still sending its request) is closed for the new one")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--max-connections-per-client", o->max_connections_per_client,
+                   "Open connections per client address, over it closed at once (0: no cap, as "
+                   "behind a reverse proxy or ingress where every connection has its address)")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--header-timeout-s", o->header_timeout_s,
+                   "A request's line and headers must arrive within this long in total, from "
+                   "its first byte; then its body at 16 KiB/s or more")
+        ->check(CLI::Range(0.1, 3600.0))
+        ->capture_default_str();
+    app.add_option("--sse-keepalive-s", o->sse_keepalive_s,
+                   "A streamed answer gets ': keep-alive' whenever this long passes without a "
+                   "byte (queued, image decode, vision, prefill, slow tokens; 0: off)")
+        ->check(CLI::Range(0.0, 3600.0))
+        ->capture_default_str();
+    app.add_option("--shutdown-grace-s", o->shutdown_grace_s,
+                   "On SIGINT/SIGTERM, how long running requests may still take; an answer cut "
+                   "then ends with an error")
+        ->check(CLI::Range(0.0, 3600.0))
         ->capture_default_str();
     app.add_flag("--version", o->version, "Print the version and exit");
     int verbose = 0, quiet = 0;

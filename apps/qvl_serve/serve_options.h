@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace qvl::serve {
 
@@ -24,10 +25,17 @@ struct ServeOptions {
     double admission_budget_ms = 500;
     std::string api_key;                              // --api-key, else QVL_API_KEY
     std::string allowed_media_dir;                    // --allowed-media-dir
+    std::vector<std::string> allowed_media_hosts;     // --allowed-media-hosts H1,H2 (lower case)
+    double media_fetch_timeout_s = 10;                // --media-fetch-timeout-s
     int max_body_mb = 64;                             // --max-body-mb
     int max_images = 64;                              // --max-images: image parts per request
     std::uint64_t max_image_pixels = 8192ull * 8192;  // --max-image-pixels: per decoded image
-    int http_threads = 64;                            // --http-threads: connections served at once
+    int http_threads = 64;                            // --http-threads: handler threads
+    int max_connections = 1024;                       // --max-connections
+    int max_connections_per_client = 64;              // --max-connections-per-client (0: off)
+    double header_timeout_s = 10;                     // --header-timeout-s
+    double sse_keepalive_s = 15;                      // --sse-keepalive-s (0: off)
+    double shutdown_grace_s = 25;                     // --shutdown-grace-s
     int verbosity = 0;                                // -v / -q
     bool version = false;
 };

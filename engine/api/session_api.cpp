@@ -48,7 +48,37 @@ runtime::SamplingParams to_engine(const Sampling& s) {
     p.seed = s.seed;
     p.repetition_penalty = s.repetition_penalty;
     p.presence_penalty = s.presence_penalty;
+    p.logit_bias = s.logit_bias;
     return p;
+}
+
+// The values the penalties, logit_bias and logprobs accept; "" when all are in range.
+std::string sampling_error(const Sampling& s, int vocab) {
+    if (!(s.repetition_penalty > 0.0f) || !(s.presence_penalty >= -2.0f) ||
+        !(s.presence_penalty <= 2.0f)) {
+        return "repetition_penalty must be > 0 and presence_penalty in [-2, 2]";
+    }
+    for (const auto& [id, bias] : s.logit_bias) {
+        if (id < 0 || id >= vocab || !(bias >= -100.0f && bias <= 100.0f)) {
+            return fmt::format(
+                "logit_bias: token {} with bias {}: ids are in [0, {}), biases in "
+                "[-100, 100]",
+                id, bias, vocab);
+        }
+    }
+    if (s.logprobs < -1 || s.logprobs > runtime::kMaxTopLogprobs) {
+        return fmt::format("logprobs {} is outside -1..{}", s.logprobs, runtime::kMaxTopLogprobs);
+    }
+    return {};
+}
+
+std::vector<TokenLogprob> to_api(std::vector<runtime::TokenLogprobs>&& logprobs) {
+    std::vector<TokenLogprob> out;
+    out.reserve(logprobs.size());
+    for (runtime::TokenLogprobs& t : logprobs) {
+        out.push_back({.token = t.token, .logprob = t.logprob, .top = std::move(t.top)});
+    }
+    return out;
 }
 
 Sampling model_sampling(const model::Model& m) {
@@ -113,10 +143,8 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
     return guarded<Generation>("generating", [&]() -> Result<Generation> {
         const model::Model& m = *impl_->model->model;
         const Sampling sampling = options.sampling.value_or(model_sampling(m));
-        if (!(sampling.repetition_penalty > 0.0f) || !(sampling.presence_penalty >= -2.0f) ||
-            !(sampling.presence_penalty <= 2.0f)) {
-            return Status(ErrorCode::kInvalidArgument,
-                          "repetition_penalty must be > 0 and presence_penalty in [-2, 2]");
+        if (std::string e = sampling_error(sampling, m.config().text.vocab_size); !e.empty()) {
+            return Status(ErrorCode::kInvalidArgument, std::move(e));
         }
         const runtime::PreparedPrompt& p = prompt.impl().prepared;
         if (p.ids.empty()) return Status(ErrorCode::kInvalidArgument, "the prompt is empty");
@@ -138,6 +166,7 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
         request.params.n_predict = options.n_predict;
         request.params.ignore_eos = options.ignore_eos;
         request.params.sampling = to_engine(sampling);
+        request.params.top_logprobs = sampling.logprobs;
         request.params.stop_ids = runtime::default_stop_ids(m);
         request.params.cancel = options.cancel;  // read before each token, as generate() did
         if (options.on_text) {
@@ -168,7 +197,8 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
                         .decode_ms = g.timings.decode,
                         .ttft_ms = g.timings.ttft,
                         .prompt_tokens = int(p.ids.size()),
-                        .decoded_steps = g.decode_steps}};
+                        .decoded_steps = g.decode_steps},
+            .logprobs = to_api(std::move(g.logprobs))};
     });
 }
 

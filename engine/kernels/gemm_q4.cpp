@@ -60,7 +60,7 @@ std::uint16_t f32_to_f16(float f) {
     const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
     const auto sign = std::uint16_t((u >> 16) & 0x8000u);
     const std::uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);  // NaN
+    if (a > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);   // NaN
     if (a >= 0x47800000u) return std::uint16_t(sign | 0x7c00u);  // >= 2^16: infinity
     if (a < 0x38800000u) {  // below 2^-14: a subnormal half (or zero); f·2^24 is exact
         return std::uint16_t(sign | std::uint16_t(std::nearbyint(std::fabs(f) * 16777216.0f)));
@@ -124,7 +124,8 @@ void q4_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, cons
             for (int b = 0; b < m.k_blocks; ++b) {
                 const std::size_t at = std::size_t(b) * std::size_t(m.block);
                 const std::size_t base = std::size_t(p) * std::size_t(m.k_blocks) + std::size_t(b);
-                quantize_block(row.data() + at, m.block, urows.data() + std::size_t(col) * k_pad + at,
+                quantize_block(row.data() + at, m.block,
+                               urows.data() + std::size_t(col) * k_pad + at,
                                scales + base * kQ8Panel + std::size_t(col));
             }
         }
@@ -133,8 +134,9 @@ void q4_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, cons
             for (int col = 0; col < kQ8Panel; ++col) {
                 rows[col] = urows.data() + std::size_t(col) * k_pad + std::size_t(b) * m.block;
             }
-            pack_block(rows, m.block,
-                       q + (std::size_t(p) * std::size_t(m.k_blocks) + std::size_t(b)) * block_bytes);
+            pack_block(
+                rows, m.block,
+                q + (std::size_t(p) * std::size_t(m.k_blocks) + std::size_t(b)) * block_bytes);
         }
     }
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "base/cpu_budget.h"
 #include "io/mapped_file.h"
 
 namespace qvl::model {
@@ -56,9 +57,7 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
         QVL_ASSIGN_OR_RETURN(quantized_vision,
                              QuantizedText::quantize_vision(weights, options.vision));
     }
-    const int threads = options.threads > 0
-                            ? options.threads
-                            : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+    const int threads = options.threads > 0 ? options.threads : base::default_threads();
     std::unique_ptr<LogitsScreen> screen;
     const Matrix& lm_head = weights.text().lm_head;
     if (options.logits_screen && options.weights == WeightFormat::kBF16 &&

@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/task_trace.h"
 #include "base/timer.h"
 #include "runtime/engine_impl.h"
 #include "runtime/image_cache.h"
@@ -175,6 +176,9 @@ void Engine::Impl::take_token(int slot) {
     if (j.result.tokens.empty() && j.first_token_ms == 0) {
         j.first_token_ms = base::now_ms();
         j.result.timings.ttft = j.first_token_ms - j.submitted_ms;
+        if (base::TaskTrace* trace = base::TaskTrace::active()) {
+            trace->mark("first_token", long(j.id), j.first_token_ms);
+        }
     }
     const std::vector<std::int32_t>& stops = gp.stop_ids.empty() ? default_stops : gp.stop_ids;
     if (!gp.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end()) {
@@ -182,6 +186,10 @@ void Engine::Impl::take_token(int slot) {
         return;
     }
     j.result.tokens.push_back(token);
+    if (gp.top_logprobs >= 0) {
+        j.result.logprobs.push_back(token_logprobs(session->logits(slot), token, gp.top_logprobs));
+        if (j.req.on_logprobs) j.req.on_logprobs(j.result.logprobs.back());
+    }
     j.sampler->accept(token);
     j.result.text.append(j.stream->push(token));
     if (emit_text(j, token)) {
@@ -321,7 +329,7 @@ Engine::~Engine() {
     if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-base::Result<RequestId> Engine::submit(Request request) {
+base::Result<std::unique_ptr<Job>> Engine::Impl::make_job(Request request) const {
     const int n = int(request.prompt.ids.size());
     if (n == 0) return base::error(ErrorCode::kInvalidArgument, "the prompt is empty");
     if (request.penalty_from > std::size_t(n)) {
@@ -329,42 +337,70 @@ base::Result<RequestId> Engine::submit(Request request) {
                            "penalty_from {} is past the prompt's {} tokens", request.penalty_from,
                            n);
     }
-    if (n >= impl_->session->context_size()) {
+    if (n >= session->context_size()) {
         return base::error(ErrorCode::kOutOfRange,
                            "prompt of {} tokens does not fit a slot's context of {} tokens", n,
-                           impl_->session->context_size());
+                           session->context_size());
     }
     auto job = std::make_unique<Job>();
     job->req = std::move(request);
     job->submitted_ms = base::now_ms();
     job->result.prompt_tokens = n;
     job->result.timings.image_decode = job->req.prompt.image_decode_ms;
-    const int merge = merge_size(*impl_->model);
+    const int merge = merge_size(*model);
     for (const image::PreprocessedImage& im : job->req.prompt.images) {
         job->image_hashes.push_back(image_key(im));
         job->grids.push_back({.t = im.grid_t, .h = im.grid_h / merge, .w = im.grid_w / merge});
     }
-    const model::Model& m = *impl_->model;
-    job->sampler = std::make_unique<Sampler>(m.config().text.vocab_size, job->req.params.sampling);
-    job->stream = std::make_unique<text::StreamDecoder>(m.tokenizer(), true);
+    job->sampler =
+        std::make_unique<Sampler>(model->config().text.vocab_size, job->req.params.sampling);
+    job->stream = std::make_unique<text::StreamDecoder>(model->tokenizer(), true);
     job->result.tokens.reserve(
-        std::size_t(std::clamp(job->req.params.n_predict, 0, impl_->session->context_size())));
-    RequestId id = 0;
+        std::size_t(std::clamp(job->req.params.n_predict, 0, session->context_size())));
+    return job;
+}
+
+base::Result<RequestId> Engine::submit(Request request) {
+    std::vector<Request> one;
+    one.push_back(std::move(request));
+    QVL_ASSIGN_OR_RETURN(std::vector<RequestId> ids, submit_group(std::move(one)));
+    return ids[0];
+}
+
+base::Result<std::vector<RequestId>> Engine::submit_group(std::vector<Request> requests) {
+    std::vector<std::unique_ptr<Job>> jobs;
+    for (Request& r : requests) {
+        QVL_ASSIGN_OR_RETURN(std::unique_ptr<Job> job, impl_->make_job(std::move(r)));
+        if (!jobs.empty() && (job->req.prompt.ids != jobs[0]->req.prompt.ids ||
+                              job->image_hashes != jobs[0]->image_hashes)) {
+            return base::error(ErrorCode::kInvalidArgument,
+                               "request {} of a group has another prompt than the first",
+                               jobs.size());
+        }
+        jobs.push_back(std::move(job));
+    }
+    std::vector<RequestId> ids;
     {
         const std::lock_guard<std::mutex> lock(impl_->mu);
         if (impl_->stop) {
             return base::error(ErrorCode::kResourceExhausted, "the engine is shutting down");
         }
-        if (int(impl_->queue.size()) >= impl_->options.max_queue) {
+        if (int(impl_->queue.size() + jobs.size()) > impl_->options.max_queue) {
             return base::error(ErrorCode::kResourceExhausted,
                                "{} requests are already waiting for a slot", impl_->queue.size());
         }
-        id = impl_->next_id++;
-        job->id = id;
-        impl_->queue.push_back(std::move(job));
+        for (std::unique_ptr<Job>& job : jobs) {
+            job->id = impl_->next_id++;
+            job->fork_of = ids.empty() ? 0 : ids[0];
+            ids.push_back(job->id);
+            if (base::TaskTrace* trace = base::TaskTrace::active()) {
+                trace->mark("submit", long(job->id), job->submitted_ms);
+            }
+            impl_->queue.push_back(std::move(job));
+        }
     }
     impl_->cv.notify_all();
-    return id;
+    return ids;
 }
 
 void Engine::cancel(RequestId id) {

@@ -62,6 +62,8 @@ struct RequestResult {
     int image_cache_hits = 0;
     int decode_steps = 0;  // forward passes after the prefill that included this request
     RequestTimings timings;
+    // One per generated token when params.top_logprobs >= 0.
+    std::vector<TokenLogprobs> logprobs;
 };
 
 struct Request {
@@ -79,6 +81,10 @@ struct Request {
     std::function<void(std::string_view piece, std::int32_t token)>
         on_text;                                        // streamed, UTF-8 safe
     std::function<void(const RequestResult&)> on_done;  // exactly once, last
+    // With params.top_logprobs >= 0: each generated token's log-probabilities, as soon as the
+    // token is kept (before the on_text call that streams its text, which a UTF-8 character or
+    // a stop string may hold back).
+    std::function<void(const TokenLogprobs&)> on_logprobs;
     // Optional views into the work (for one-shot tools: --dump-vision, --dump-logits, progress).
     // on_vision_node is the graph observer while this request's images run through the vision
     // tower; after_vision runs once its images are encoded (images reused from a slot's KV are
@@ -109,6 +115,14 @@ class Engine {
     // Thread-safe. Queues the request; kResourceExhausted when the queue is full, kOutOfRange
     // when the prompt cannot fit a slot's context (checked before queueing).
     base::Result<RequestId> submit(Request request);
+    // Thread-safe. Several choices from one prompt (OpenAI's n): every request must have the
+    // same prompt (ids and images); their settings and callbacks are their own (per-choice
+    // seeds are the caller's). They are queued together; when the first one's prefill ends,
+    // the others that find a free slot start from a copy of its slot (Session::fork_slot: KV
+    // and logits, bit for bit) instead of prefilling, and their cached_prompt_tokens is the
+    // whole prompt. One that finds no free slot then is admitted later like any request. The
+    // ids are in the order given; refused as a whole.
+    base::Result<std::vector<RequestId>> submit_group(std::vector<Request> requests);
     // Thread-safe, idempotent. The request ends with "cancelled" within one step; its slot frees.
     void cancel(RequestId id);
     struct Stats {

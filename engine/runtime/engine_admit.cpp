@@ -145,6 +145,8 @@ void Engine::Impl::admit_piece(double budget_ms) {
         slot_images[std::size_t(slot)] = {};
         // The slot's logits from its prefill on are computed as this request's sampler needs.
         session->expect_sampler(slot, *j.sampler);
+        // log-probabilities need the full row: computed in the step, not after a screen
+        if (j.req.params.top_logprobs >= 0) session->set_full_logits(slot, true);
         base::Status st;
         if (j.keep > 0) {
             st = session->begin_prefill_reusing(
@@ -179,6 +181,7 @@ void Engine::Impl::admit_piece(double budget_ms) {
         admitting = -1;
         slot_images[std::size_t(slot)] = {j.image_hashes, j.grids};
         if (j.req.after_prefill) j.req.after_prefill(*session, slot);
+        fork_siblings(slot);
         // The repetition penalty counts the prompt's ids (from penalty_from, checked at submit).
         j.sampler->begin(
             std::span<const std::int32_t>(j.req.prompt.ids).subspan(j.req.penalty_from));
@@ -187,6 +190,49 @@ void Engine::Impl::admit_piece(double budget_ms) {
         } else {
             take_token(slot);
         }
+    }
+}
+
+void Engine::Impl::fork_siblings(int from) {
+    const RequestId leader = slots[from]->id;
+    std::vector<std::pair<int, std::unique_ptr<Job>>> forks;
+    {
+        const std::lock_guard<std::mutex> lock(mu);
+        int next_free = 0;
+        for (auto it = queue.begin(); it != queue.end();) {
+            if ((*it)->fork_of != leader) {
+                ++it;
+                continue;
+            }
+            while (next_free < int(slots.size()) && slots[next_free] != nullptr) ++next_free;
+            if (next_free == int(slots.size())) break;
+            forks.emplace_back(next_free++, std::move(*it));
+            it = queue.erase(it);
+            ++busy;
+        }
+    }
+    for (auto& [to, job] : forks) {
+        slots[to] = std::move(job);
+        start_fork(from, to, *slots[to]);
+    }
+}
+
+// j (in slot `to`) starts where slot `from`'s prefill left off: a copy of its KV and logits.
+void Engine::Impl::start_fork(int from, int to, Job& j) {
+    session->fork_slot(from, to);
+    slot_images[std::size_t(to)] = slot_images[std::size_t(from)];
+    j.prefill_started = true;
+    j.next_image = j.kept_images = j.req.prompt.images.size();
+    j.result.timings.queue = base::now_ms() - j.submitted_ms;
+    j.result.cached_prompt_tokens = int(j.req.prompt.ids.size());
+    session->expect_sampler(to, *j.sampler);
+    if (j.req.params.top_logprobs >= 0) session->set_full_logits(to, true);
+    if (j.req.after_prefill) j.req.after_prefill(*session, to);
+    j.sampler->begin(std::span<const std::int32_t>(j.req.prompt.ids).subspan(j.req.penalty_from));
+    if (j.req.params.n_predict <= 0) {
+        finish(to, "length");
+    } else {
+        take_token(to);
     }
 }
 

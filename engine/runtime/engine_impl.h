@@ -38,6 +38,7 @@ struct Job {
     bool prefill_started = false;
     bool stop_string = false;   // ended on a stop string: the text was cut, nothing to flush
     std::int32_t pending = -1;  // sampled token whose decode step is still to run
+    RequestId fork_of = 0;      // submit_group: the first request's id (0: none)
 };
 
 // Prefill chunks sized to an admission budget never go below this many tokens (smaller
@@ -93,10 +94,15 @@ struct Engine::Impl {
     bool vision_piece(Job& j, double budget_ms);
     int prefill_chunk_for(double budget_ms) const;
     void decode_step();
+    // After slot `from`'s prefill: queued requests of its group take free slots as copies.
+    void fork_siblings(int from);
+    void start_fork(int from, int to, Job& j);
     void take_token(int slot);
     bool emit_text(Job& j, std::int32_t token);
     void finish(int slot, const char* reason, base::Status error = {});
     void finish_job(Job& j, const char* reason, base::Status error);
+    // submit()'s checks and the job it queues.
+    base::Result<std::unique_ptr<Job>> make_job(Request request) const;
 };
 
 }  // namespace qvl::runtime

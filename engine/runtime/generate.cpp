@@ -97,6 +97,7 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
     Sampler sampler(model.config().text.vocab_size, params.sampling);
     // Before the prefill: its logits are computed as this sampler needs them.
     session.expect_sampler(0, sampler);
+    if (params.top_logprobs >= 0) session.set_full_logits(0, true);
     t.reset();
     QVL_TRY(session.prefill(prompt.ids));
     r.prefill_ms = t.elapsed_ms();
@@ -121,6 +122,9 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
             break;
         }
         r.tokens.push_back(token);
+        if (params.top_logprobs >= 0) {
+            r.logprobs.push_back(token_logprobs(session.logits(0), token, params.top_logprobs));
+        }
         sampler.accept(token);
         const std::string_view piece = stream.push(token);
         r.text.append(piece);

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "image/image_preprocess.h"
 #include "io/image.h"
+#include "runtime/logprobs.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "text/chat_template.h"
@@ -57,6 +58,9 @@ struct GenerateParams {
     int n_predict = 128;
     bool ignore_eos = false;
     SamplingParams sampling;
+    // OpenAI's logprobs: -1 off; 0..kMaxTopLogprobs: each generated token's log-probability and
+    // that many alternatives (runtime/logprobs.h). The slot then computes every logit each step.
+    int top_logprobs = -1;
     std::vector<std::int32_t> stop_ids;  // end-of-turn ids (generation_config eos + <|im_end|>)
     // When set and it becomes true (e.g. from a SIGINT handler), generation stops after the
     // current step with finish_reason "interrupted"; the text so far is kept.
@@ -69,6 +73,7 @@ struct GenerateResult {
     std::string finish_reason;  // "stop" | "length" | "interrupted"
     double vision_ms = 0, prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
     int decoded_steps = 0;
+    std::vector<TokenLogprobs> logprobs;  // one per token when params.top_logprobs >= 0
 };
 
 struct GenerateHooks {

@@ -1,6 +1,7 @@
 #include "runtime/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/checked_math.h"
 
@@ -60,6 +61,21 @@ graph::KvCacheView KvCache::view(int slot) {
         .layer_stride = layer_stride,
         .head_stride = head_stride,
         .type = type_};
+}
+
+void KvCache::copy_slot(int from, int to) {
+    if (from == to || from < 0 || to < 0 || from >= slots() || to >= slots()) return;
+    const auto elem = std::size_t(kernels::kv_type_bytes(type_));
+    const std::size_t row = std::size_t(head_dim_) * elem;
+    const std::size_t region = std::size_t(max_ctx_) * row;  // one head's K or V
+    const std::size_t regions_per_slot = std::size_t(n_layers_) * 2 * n_kv_heads_;
+    const std::size_t used = std::size_t(slots_[std::size_t(from)].size) * row;
+    std::byte* base = buffer_.as<std::byte>();
+    for (std::size_t r = 0; r < regions_per_slot; ++r) {
+        std::memcpy(base + (std::size_t(to) * regions_per_slot + r) * region,
+                    base + (std::size_t(from) * regions_per_slot + r) * region, used);
+    }
+    slots_[std::size_t(to)] = slots_[std::size_t(from)];
 }
 
 void KvCache::populate(int slot, int pos0, int n, int part, int parts) {

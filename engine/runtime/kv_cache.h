@@ -57,6 +57,9 @@ class KvCache {
 
     void advance(int n, int slot = 0) { slots_[slot].size += n; }
     void set_rope_delta(std::int64_t d, int slot = 0) { slots_[slot].rope_delta = d; }
+    // Makes slot `to` hold what slot `from` holds (its positions and rope delta): n choices of
+    // one prompt share its prefill (Session::fork_slot).
+    void copy_slot(int from, int to);
     // Keeps the first n positions (prefix reuse); the rope delta is the caller's to set.
     void truncate(int n, int slot = 0) { slots_[slot].size = n; }
     void clear(int slot = 0) {

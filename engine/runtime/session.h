@@ -210,6 +210,11 @@ class Session {
         kv_.clear(slot);
         history_[std::size_t(slot)].clear();
     }
+    // Makes slot `to` (not the one being prefilled) a copy of slot `from`: its KV, its token
+    // history and its last position's logits (computed in full if the screen had deferred
+    // them), bit for bit, so `to` continues exactly as `from` would: several choices from one
+    // prompt, prefilled once. Costs a copy of the used KV rows.
+    void fork_slot(int from, int to);
     // The token ids whose keys and values the slot's KV holds, in order.
     std::span<const std::int32_t> slot_tokens(int slot) const {
         return history_[std::size_t(slot)];

@@ -106,8 +106,8 @@ class Model {
 
 // ---- Prompts ---------------------------------------------------------------------------------
 
-// One piece of a chat message: text, or an image given as a file path, as encoded bytes (JPEG
-// or PNG) or as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3).
+// One piece of a chat message: text, or an image given as a file path, as encoded bytes (JPEG,
+// PNG, WebP or GIF) or as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3).
 struct ContentPart {
     enum class Kind { kText, kImageFile, kImageBytes, kImageRgb } kind = Kind::kText;
     std::string text;                // kText
@@ -186,6 +186,21 @@ struct Sampling {
     std::uint64_t seed = 0;
     float repetition_penalty = 1.0f;  // Hugging Face's; 1: off
     float presence_penalty = 0.0f;    // OpenAI's; 0: off
+    // OpenAI's logit_bias: (token id, bias in [-100, 100]) pairs added to those logits before
+    // the penalties and the sampling; +100 all but forces a token, -100 all but bans it.
+    std::vector<std::pair<std::int32_t, float>> logit_bias;
+    // OpenAI's logprobs: -1 off; 0..20: Generation::logprobs gets each token's log-probability
+    // and this many most likely alternatives (the log-softmax of the model's logits, before
+    // the settings above).
+    int logprobs = -1;
+};
+
+// One generated token's log-probability and the most likely alternatives at its position,
+// most likely first.
+struct TokenLogprob {
+    std::int32_t token = -1;
+    double logprob = 0.0;
+    std::vector<std::pair<std::int32_t, double>> top;
 };
 
 struct GenerateOptions {
@@ -212,6 +227,7 @@ struct Generation {
     std::string finish_reason;  // "stop" | "length" | "interrupted"
     Sampling sampling;          // the values used (the model's defaults resolved)
     Timings timings;
+    std::vector<TokenLogprob> logprobs;  // one per token when Sampling::logprobs >= 0
 };
 
 // One conversation over a Model: the KV cache and work memory are allocated at create (an

@@ -2,6 +2,8 @@
 # header was installed, extract the README's C++ example (the ```cpp block after the
 # "install_consumer builds" marker, verbatim), then configure, build and run the consumer
 # project against the prefix with find_package(qvl). The example runs on the tiny test model.
+# CONSUMER_FLAGS (may be empty): compile and link flags of the consumer (the sanitizers, when the
+# installed engine was built with them).
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 RESULT_VARIABLE rc)
@@ -34,6 +36,8 @@ file(WRITE ${WORK_DIR}/readme_example.cpp "${example}")
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build
                         -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
                         -DREADME_EXAMPLE=${WORK_DIR}/readme_example.cpp
+                        "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}"
+                        "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}"
                 RESULT_VARIABLE rc)
 if(rc)
     message(FATAL_ERROR "configuring the consumer failed: ${rc}")

@@ -102,6 +102,58 @@ struct Problem {
         return o;
     }
 
+    // What the bf16 kernel computes (x86/attention_avx512bf16.cpp), emulated in double: Q scaled
+    // into the exp2 domain in f32 (scale * log2(e)) and rounded to bf16, K and V rounded, the
+    // weights 2^(s - max) rounded for the V product while their sum stays unrounded. Left out:
+    // the kernel's f32 sums (~1e-6), its exp2 polynomial (~1e-4 relative) and, past one 64-key
+    // block, its weights being rounded against the running rather than the final maximum.
+    std::vector<float> bf16_emulated() const {
+        const AttentionArgs& a = args;
+        const float qscale = a.scale * 1.4426950408889634f;
+        std::vector<float> o(out.size(), NAN);
+        const int group = n_heads / n_kv_heads;
+        const auto* k = static_cast<const float*>(a.k);
+        const auto* v = static_cast<const float*>(a.v);
+        std::vector<double> s(std::size_t(n_kv), 0.0);
+        for (int h = 0; h < n_heads; ++h) {
+            const int g = h / group;
+            for (int i = 0; i < n_q; ++i) {
+                double max = -INFINITY;
+                for (int j = 0; j < n_kv; ++j) {
+                    double dot = 0;
+                    for (int d = 0; d < head_dim; ++d) {
+                        dot += double(round_bf16(a.q[i * a.q_row_stride + h * a.q_head_stride + d] *
+                                                 qscale)) *
+                               round_bf16(k[j * a.k_row_stride + g * a.k_head_stride + d]);
+                    }
+                    s[std::size_t(j)] = !causal || j <= a.q_pos0 + i ? dot : -INFINITY;
+                    max = std::max(max, s[std::size_t(j)]);
+                }
+                double sum = 0;
+                for (double& x : s) sum += (x = std::exp2(x - max));
+                for (int d = 0; d < head_dim; ++d) {
+                    double acc = 0;
+                    for (int j = 0; j < n_kv; ++j) {
+                        acc += double(round_bf16(float(s[std::size_t(j)]))) *
+                               round_bf16(v[j * a.v_row_stride + g * a.v_head_stride + d]);
+                    }
+                    o[i * a.out_row_stride + h * a.out_head_stride + d] = float(acc / sum);
+                }
+            }
+        }
+        return o;
+    }
+
+    // Round to nearest even at bf16 (8 significant bits), written here rather than taken from
+    // the engine so that the reference does not share the kernel's rounding.
+    static float round_bf16(float x) {
+        std::uint32_t u = 0;
+        std::memcpy(&u, &x, 4);
+        u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+        std::memcpy(&x, &u, 4);
+        return x;
+    }
+
     void run(Isa isa, int n_threads) {
         const int n = attention_num_tasks(args, n_threads);
         ASSERT_GE(n, 1);
@@ -197,9 +249,9 @@ TEST_P(AttentionTest, SharpScoresPickOneValue) {
     EXPECT_TRUE(all_close(p.out.data(), v, 16, 1e-6, 1e-6));
 }
 
-// round_bf16: Q, K, P and V rounded to bf16 (8 significant bits) before the products. Against
-// the exact result the outputs (averages of values in [-2, 2], magnitude ~0.3) then err by a
-// few 1e-3; a wrong mask, scale or key pairing errs by > 1e-1.
+// round_bf16: Q, K, P and V rounded to bf16 (8 significant bits) before the products, checked
+// against a double-precision emulation of those roundings (Problem::bf16_emulated), so the
+// tolerance is the accumulation error, not bf16's; where the f32 kernel runs instead, f32's.
 TEST_P(AttentionTest, Bf16ProductsStayCloseToExact) {
     QVL_SKIP_IF_UNSUPPORTED(GetParam());
     struct Case {
@@ -219,16 +271,34 @@ TEST_P(AttentionTest, Bf16ProductsStayCloseToExact) {
     };
     for (const Case& c : cases) {
         Problem p(c.n_q, c.n_kv, c.n_heads, c.n_kv_heads, c.hd, c.causal, c.fused, c.n_q + c.hd);
-        const std::vector<float> want = p.naive();
+        const bool bf16_kernel = GetParam() == Isa::kAvx512Bf16 && c.hd % 16 == 0 && c.hd <= 128;
         p.args.round_bf16 = true;
         p.run(GetParam(), 2);
         const std::string what =
             "bf16 n_q=" + std::to_string(c.n_q) + " hd=" + std::to_string(c.hd);
+        if (bf16_kernel) {
+            // Against the emulation what remains is what it leaves out: the f32 sums (~1e-6),
+            // the exp2 polynomial (1e-4 relative, which can move a weight across a rounding
+            // boundary) and weights rounded against the running maximum of 64-key blocks
+            // (u = 2^-8 on a weight, random in sign). Measured: 1.7e-5 to 9.1e-4 of max|V| = 2
+            // (Zen 4). Bound: 1.5e-3 of max|V|, five times tighter than the 5 % (floored at
+            // 0.3) the test allowed against the exact result.
+            const double tol = 1.5e-3 * 2.0;
+            const std::vector<float> emu = p.bf16_emulated();
+            double worst = 0;
+            for (int i = 0; i < p.n_q; ++i) {
+                for (int col = 0; col < p.n_heads * p.head_dim; ++col) {
+                    const std::ptrdiff_t at = i * p.args.out_row_stride + col;
+                    worst = std::max(worst, double(std::abs(p.out[at] - emu[std::size_t(at)])));
+                }
+            }
+            EXPECT_LE(worst, tol) << what << " against the bf16 emulation";
+            RecordProperty(what + " err", std::to_string(worst / 2.0));
+        } else {
+            p.expect_matches(p.naive(), what.c_str());  // the f32 kernel runs: f32's bound
+        }
         for (int i = 0; i < p.n_q; ++i) {
             const std::ptrdiff_t r = i * p.args.out_row_stride;
-            ASSERT_TRUE(
-                all_close(p.out.data() + r, want.data() + r, p.n_heads * p.head_dim, 0.05, 0.3))
-                << what << " row " << i;
             EXPECT_TRUE(std::isnan(p.out[r + p.n_heads * p.head_dim])) << what << " past row " << i;
         }
         const std::vector<float> bf16_two = p.out.vec();
@@ -239,7 +309,6 @@ TEST_P(AttentionTest, Bf16ProductsStayCloseToExact) {
         // test would not be exercising it).
         p.args.round_bf16 = false;
         p.run(GetParam(), 2);
-        const bool bf16_kernel = GetParam() == Isa::kAvx512Bf16 && c.hd % 16 == 0 && c.hd <= 128;
         EXPECT_EQ(!all_close(p.out.data(), bf16_two.data(), bf16_two.size(), 0, 0), bf16_kernel)
             << what;
     }

@@ -12,6 +12,7 @@
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
+#include "support/cpu_skip.h"
 
 namespace qvl::kernels {
 namespace {
@@ -69,7 +70,7 @@ bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
 }
 
 TEST(Bf16DotPolicy, EveryMFollowsThePolicy) {
-    if (!isa_supported(Isa::kAvx512Bf16)) GTEST_SKIP() << "this CPU lacks avx512bf16";
+    QVL_SKIP_UNLESS_CPU(Isa::kAvx512Bf16);
     const PolicyGuard guard;
     for (const Problem& p : {Problem(77, 70, 333), Problem(3, 70, 333)}) {  // packed, streaming
         set_bf16_dot_for_gemm(false);

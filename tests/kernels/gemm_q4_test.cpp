@@ -70,7 +70,8 @@ TEST_P(GemmQ4Test, OddShapesMatchReference) {
 TEST_P(GemmQ4Test, EpiloguesGatedAndTextShapes) {
     std::mt19937 rng(99);
     for (GemmActivation act : {GemmActivation::kNone, GemmActivation::kSilu})
-        for (int m : {1, 5, 33}) run_case({m, 45, 300, 32, act, true, true, false}, GetParam(), rng);
+        for (int m : {1, 5, 33})
+            run_case({m, 45, 300, 32, act, true, true, false}, GetParam(), rng);
     for (int m : {1, 4, 9, 40}) run_case({m, 37, 129, 32, {}, false, false, true}, GetParam(), rng);
     for (int k : {2048, 6144}) run_case({3, 40, k, 32, {}, false, true, false}, GetParam(), rng);
 }

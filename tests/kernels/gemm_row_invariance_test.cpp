@@ -17,6 +17,7 @@
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/weight_panels.h"
+#include "support/cpu_skip.h"
 
 namespace qvl::kernels {
 namespace {
@@ -25,9 +26,7 @@ constexpr int kMaxRows = 160;  // past the streaming limit (32) and the packed r
 
 class GemmRowInvariance : public ::testing::TestWithParam<Isa> {
   protected:
-    void SetUp() override {
-        if (!isa_supported(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " unsupported";
-    }
+    void SetUp() override { QVL_SKIP_UNLESS_CPU(GetParam()); }
 };
 
 TEST_P(GemmRowInvariance, EachRowIndependentOfM) {

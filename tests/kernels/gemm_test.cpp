@@ -18,6 +18,7 @@
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/weight_panels.h"
+#include "support/cpu_skip.h"
 
 namespace qvl::kernels {
 namespace {
@@ -142,9 +143,7 @@ void expect_close(const GemmArgs& g, const Weights& w, const Mat<float>& got,
 class GemmTest : public ::testing::TestWithParam<Isa> {
   protected:
     void SetUp() override {
-        if (!isa_supported(GetParam())) {
-            GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam());
-        }
+        QVL_SKIP_UNLESS_CPU(GetParam());
         // The avx512bf16 rows test the vdpbf16ps kernels on every CPU, also where the engine
         // prefers FMAs for packed GEMMs (isa.h; gemm_bf16_policy_test covers that choice).
         saved_policy_ = bf16_dot_for_gemm();

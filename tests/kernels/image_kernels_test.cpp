@@ -13,15 +13,14 @@
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/resize.h"
+#include "support/cpu_skip.h"
 
 namespace qvl::kernels {
 namespace {
 
 class ImageKernels : public ::testing::TestWithParam<Isa> {
   protected:
-    void SetUp() override {
-        if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam());
-    }
+    void SetUp() override { QVL_SKIP_UNLESS_CPU(GetParam()); }
 };
 
 std::uint32_t next(std::uint32_t* state) {

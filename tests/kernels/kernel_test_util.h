@@ -10,15 +10,11 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "support/cpu_skip.h"
 
 namespace qvl::kernels::testing {
 
-#define QVL_SKIP_IF_UNSUPPORTED(isa)                                                       \
-    do {                                                                                   \
-        if (!::qvl::kernels::isa_supported(isa)) {                                         \
-            GTEST_SKIP() << "this CPU does not support " << ::qvl::kernels::isa_name(isa); \
-        }                                                                                  \
-    } while (0)
+#define QVL_SKIP_IF_UNSUPPORTED(isa) QVL_SKIP_UNLESS_CPU(isa)
 
 inline std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) {
     return isa_name(info.param);

@@ -15,6 +15,7 @@
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
+#include "support/cpu_skip.h"
 
 namespace qvl::kernels {
 namespace {
@@ -61,9 +62,7 @@ std::vector<float> patchify(const Image& im, const float* lut, int out_k) {
 
 class PatchEmbedTest : public ::testing::TestWithParam<Isa> {
   protected:
-    void SetUp() override {
-        if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam());
-    }
+    void SetUp() override { QVL_SKIP_UNLESS_CPU(GetParam()); }
 };
 
 TEST_P(PatchEmbedTest, MatchesPatchifyThenGemm) {

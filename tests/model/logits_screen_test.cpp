@@ -19,6 +19,7 @@
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
+#include "support/cpu_skip.h"
 
 namespace qvl::model {
 namespace {
@@ -105,11 +106,7 @@ void full_product(const kernels::KernelTable& table, const float* x, const void*
 
 class LogitsScreenTest : public ::testing::TestWithParam<Isa> {
   protected:
-    void SetUp() override {
-        if (!kernels::isa_supported(GetParam())) {
-            GTEST_SKIP() << kernels::isa_name(GetParam()) << " unsupported";
-        }
-    }
+    void SetUp() override { QVL_SKIP_UNLESS_CPU(GetParam()); }
 };
 
 TEST_P(LogitsScreenTest, BoundsContainTheExactProduct) {

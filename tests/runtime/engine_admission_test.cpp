@@ -1,7 +1,9 @@
 // Admission in bounded pieces: while a running sequence decodes, another request's image goes
 // through the vision tower a few nodes per scheduler step, so the running sequence keeps
 // receiving tokens; both requests' greedy tokens are exactly those of running alone; a request
-// cancelled in the middle of its vision tower frees its slot and the next request works.
+// cancelled in the middle of its vision tower frees its slot and the next request works. The
+// order of events is forced through the engine's own callbacks (a request parked in its on_text
+// holds the scheduler), never by sleeps or by racing the decoding request.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -54,6 +56,38 @@ Request tracked(Board& board, Progress* p, PreparedPrompt prompt, int n_predict)
     return r;
 }
 
+// A request whose on_text holds the scheduler thread at its park_at-th token until the test
+// calls release(): what the test submits meanwhile is queued before the scheduler's next step,
+// whatever the machine's load (no sleeps, no race with the decoding request).
+struct Parking {
+    Board& board;
+    bool parked = false, released = false;
+
+    Request request(Progress* p, PreparedPrompt prompt, int n_predict, int park_at) {
+        Request r = tracked(board, p, std::move(prompt), n_predict);
+        auto inner = r.on_text;
+        r.on_text = [this, p, park_at, inner](std::string_view piece, std::int32_t token) {
+            inner(piece, token);
+            std::unique_lock<std::mutex> lock(board.mu);
+            if (p->tokens != park_at) return;
+            parked = true;
+            board.cv.notify_all();
+            board.cv.wait(lock, [this] { return released; });
+        };
+        return r;
+    }
+    bool wait_parked() {
+        return board.wait([this] { return parked; });
+    }
+    void release() {
+        {
+            const std::lock_guard<std::mutex> lock(board.mu);
+            released = true;
+        }
+        board.cv.notify_all();
+    }
+};
+
 std::unique_ptr<Engine> make_engine(int slots, double budget_ms) {
     EngineOptions eo;
     eo.threads = 2;
@@ -98,13 +132,13 @@ TEST(EngineAdmission, RunningSequenceStreamsWhileAnImageIsEncoded) {
         }
         b_text(piece, token);
     };
-    ASSERT_TRUE(engine->submit(tracked(board, &a, text, 120)).ok());
-    ASSERT_TRUE(board.wait([&] { return a.tokens >= 3; }));
-    {
-        const std::lock_guard<std::mutex> lock(board.mu);
-        a_at_submit = a.tokens;
-    }
+    // A is held at its third token while B is submitted: B's admission starts at A's next step.
+    Parking parking{board};
+    ASSERT_TRUE(engine->submit(parking.request(&a, text, 120, 3)).ok());
+    ASSERT_TRUE(parking.wait_parked());
+    a_at_submit = 3;
     ASSERT_TRUE(engine->submit(std::move(rb)).ok());
+    parking.release();
     ASSERT_TRUE(board.wait([&] { return a.done && b.done; }));
     ASSERT_GE(a_at_b_first, 0);
     ASSERT_LT(a_at_b_first, 120) << "A finished before B's admission: the test saw nothing";
@@ -139,14 +173,17 @@ TEST(EngineAdmission, CancelDuringTheVisionTowerFreesTheSlot) {
             e->cancel(b_id.load());
         }
     };
-    ASSERT_TRUE(engine->submit(tracked(board, &a, text, 100)).ok());
-    ASSERT_TRUE(board.wait([&] { return a.tokens >= 2; }));
+    // A is held at its second token while B is submitted (and b_id set): B is admitted in
+    // bounded pieces beside a decoding A, never in one unbounded piece.
+    Parking parking{board};
+    ASSERT_TRUE(engine->submit(parking.request(&a, text, 100, 2)).ok());
+    ASSERT_TRUE(parking.wait_parked());
     {
-        const std::lock_guard<std::mutex> lock(board.mu);  // b_id is set before B can run
         auto id = engine->submit(std::move(rb));
         ASSERT_TRUE(id.ok());
         b_id = id.value();
     }
+    parking.release();
     ASSERT_TRUE(board.wait([&] { return b.done; }));
     EXPECT_EQ(b.result.finish_reason, "cancelled") << b.result.error.message();
     EXPECT_TRUE(b.result.tokens.empty());

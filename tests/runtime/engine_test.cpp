@@ -1,5 +1,7 @@
 // The multi-sequence Engine on the tiny checkpoint: every golden case served at once on four
-// slots gives the golden greedy tokens (f32) and exactly what a single generate() gives;
+// slots, in every tier and named precision, gives greedy tokens that follow the float64
+// reference (the margin rule of support/reference_steps.h) and exactly what a single
+// generate() gives;
 // cancel frees the slot; full queues, long prompts and over-budget arenas are refused.
 #include "runtime/engine.h"
 
@@ -11,13 +13,16 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "runtime/image_cache.h"
 #include "runtime/session.h"
+#include "support/cpu_skip.h"
 #include "support/golden.h"
+#include "support/reference_steps.h"
 #include "tiny_case.h"
 
 namespace qvl::runtime {
@@ -58,25 +63,30 @@ Request make_request(Results& results, RequestId* id_slot, PreparedPrompt prompt
 
 std::unique_ptr<Engine> make_engine(
     int slots, Precision precision, int ctx = 256,
-    double admission_budget_ms = EngineOptions{}.admission_budget_ms) {
+    double admission_budget_ms = EngineOptions{}.admission_budget_ms,
+    std::optional<kernels::Isa> isa = std::nullopt) {
     EngineOptions eo;
     eo.threads = 2;
     eo.slots = slots;
     eo.ctx_size = ctx;
     eo.precision = precision;
     eo.admission_budget_ms = admission_budget_ms;
-    auto e = Engine::create(test_util::tiny_model(), eo);
+    SessionOptions so;
+    so.isa = isa;
+    auto e = Engine::create(test_util::tiny_model(), eo, so);
     EXPECT_TRUE(e.ok()) << e.status().message();
     return e.ok() ? std::move(e).value() : nullptr;
 }
 
-class EngineGolden : public ::testing::TestWithParam<Precision> {};
+class EngineGolden : public ::testing::TestWithParam<std::tuple<Precision, kernels::Isa>> {};
 
 TEST_P(EngineGolden, FourSlotsGiveTheSingleRunOutput) {
-    const Precision precision = GetParam();
+    const auto [precision, isa] = GetParam();
+    QVL_SKIP_UNLESS_CPU(isa);
     const std::vector<std::string> names = test::golden_case_names();
-    auto engine = make_engine(4, precision);
+    auto engine = make_engine(4, precision, 256, EngineOptions{}.admission_budget_ms, isa);
     ASSERT_NE(engine, nullptr);
+    ASSERT_EQ(engine->isa(), isa);
     Results results;
     // Ids are known only after submit returns; callbacks read them through stable slots.
     std::vector<RequestId> ids(names.size() * 2, 0);
@@ -100,6 +110,7 @@ TEST_P(EngineGolden, FourSlotsGiveTheSingleRunOutput) {
         so.threads = 1;
         so.ctx_size = 256;
         so.precision = precision;
+        so.isa = isa;
         auto session = Session::create(test_util::tiny_model(), so);
         ASSERT_TRUE(session.ok());
         GenerateParams gp;
@@ -110,24 +121,17 @@ TEST_P(EngineGolden, FourSlotsGiveTheSingleRunOutput) {
         EXPECT_EQ(r.tokens, single.value().tokens);
         EXPECT_EQ(r.text, single.value().text);
         EXPECT_EQ(results.streamed[ids[i]], r.text);
-        if (precision == Precision::kF32) {
-            const auto golden =
-                test::read_golden(test::test_data_dir() / name / "golden.safetensors");
-            const std::vector<std::int64_t> gen = golden.at("generated_ids").as_ints();
-            ASSERT_EQ(r.tokens.size(), gen.size());
-            for (std::size_t t = 0; t < gen.size(); ++t) EXPECT_EQ(r.tokens[t], gen[t]);
-        }
+        const auto golden = test::read_golden(test::test_data_dir() / name / "golden.safetensors");
+        test::expect_tokens_follow(r.tokens, golden.at("generated_ids").as_ints(),
+                                   test::reference_steps(golden),
+                                   test::logits_tolerance(precision));
         EXPECT_GT(r.timings.total, 0);
         EXPECT_GE(r.timings.total, r.timings.ttft);
         EXPECT_EQ(r.prompt_tokens, int(test_util::case_prompt(name).ids.size()));
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, EngineGolden,
-                         ::testing::Values(Precision::kF32, Precision::kAuto),
-                         [](const auto& info) {
-                             return std::string(info.param == Precision::kF32 ? "f32" : "auto");
-                         });
+// Instantiated below with the prefix-reuse tests, over the same tiers and precisions.
 
 TEST(Engine, CancelFreesTheSlot) {
     auto engine = make_engine(1, Precision::kF32);
@@ -322,7 +326,7 @@ class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, ker
 
 TEST_P(PrefillReusing, MatchesColdBitForBit) {
     const kernels::Isa isa = std::get<1>(GetParam());
-    if (!kernels::isa_supported(isa)) GTEST_SKIP() << kernels::isa_name(isa) << " unsupported";
+    QVL_SKIP_UNLESS_CPU(isa);
     const PreparedPrompt first = test_util::case_prompt("golden/img64_describe");
     const std::vector<std::int32_t> answer = {9707, 11, 1879, 0, 13};
     const PreparedPrompt second = next_turn(first, answer);
@@ -363,7 +367,7 @@ using PrefillPieces = PrefillReusing;
 
 TEST_P(PrefillPieces, MatchOneChunkBitForBit) {
     const kernels::Isa isa = std::get<1>(GetParam());
-    if (!kernels::isa_supported(isa)) GTEST_SKIP() << kernels::isa_name(isa) << " unsupported";
+    QVL_SKIP_UNLESS_CPU(isa);
     const PreparedPrompt prompt = test_util::case_prompt("golden/img64_describe");
     auto session = make_session();
     ASSERT_TRUE(session.ok());
@@ -383,34 +387,52 @@ TEST_P(PrefillPieces, MatchOneChunkBitForBit) {
     ASSERT_TRUE(s.prefill(prompt.ids).ok());
     const std::vector<float> whole(s.logits().begin(), s.logits().end());
     EXPECT_EQ(pieced, whole);
+    // And both are the reference's, within the precision's bound (the stored weights' bound: the
+    // quantized formats have their own gates, golden_q4_test and golden_vision_q8_test).
+    if (std::get<2>(GetParam())) return;
+    const auto golden =
+        test::read_golden(test::test_data_dir() / "golden/img64_describe/golden.safetensors");
+    test::expect_step_matches(pieced, test::reference_steps(golden)[0],
+                              test::logits_tolerance(std::get<0>(GetParam())), "prefill");
 }
 
-const auto kPrecisionsAndTiers = ::testing::Combine(
-    ::testing::Values(Precision::kF32, Precision::kF32KvBF16, Precision::kBF16,
-                      Precision::kBF16All),
-    ::testing::Values(kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16),
-    ::testing::Values(false));
-// q4 text and q8 vision weights: every tier's kernels (scalar included), in bf16.
+const auto kPrecisionsAndTiers =
+    ::testing::Combine(::testing::ValuesIn(test::precisions_under_test()),
+                       ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2,
+                                         kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16));
+// Prefix reuse and pieces, with the stored weights (false) in every precision and tier, and with
+// q4 text and q8 vision weights (true) in bf16 on every tier's kernels.
+const auto kReuseTiers =
+    ::testing::Combine(::testing::ValuesIn(test::precisions_under_test()),
+                       ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2,
+                                         kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16),
+                       ::testing::Values(false));
 const auto kQuantizedTiers = ::testing::Combine(
     ::testing::Values(Precision::kBF16),
     ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512Bf16),
     ::testing::Values(true));
 
-std::string precision_and_tier(
-    const ::testing::TestParamInfo<std::tuple<Precision, kernels::Isa, bool>>& info) {
+template <class Tuple>
+std::string precision_and_tier(const ::testing::TestParamInfo<Tuple>& info) {
     std::string name = std::string(precision_name(std::get<0>(info.param))) + "_" +
-                       kernels::isa_name(std::get<1>(info.param)) +
-                       (std::get<2>(info.param) ? "_q4_vision_q8" : "");
+                       kernels::isa_name(std::get<1>(info.param));
+    if constexpr (std::tuple_size_v < Tuple >> 2) {
+        if (std::get<2>(info.param)) name += "_q4_vision_q8";
+    }
     std::replace(name.begin(), name.end(), '-', '_');
     return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillReusing, kPrecisionsAndTiers,
-                         precision_and_tier);
-INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillPieces, kPrecisionsAndTiers,
-                         precision_and_tier);
-INSTANTIATE_TEST_SUITE_P(Quantized, PrefillReusing, kQuantizedTiers, precision_and_tier);
-INSTANTIATE_TEST_SUITE_P(Quantized, PrefillPieces, kQuantizedTiers, precision_and_tier);
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillReusing, kReuseTiers,
+                         precision_and_tier<PrefillReusing::ParamType>);
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillPieces, kReuseTiers,
+                         precision_and_tier<PrefillReusing::ParamType>);
+INSTANTIATE_TEST_SUITE_P(Quantized, PrefillReusing, kQuantizedTiers,
+                         precision_and_tier<PrefillReusing::ParamType>);
+INSTANTIATE_TEST_SUITE_P(Quantized, PrefillPieces, kQuantizedTiers,
+                         precision_and_tier<PrefillReusing::ParamType>);
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, EngineGolden, kPrecisionsAndTiers,
+                         precision_and_tier<EngineGolden::ParamType>);
 
 }  // namespace
 }  // namespace qvl::runtime

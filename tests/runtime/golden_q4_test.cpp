@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "golden_run.h"
 #include "model/model.h"
 #include "model/quantize.h"
-#include "golden_run.h"
 #include "support/golden.h"
 
 namespace qvl::runtime {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
 #include "golden_run.h"
+#include "model/model.h"
 #include "support/golden.h"
 
 namespace qvl::runtime {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "support/os_probe.h"
+
 namespace qvl::runtime {
 namespace {
 
@@ -149,9 +151,13 @@ TEST(KvCache, PopulateSharesMapTheirOwnRegionsAndTogetherAll) {
     // The middle of positions [8, 40) of each region of slot 1: inside the mapped range, pages
     // away from the neighbouring regions.
     auto resident = [&](int r) { return page_resident(slot1 + r * region + 24 * 1024); };
+    // The kernel feature is probed apart from populate(): when the kernel has it, a populate
+    // that maps nothing is the defect under test, not a reason to skip.
+    if (!test::kernel_has_populate_write()) {
+        GTEST_SKIP() << "[kernel-feature] madvise(MADV_POPULATE_WRITE) is refused by this kernel";
+    }
     for (int r = 0; r < regions; ++r) ASSERT_FALSE(resident(r)) << r;
     c.populate(1, 8, 32, 1, 3);
-    if (!resident(4)) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
     for (int r = 0; r < regions; ++r) EXPECT_EQ(resident(r), r >= 4 && r < 8) << r;
     c.populate(1, 8, 32, 2, 3);
     for (int r = 0; r < regions; ++r) EXPECT_EQ(resident(r), r >= 4) << r;

@@ -16,6 +16,7 @@
 #include "kernels/isa.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "support/cpu_skip.h"
 #include "support/golden.h"
 #include "tiny_case.h"
 
@@ -106,11 +107,7 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
 
 class ScreenedSession : public ::testing::TestWithParam<kernels::Isa> {
   protected:
-    void SetUp() override {
-        if (!kernels::isa_supported(GetParam())) {
-            GTEST_SKIP() << kernels::isa_name(GetParam()) << " unsupported";
-        }
-    }
+    void SetUp() override { QVL_SKIP_UNLESS_CPU(GetParam()); }
 };
 
 TEST_P(ScreenedSession, SameTokensAndLogitsAsWithoutTheScreen) {

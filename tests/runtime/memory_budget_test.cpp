@@ -93,10 +93,10 @@ TEST(MemoryBudget, AvailableMemoryIsPlausible) {
 }
 
 // An address-space limit lowers the estimate (checked in a child so the limit does not stick).
+// Not built under ASan, which reserves terabytes of address space (RLIMIT_AS cannot be set under
+// it): the Release run has it, and a skip would not be a missing CPU feature.
+#if !defined(QVL_UNDER_ASAN)
 TEST(MemoryBudget, AddressSpaceLimitLowersAvailable) {
-#if defined(QVL_UNDER_ASAN)
-    GTEST_SKIP() << "ASan reserves terabytes of address space; RLIMIT_AS cannot be set under it";
-#else
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -111,8 +111,8 @@ TEST(MemoryBudget, AddressSpaceLimitLowersAvailable) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0);
-#endif
 }
+#endif
 
 }  // namespace
 }  // namespace qvl::runtime

@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
+#include "support/cpu_skip.h"
 #include "support/golden.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_model.h"
@@ -34,9 +35,7 @@ TEST(SessionOptions, IsaRequestIsClampedToTheCpu) {
 }
 
 TEST(SessionOptions, AutoPrecisionFollowsTheFastBf16Path) {
-    if (!kernels::isa_supported(kernels::Isa::kAvx512Bf16)) {
-        GTEST_SKIP() << "this CPU has no AVX512_BF16: auto is f32-kv-bf16";
-    }
+    QVL_SKIP_UNLESS_CPU(kernels::Isa::kAvx512Bf16);  // without it, auto is f32-kv-bf16
     const bool saved = kernels::bf16_dot_for_gemm();
     SessionOptions so;
     so.threads = 1;

@@ -99,7 +99,10 @@ def test_stream_equals_plain_and_has_usage():
     check(text == ref["text"], f"streamed {text!r} != qvl-run {ref['text']!r}")
     check(chunks[0].choices[0].delta.role == "assistant", "first delta has the role")
     last = chunks[-1]
-    check(last.choices[0].finish_reason in ("stop", "length"), "last chunk has finish_reason")
+    check(chunks[-2].choices[0].finish_reason in ("stop", "length"),
+          "the chunk before the usage chunk has finish_reason")
+    check(last.choices == [] and all(c.usage is None for c in chunks[:-1]),
+          "include_usage: a last chunk with choices [] (OpenAI's shape)")
     check(last.usage is not None and last.usage.prompt_tokens == len(ref["prompt_tokens"])
           and last.usage.completion_tokens == len(ref["tokens"]), "usage in the last chunk")
     check(all(c.object == "chat.completion.chunk" for c in chunks), "chunk objects")
@@ -170,7 +173,7 @@ def test_client_errors():
         "pixel")
     expect_error(400, lambda: client.chat.completions.create(model="m", messages=[
         {"role": "user", "content": [{"type": "image_url", "image_url": {
-            "url": "https://example.com/cat.png"}}]}]), "fetches nothing")
+            "url": "https://example.com/cat.png"}}]}]), "--allowed-media-hosts")
     expect_error(400, lambda: client.chat.completions.create(model="m", messages=[
         {"role": "robot", "content": "x"}]), "messages[0].role")
     expect_error(400, lambda: client.chat.completions.create(
@@ -322,7 +325,141 @@ def test_metrics_and_page():
     check(b"http://" not in body and b"https://" not in body, "the page loads nothing remote")
 
 
-for fn in (test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
+def log_softmax_of_dumped_logits(conv):
+    """qvl-run's last-prompt-position logits (--dump-logits), as log-softmax in double."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "logits.npy")
+        su.qvl_run_answer(args.run, args.model, conv, 1, extra=("--dump-logits", path))
+        raw = open(path, "rb").read()
+    header = struct.unpack("<H", raw[8:10])[0]
+    logits = struct.unpack(f"<{(len(raw) - 10 - header) // 4}f", raw[10 + header:])
+    import math
+    mx = max(logits)
+    log_z = mx + math.log(sum(math.exp(v - mx) for v in logits))
+    return [v - log_z for v in logits]
+
+
+def test_logprobs_and_logit_bias():
+    conv = [("user", ["Name a colour."])]
+    want = log_softmax_of_dumped_logits(conv)
+    plain = ask(conv, 6, logprobs=True, top_logprobs=20)
+    streamed = list(ask(conv, 6, logprobs=True, top_logprobs=20, stream=True))
+    entries = plain.choices[0].logprobs.content
+    s_entries = [e for c in streamed if c.choices and c.choices[0].logprobs
+                 for e in c.choices[0].logprobs.content]
+    check(len(entries) == plain.usage.completion_tokens == len(s_entries),
+          f"one logprobs entry per token ({len(entries)}, {len(s_entries)})")
+    ids = su.qvl_run_answer(args.run, args.model, conv, 6)["tokens"]
+    for name, got in (("plain", entries), ("streamed", s_entries)):
+        first = got[0]
+        check(len(first.top_logprobs) == 20, f"{name}: 20 top_logprobs")
+        ranked = sorted(range(len(want)), key=lambda i: -want[i])[:20]
+        check(all(abs(t.logprob - want[i]) < 1e-3 for t, i in zip(first.top_logprobs, ranked)),
+              f"{name}: top_logprobs = log-softmax of qvl-run --dump-logits within 1e-3")
+        check(all(e.logprob == e.top_logprobs[0].logprob and e.token == e.top_logprobs[0].token
+                  for e in got), f"{name}: greedy tokens are their best top logprob")
+        check(abs(first.logprob - want[ids[0]]) < 1e-3, f"{name}: the token's own logprob")
+        check(all(bytes(e.bytes).decode("utf-8", "replace") == e.token or "\ufffd" in e.token
+                  for e in got), f"{name}: bytes spell the token")
+    check(plain.choices[0].message.content ==
+          "".join(c.choices[0].delta.content or "" for c in streamed if c.choices),
+          "streamed text = plain text with logprobs")
+    check(ask(conv, 2).choices[0].logprobs is None, "no logprobs unless asked")
+    # +100 on a token that greedy would not pick: the answer is that token, as top_logprobs
+    # names it (the first alternative that is whole UTF-8 text).
+    alt = next(t for t in entries[0].top_logprobs[1:] if "\ufffd" not in t.token and t.token.strip())
+    forced_id = ranked[[t.token for t in entries[0].top_logprobs].index(alt.token)]
+    forced = ask(conv, 3, logit_bias={str(forced_id): 100})
+    check(forced.choices[0].message.content == alt.token * 3,
+          f"logit_bias +100 forces {alt.token!r}: {forced.choices[0].message.content!r}")
+
+
+def test_unknown_fields_refused():
+    msgs = [{"role": "user", "content": "x"}]
+    create = client.chat.completions.create
+    expect_error(400, lambda: create(model="m", messages=msgs, extra_body={"frobnicate": 1}),
+                 "frobnicate")
+    expect_error(400, lambda: create(model="m", messages=msgs, tools=[{"type": "function",
+                 "function": {"name": "f", "parameters": {"type": "object"}}}]), "tools")
+    expect_error(400, lambda: create(model="m", messages=msgs,
+                                     response_format={"type": "json_object"}), "response_format")
+    expect_error(400, lambda: create(model="m", messages=msgs, logprobs=True, top_logprobs=21),
+                 "top_logprobs")
+    expect_error(400, lambda: create(model="m", messages=msgs, logit_bias={"999999": 5}),
+                 "logit_bias")
+    ok = create(model="m", messages=msgs, max_completion_tokens=2, user="u", metadata={"k": "v"},
+                response_format={"type": "text"})
+    check(ok.usage.completion_tokens <= 2, "max_completion_tokens, user, metadata accepted")
+
+
+def test_webp_and_gif_answer_as_png():
+    answers = {}
+    for ext in ("png", "webp", "gif"):
+        path = os.path.join(args.images, "palette16." + ext)
+        answers[ext] = ask([("user", [("image", path), "What is this?"])], 8).choices[0].message.content
+    check(answers["webp"] == answers["png"] == answers["gif"],
+          f"WebP and GIF answers equal the PNG answer for the same pixels: {answers}")
+
+
+def test_allowed_media_hosts():
+    import http.server
+    images = args.images
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=images, **kw)
+
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            if self.path.startswith("/away"):  # a redirect to another host
+                self.send_response(302)
+                self.send_header("Location", f"http://localhost:{port}/palette16.png")
+                self.end_headers()
+            elif self.path.startswith("/here"):  # a redirect on the same host
+                self.send_response(301)
+                self.send_header("Location", "/palette16.png")
+                self.end_headers()
+            elif self.path.startswith("/slow"):
+                time.sleep(2)
+                super().do_GET()
+            else:
+                super().do_GET()
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        with su.Server(args.serve, args.model, "--allowed-media-hosts", "127.0.0.1",
+                       "--media-fetch-timeout-s", "1") as s:
+            c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+
+            def ask_url(url):
+                return c.chat.completions.create(model="m", max_tokens=8, temperature=0, messages=[
+                    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                 {"type": "text", "text": "What is this?"}]}])
+            png = os.path.join(args.images, "palette16.png")
+            ref = ask([("user", [("image", png), "What is this?"])], 8).choices[0].message.content
+            r = ask_url(f"http://127.0.0.1:{port}/palette16.png")
+            check(r.choices[0].message.content == ref, "an allowed-host URL = the data-URI answer")
+            timings = (r.model_extra or {}).get("timings") or {}
+            check(timings.get("image_decode_ms", 0) > 0, f"the fetch is in timings: {timings}")
+            check(ask_url(f"http://127.0.0.1:{port}/here").choices[0].message.content == ref,
+                  "a redirect on the same host is followed")
+            expect_error(400, lambda: ask_url(f"http://localhost:{port}/palette16.png"),
+                         "host 'localhost' is not in --allowed-media-hosts")
+            expect_error(400, lambda: ask_url(f"http://127.0.0.1:{port}/away"), "another host")
+            expect_error(400, lambda: ask_url(f"http://127.0.0.1:{port}/missing.png"), "HTTP 404")
+            expect_error(400, lambda: ask_url(f"http://127.0.0.1:{port}/slow/palette16.png"),
+                         "longer than 1 s")
+    finally:
+        httpd.shutdown()
+
+
+for fn in (test_logprobs_and_logit_bias, test_allowed_media_hosts, test_unknown_fields_refused,
+           test_webp_and_gif_answer_as_png, test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
            test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,
            test_disconnect_cancels, test_metrics_and_page):

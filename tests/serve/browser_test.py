@@ -32,9 +32,8 @@ try:
 except ImportError:
     webdriver = None
 if not chromium or not driver_path or webdriver is None:
-    print("SKIP: needs chromium, chromium-driver and python3-selenium "
-          "(scripts/install-deps.sh --browser)")
-    sys.exit(su.SKIP)
+    su.skip("needs chromium, chromium-driver and python3-selenium "
+            "(scripts/install-deps.sh --browser)")
 
 os.makedirs(args.out, exist_ok=True)
 server = su.Server(args.serve, args.model, "-c", "4096")

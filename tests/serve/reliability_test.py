@@ -1,16 +1,20 @@
 """qvl-serve under hostile and heavy load, on loopback and bounded in time: slow clients (one
 byte per second, sending and reading) do not slow the others; malformed HTTP and JSON, huge
 bodies, bad base64, decompression bombs and 1000 tiny images each get a 4xx with a clear
-message while the server stays up; a soak of 8 clients with random disconnects ends with no
-failed request, no busy slot, no queued request and a flat RSS.
+message while the server stays up; a soak (soak.py) of 4 well-behaved streaming clients alone,
+then beside hostile ones (disconnecting mid-stream, reading slowly, malformed and oversized
+requests, slow-loris and idle connections), ends with no failed valid request, no busy slot, no
+queued request and an RSS flat within 5 % after warm-up, and reports the valid clients' time to
+first token in both phases.
 
-usage: reliability_test.py --serve QVL_SERVE --model DIR --images DIR [--soak-seconds 60]"""
+usage: reliability_test.py --serve QVL_SERVE --model DIR --images DIR [--soak-seconds 60]
+       [--soak-only --threads 2 --parallel 4 --report FILE]   (the long soak on a big model)"""
 import argparse
 import base64
 import http.client
 import json
 import os
-import random
+import resource
 import socket
 import statistics
 import struct
@@ -21,6 +25,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util as su  # noqa: E402
+import soak  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--serve", required=True)
@@ -28,7 +33,13 @@ ap.add_argument("--model", required=True)
 ap.add_argument("--images", required=True)
 ap.add_argument("--run", default=None)
 ap.add_argument("--soak-seconds", type=float, default=60)
-ap.add_argument("--clients", type=int, default=8)
+ap.add_argument("--baseline-seconds", type=float, default=None,
+                help="the phase without hostile clients (default: a quarter, at most 300 s)")
+ap.add_argument("--soak-only", action="store_true", help="only the soak (e.g. on the 2B model)")
+ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--parallel", type=int, default=4)
+ap.add_argument("--ctx", type=int, default=4096)
+ap.add_argument("--report", default=None, help="write the soak's tables here (markdown)")
 args = ap.parse_args()
 
 failures = []
@@ -85,7 +96,8 @@ def timed_request(url, body):
     return status, time.time() - t, out
 
 
-server = su.Server(args.serve, args.model, "-c", "4096", "--max-body-mb", "8")
+server = su.Server(args.serve, args.model, "-c", str(args.ctx), "--max-body-mb", "8",
+                   "--parallel", str(args.parallel), threads=args.threads, timeout=600)
 url, port = server.url, server.port
 jpg = open(os.path.join(args.images, "baseline420.jpg"), "rb").read()
 
@@ -95,7 +107,7 @@ def test_bad_inputs():
     resp = raw_exchange(port, b"BLAH / HTTP/1.1\r\nHost: x\r\n\r\n")
     cases.append(("malformed request line", resp.split(b"\r\n", 1)[0], b"400"))
     resp = raw_exchange(port, b"GET / HTTP/1.1\r\n" + b"X-Junk: " + b"a" * 20000 + b"\r\n\r\n")
-    cases.append(("oversized header", resp.split(b"\r\n", 1)[0], b"400"))
+    cases.append(("oversized header", resp.split(b"\r\n", 1)[0], b"431"))
     for name, code, body, needle in [
         ("malformed JSON", 400, b'{"messages": [{"role": "user", "content": "x"}', b"malformed JSON"),
         ("invalid UTF-8 in JSON", 400, b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}', b"JSON"),
@@ -173,90 +185,44 @@ def test_slow_clients():
         t.start()
     time.sleep(1.0)
     during = latencies()
+    # The property, without a wall-clock bound (those belong in benchmarks): every normal request
+    # was answered while all four slow clients still held their connections (a slow sender needs
+    # one second per byte of its ~300-byte request, so none can have finished).
+    held = all(t.is_alive() for t in threads)
     stop.set()
     for t in threads:
         t.join()
     print(f"     median latency alone {base * 1000:.0f} ms, beside 4 slow clients {during * 1000:.0f} ms")
-    check(during <= 2 * base + 0.25, f"slow clients slowed others: {base:.3f}s -> {during:.3f}s")
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+    check(held, "a slow client was gone before the normal requests were answered: nothing was shown")
 
 
 def test_soak():
-    end = time.time() + args.soak_seconds
-    lock = threading.Lock()
-    stats = {"ok": 0, "disconnected": 0, "failed": 0}
-    errors = []
-    small = jpg
-    big_path = os.path.join(args.images, "progressive.jpg")
-    big = open(big_path, "rb").read() if os.path.exists(big_path) else jpg
-
-    def one(rng):
-        content = rng.choice([
-            "short question",
-            [image_part(small, "image/jpeg"), {"type": "text", "text": "what is here?"}],
-            [image_part(big, "image/jpeg"), {"type": "text", "text": "read the text"}],
-        ])
-        body = chat_body(content, n=rng.choice([4, 16, 48]), stream=rng.random() < 0.5,
-                         temperature=rng.choice([0, 0.8]), seed=rng.randrange(1000))
-        if rng.random() < 0.25:  # go away after the first bytes of the answer (or before it)
-            data = json.dumps(body).encode()
-            s = socket.create_connection(("127.0.0.1", port), timeout=60)
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
-            if rng.random() < 0.5:
-                s.recv(rng.randrange(1, 512))
-            s.close()
-            return "disconnected", None
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        conn.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
-        r = conn.getresponse()
-        out = r.read()
-        conn.close()
-        if r.status != 200 or (body["stream"] and not out.endswith(b"data: [DONE]\n\n")) or \
-                (not body["stream"] and b'"chat.completion"' not in out):
-            return "failed", f"{r.status} {out[:200]!r}"
-        return "ok", None
-
-    def client(k):
-        rng = random.Random(k)
-        while time.time() < end:
-            try:
-                kind, err = one(rng)
-            except Exception as e:  # noqa: BLE001 -- any client-side failure is a failed request
-                kind, err = "failed", repr(e)
-            with lock:
-                stats[kind] += 1
-                if err:
-                    errors.append(err)
-
-    warm = None
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
-    for t in threads:
-        t.start()
-    samples = []
-    while any(t.is_alive() for t in threads):
-        time.sleep(1)
-        samples.append(rss_kb(server.proc.pid))
-        if warm is None and time.time() > end - args.soak_seconds * 0.7:
-            warm = max(samples)
-    for t in threads:
-        t.join()
-    time.sleep(0.5)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1]),
+                                                resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    s = soak.Soak(port, server.proc.pid, args.images)
+    base_s = args.baseline_seconds if args.baseline_seconds is not None else min(300, args.soak_seconds / 4)
+    health = lambda: su.http("GET", url + "/health", timeout=10)[0]  # noqa: E731
+    base = s.phase(base_s, False, health)
+    hostile = s.phase(args.soak_seconds, True, health)
+    time.sleep(1.0)
     m = su.metrics(url)
-    final = rss_kb(server.proc.pid)
-    print(f"     soak {args.soak_seconds:.0f}s x {args.clients} clients: {stats}; RSS after warm-up "
-          f"{(warm or 0) / 1024:.0f} MB, peak {max(samples) / 1024:.0f} MB, end {final / 1024:.0f} MB")
-    check(stats["failed"] == 0, f"failed soak requests: {errors[:3]}")
-    check(stats["ok"] > 0 and stats["disconnected"] > 0, "soak exercised both paths")
+    text = soak.table(base, hostile)
+    flat, ref, worst = soak.rss_flat(hostile["rss"])
+    text += f"\nRSS after warm-up (first 20 %): reference {ref:.1f} MB, highest later {worst:.1f} MB"
+    print("\n".join("     " + line for line in text.splitlines()))
+    if args.report:
+        with open(args.report, "w") as f:
+            f.write(text + "\n")
+    for phase in (base, hostile):
+        check(phase["failed"] == 0, f"failed valid requests: {phase['errors'][:3]}")
+        check(phase["ok"] > 0, "valid requests were served")
+        check(all(code == 200 for _, code in phase["health"]), "/health answered 200 throughout")
+    st = hostile["stats"]
+    check(st["disconnects"] > 0 and st["malformed"] > 0 and st["loris_closed"] > 0,
+          f"the hostile clients ran: {st}")
+    check(st["malformed_unexpected"] == 0, f"malformed requests got the expected 4xx: {st}")
     check(m["qvl_slots_busy"] == 0 and m["qvl_queue_length"] == 0, "no leaked slot or queued request")
-    check(final <= (warm or final) * 1.25 + 30 * 1024, "RSS flat after warm-up")
+    check(flat, f"RSS flat within 5 % after warm-up: {ref:.1f} -> {worst:.1f} MB")
 
 
 def test_graceful_shutdown():
@@ -299,7 +265,9 @@ def test_graceful_shutdown():
     check(rc == 0, f"exit code after SIGTERM: {rc}")
 
 
-for fn in (test_bad_inputs, test_slow_clients, test_graceful_shutdown, test_soak):
+tests = (test_soak,) if args.soak_only else (test_bad_inputs, test_slow_clients,
+                                             test_graceful_shutdown, test_soak)
+for fn in tests:
     t = time.time()
     n = len(failures)
     try:

@@ -16,8 +16,21 @@ add_test(NAME serve_browser
 set_tests_properties(serve_browser PROPERTIES LABELS serve TIMEOUT 300 SKIP_RETURN_CODE 77
                      PASS_REGULAR_EXPRESSION "serve_browser: PASS")
 # Hostile input, slow clients and a one-minute soak with random disconnects (bench: longer).
+# Under the sanitizers every hostile case runs with a 10-second soak, in the ASan+UBSan phase.
+set(reliability_soak 60)
+set(reliability_labels "serve;slow")
+if(QVL_SANITIZE)
+    set(reliability_soak 10)
+    set(reliability_labels "serve;sanitize")
+endif()
 add_test(NAME serve_reliability
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/reliability_test.py ${serve_test_args}
-                 --soak-seconds 60)
-set_tests_properties(serve_reliability PROPERTIES LABELS "serve;slow" TIMEOUT 300
+                 --soak-seconds ${reliability_soak})
+set_tests_properties(serve_reliability PROPERTIES LABELS "${reliability_labels}" TIMEOUT 600
                      PASS_REGULAR_EXPRESSION "serve_reliability: PASS")
+# Issue 47's figures through the binary: a 200 MiB chunked body, 600 slow and idle connections,
+# keep-alive comments while queued, an answer cut at the shutdown deadline, the threads line.
+add_test(NAME serve_hardening
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/serve/hardening_test.py ${serve_test_args})
+set_tests_properties(serve_hardening PROPERTIES LABELS serve TIMEOUT 600
+                     PASS_REGULAR_EXPRESSION "serve_hardening: PASS")

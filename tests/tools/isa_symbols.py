@@ -32,15 +32,25 @@ def main():
     out = subprocess.run([nm, "-A", lib], capture_output=True, text=True, check=True).stdout
     weak = collections.defaultdict(set)  # symbol -> tiers defining it weakly
     users = collections.defaultdict(set)  # symbol -> tiers defining or referencing it
+    objects = collections.defaultdict(set)  # tier -> objects with at least one symbol read
     for line in out.splitlines():
         m = re.match(r"[^:]+:([^:]+):\s*(?:[0-9a-f]+)?\s+([A-Za-z])\s+(\S+)$", line)
         if not m:
             continue
         obj, kind, sym = m.groups()
+        objects[tier(obj)].add(obj)
         if kind in "WVu":
             weak[sym].add(tier(obj))
         if kind in "WVuTtDdBbRrU":
             users[sym].add(tier(obj))
+    # A check that read nothing passes vacuously: an nm output format it no longer parses, a
+    # library without the tier objects (renamed files) or without weak symbols must fail it.
+    missing = [t for t in TIERS + ("baseline",) if not objects[t]]
+    if missing or not weak:
+        print(f"isa_symbols: FAIL (nothing to check: no symbols read from objects of tiers "
+              f"{', '.join(missing) or '-'}; {len(weak)} weak symbols; is {lib} the engine "
+              f"library and {nm} an nm?)")
+        return 1
     bad = []
     for sym, defining in weak.items():
         if sym in ALLOWED:
@@ -56,7 +66,8 @@ def main():
         print(f"isa_symbols: FAIL ({len(bad)} symbols): define them out of line in a baseline "
               "file, or give them internal linkage")
         return 1
-    print(f"isa_symbols: PASS ({len(weak)} weak symbols checked)")
+    counts = ", ".join(f"{t} {len(objects[t])}" for t in TIERS + ("baseline",))
+    print(f"isa_symbols: PASS ({len(weak)} weak symbols checked; objects: {counts})")
     return 0
 
 
