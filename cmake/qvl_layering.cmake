@@ -1,6 +1,6 @@
 cmake_minimum_required(VERSION 3.25)
 # cmake -P script (a CTest): every #include "..." of an engine file must respect the layering
-#   base < kernels, io < graph < text, image < model < runtime < api < apps (apps: no
+#   base < kernels, io < graph < text < grammar, image < model < runtime < api < apps (apps: no
 #   kernels/graph). api implements the public header include/qvl/qvl.h ("qvl/"), which itself
 #   includes standard headers only.
 # Each layer lists only what it uses; text and image need neither kernels internals nor graph.
@@ -10,12 +10,13 @@ set(allowed_kernels "base;kernels")
 set(allowed_graph "base;kernels;graph")
 set(allowed_io "base;io")
 set(allowed_text "base;io;text")
+set(allowed_grammar "base;io;text;grammar")
 set(allowed_image "base;kernels;io;image")
 set(allowed_model "base;kernels;graph;io;text;image;model")
-set(allowed_runtime "base;kernels;graph;io;text;image;model;runtime")
-set(allowed_api "base;kernels;graph;io;text;image;model;runtime;api;qvl")
+set(allowed_runtime "base;kernels;graph;io;text;grammar;image;model;runtime")
+set(allowed_api "base;kernels;graph;io;text;grammar;image;model;runtime;api;qvl")
 set(failures "")
-foreach(layer base kernels graph io text image model runtime api)
+foreach(layer base kernels graph io text grammar image model runtime api)
     file(GLOB_RECURSE files ${ROOT}/engine/${layer}/*.h ${ROOT}/engine/${layer}/*.cpp)
     foreach(f IN LISTS files)
         file(STRINGS ${f} includes REGEX "^#include \"[a-z_0-9]+/")

@@ -144,6 +144,14 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
                    "Presence penalty in [-2, 2] over output tokens (default 0)")
         ->type_name("F")
         ->group(gen);
+    app.add_option("--json-schema", o->json_schema_file,
+                   "Constrain the answer to JSON valid against this JSON schema")
+        ->type_name("FILE")
+        ->group(gen);
+    app.add_option("--grammar", o->grammar_file,
+                   "Constrain the answer to this GBNF grammar (llama.cpp's format)")
+        ->type_name("FILE")
+        ->group(gen);
     app.add_option("--logit-bias", t->logit_bias,
                    "Add BIAS in [-100, 100] to token ID's logit before sampling (repeatable)")
         ->type_name("ID=BIAS")

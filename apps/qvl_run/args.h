@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "grammar/grammar.h"
 
 namespace qvl::app {
 
@@ -59,6 +62,11 @@ struct RunOptions {
     // that token's logit before sampling.
     int logprobs = -1;
     std::vector<std::pair<std::int32_t, float>> logit_bias;
+
+    // Constrained output (at most one): --json-schema FILE, --grammar FILE (GBNF); the compiled
+    // grammar is filled in by load_output_grammar (run_support.h) before the run.
+    std::string json_schema_file, grammar_file;
+    std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 struct ParseOutcome {

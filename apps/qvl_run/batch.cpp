@@ -135,6 +135,7 @@ base::Status parse_request(const io::JsonValue& v, const std::string& label,
     gp.ignore_eos = o.ignore_eos;
     gp.sampling = sampling_defaults(o, m.generation());
     gp.stop_ids = runtime::default_stop_ids(m);
+    gp.grammar = o.grammar;
     for (const io::JsonValue::Member& member : v.members()) {
         const std::string& key = member.first;
         const io::JsonValue& x = member.second;

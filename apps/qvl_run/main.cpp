@@ -70,6 +70,7 @@ runtime::GenerateParams generate_params(const RunOptions& o, const model::Model&
     gp.sampling = sampling_from(o, m.generation());
     gp.top_logprobs = o.logprobs;
     gp.stop_ids = runtime::default_stop_ids(m);
+    gp.grammar = o.grammar;
     return gp;
 }
 
@@ -354,6 +355,7 @@ int main(int argc, char** argv) try {
     const qvl::app::ParseOutcome outcome =
         qvl::app::parse_args(argc, argv, &options, stdout, stderr, isatty(STDIN_FILENO) != 0);
     if (outcome.exit_code >= 0) return outcome.exit_code;
+    if (const int code = qvl::app::load_output_grammar(&options); code >= 0) return code;
     qvl::app::EnvOptions env;
     if (const int code = qvl::app::read_env_options(&env, stderr); code >= 0) return code;
     if (options.version) {

@@ -9,7 +9,9 @@
 #include <random>
 
 #include "exit_codes.h"
+#include "grammar/output_grammar.h"
 #include "io/image.h"
+#include "io/json.h"
 
 namespace qvl::app {
 
@@ -110,6 +112,22 @@ runtime::SamplingParams sampling_from(const RunOptions& o, const model::Generati
     s.logit_bias = o.logit_bias;
     s.seed = o.seed ? *o.seed : std::random_device{}();
     return s;
+}
+
+int load_output_grammar(RunOptions* o) {
+    if (o->json_schema_file.empty() && o->grammar_file.empty()) return -1;
+    if (!o->json_schema_file.empty() && !o->grammar_file.empty()) {
+        return fail(kExitUsage, "--json-schema and --grammar are exclusive: give one");
+    }
+    const std::string& path = o->json_schema_file.empty() ? o->grammar_file : o->json_schema_file;
+    base::Result<std::string> text = io::read_text_file(path, 64u << 20);
+    if (!text.ok()) return fail(kExitInput, text.status());
+    base::Result<std::shared_ptr<const grammar::Grammar>> g = grammar::compile_output_grammar(
+        o->json_schema_file.empty() ? grammar::OutputConstraint{.gbnf = text.value()}
+                                    : grammar::OutputConstraint{.json_schema = text.value()});
+    if (!g.ok()) return fail(kExitInput, g.status().with_context(path + ": "));
+    o->grammar = std::move(g).value();
+    return -1;
 }
 
 }  // namespace qvl::app

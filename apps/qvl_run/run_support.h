@@ -17,6 +17,11 @@ namespace qvl::app {
 int fail(int code, const std::string& message, const char* hint = nullptr);
 int fail(int code, const base::Status& st, const char* hint = nullptr);
 
+// Reads and compiles --json-schema / --grammar into o->grammar; on failure prints the error
+// (the file and what is wrong) and returns the exit code (2 both given, 4 unreadable or
+// refused), else -1.
+int load_output_grammar(RunOptions* o);
+
 // Preparing the prompt fails on its input (exit 4), an image over the decoder's pixel or file
 // size limit included, whatever its format; only running out of memory is exit 5.
 int input_exit(const base::Status& st);

@@ -59,6 +59,10 @@ class Backend {
     // Thread-safe. kResourceExhausted when the queue is full; kOutOfRange when the prompt plus
     // its new tokens cannot fit a slot's context.
     virtual base::Result<RequestId> submit(BackendRequest request) = 0;
+    // The n choices of one prompt (OpenAI's n): as submit, all or none; the others start from
+    // a copy of the first one's prefill when slots are free (runtime::Engine::submit_group).
+    virtual base::Result<std::vector<RequestId>> submit_group(
+        std::vector<BackendRequest> requests) = 0;
     // Thread-safe, idempotent; unknown or finished ids are ignored. The request ends with
     // "cancelled" within one step and its slot frees.
     virtual void cancel(RequestId id) = 0;

@@ -12,13 +12,9 @@ base::Result<std::unique_ptr<EngineBackend>> EngineBackend::create(const model::
         new EngineBackend(std::move(engine), options.slots, options.ctx_size, max_queue));
 }
 
-base::Result<RequestId> EngineBackend::submit(BackendRequest request) {
-    const runtime::Engine::Stats s = engine_->stats();
-    if (s.slots_busy + s.queue_length >= slots_ + max_queue_) {
-        return base::error(base::ErrorCode::kResourceExhausted,
-                           "the server is busy: {} requests are waiting (--max-queue {})",
-                           s.queue_length, max_queue_);
-    }
+namespace {
+
+runtime::Request to_engine(BackendRequest request) {
     runtime::Request r;
     r.prompt = std::move(request.prompt);
     r.params = std::move(request.params);
@@ -46,7 +42,30 @@ base::Result<RequestId> EngineBackend::submit(BackendRequest request) {
                      .total = e.timings.total};
         done(b);
     };
-    return engine_->submit(std::move(r));
+    return r;
+}
+
+}  // namespace
+
+base::Result<RequestId> EngineBackend::submit(BackendRequest request) {
+    std::vector<BackendRequest> one;
+    one.push_back(std::move(request));
+    QVL_ASSIGN_OR_RETURN(std::vector<RequestId> ids, submit_group(std::move(one)));
+    return ids[0];
+}
+
+base::Result<std::vector<RequestId>> EngineBackend::submit_group(
+    std::vector<BackendRequest> requests) {
+    const runtime::Engine::Stats s = engine_->stats();
+    if (s.slots_busy + s.queue_length + int(requests.size()) > slots_ + max_queue_) {
+        return base::error(base::ErrorCode::kResourceExhausted,
+                           "the server is busy: {} requests are waiting (--max-queue {})",
+                           s.queue_length, max_queue_);
+    }
+    std::vector<runtime::Request> group;
+    group.reserve(requests.size());
+    for (BackendRequest& r : requests) group.push_back(to_engine(std::move(r)));
+    return engine_->submit_group(std::move(group));
 }
 
 Backend::Stats EngineBackend::stats() const {

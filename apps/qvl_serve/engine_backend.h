@@ -20,6 +20,8 @@ class EngineBackend final : public Backend {
                                                                int max_queue);
 
     base::Result<RequestId> submit(BackendRequest request) override;
+    base::Result<std::vector<RequestId>> submit_group(
+        std::vector<BackendRequest> requests) override;
     void cancel(RequestId id) override { engine_->cancel(id); }
     Stats stats() const override;
     int ctx_size() const override { return ctx_size_; }

@@ -230,122 +230,160 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
     CompletionReply reply(res, chat.stream, config_.sse_keepalive_s);
     std::optional<BackendRequest> prepared = prepare_request(chat, reply);
     if (!prepared) return;
-    auto stream = std::make_shared<CompletionStream>(received);
-    BackendRequest br = std::move(*prepared);
-    br.on_text = [stream](std::string_view piece, std::int32_t) { stream->push_text(piece); };
-    if (chat.top_logprobs >= 0) {
-        br.on_logprobs = [stream](const runtime::TokenLogprobs& e) { stream->push_logprobs(e); };
+    std::vector<std::shared_ptr<CompletionStream>> streams;
+    std::vector<BackendRequest> group;
+    for (int i = 0; i < chat.n; ++i) {
+        auto stream = std::make_shared<CompletionStream>(received);
+        BackendRequest br = i + 1 < chat.n ? *prepared : std::move(*prepared);
+        br.params.sampling.seed += std::uint64_t(i);  // choice i: seed + i, reproducible
+        br.on_text = [stream](std::string_view piece, std::int32_t) { stream->push_text(piece); };
+        if (chat.top_logprobs >= 0) {
+            br.on_logprobs = [stream](const runtime::TokenLogprobs& e) {
+                stream->push_logprobs(e);
+            };
+        }
+        br.on_done = [this, stream, i](const BackendResult& r) { on_choice_done(*stream, r, i); };
+        streams.push_back(std::move(stream));
+        group.push_back(std::move(br));
     }
-    br.on_done = [this, stream](const BackendResult& r) {
-        stream->finish(r);
-        const double duration =
-            std::chrono::duration<double>(Clock::now() - stream->received()).count();
-        const bool cancelled = r.finish_reason == "cancelled";
-        if (cancelled && cutting_.load()) cut_.fetch_add(1);
-        metrics_.record({.outcome = cancelled && cutting_.load() ? "cut"
-                                    : cancelled                  ? "cancelled"
-                                    : r.finish_reason == "error" ? "error"
-                                                                 : "ok",
-                         .prompt_tokens = r.prompt_tokens,
-                         .generated_tokens = int(r.tokens.size()),
-                         .cached_prompt_tokens = r.cached_prompt_tokens,
-                         .image_cache_hits = r.image_cache_hits,
-                         .ttft_s = stream->ttft_seconds(),
-                         .duration_s = duration});
-    };
     in_flight_.fetch_add(1);
-    base::Result<RequestId> submitted = backend_.submit(std::move(br));
+    base::Result<std::vector<RequestId>> submitted = backend_.submit_group(std::move(group));
     if (!submitted.ok()) {
         in_flight_.fetch_sub(1);
-        const ErrorCode code = submitted.status().code();
-        if (code == ErrorCode::kResourceExhausted) {
-            reply.error({.status = 503,
-                         .type = "server_error",
-                         .code = "queue_full",
-                         .message = submitted.status().message()},
-                        {{"Retry-After", "1"}});
-            metrics_.record({.outcome = "rejected"});
-        } else {
-            reply.error({.code = code == ErrorCode::kOutOfRange ? "context_length_exceeded" : "",
-                         .message = submitted.status().message()});
-            metrics_.record({.outcome = "client_error"});
-        }
+        refuse_submit(reply, submitted.status());
         return;
     }
-    const RequestId id = submitted.value();
+    const std::vector<RequestId>& ids = submitted.value();
     {
         std::lock_guard lock(active_mu_);
-        active_.insert(id);
+        active_.insert(ids.begin(), ids.end());
     }
     const CompletionHeader header{.id = new_completion_id(),
                                   .model = chat.model.empty() ? config_.model_id : chat.model,
                                   .created = std::int64_t(std::time(nullptr))};
     const bool logprobs = chat.top_logprobs >= 0;
     const bool complete = chat.stream
-                              ? stream_answer(reply, *stream, header, chat.include_usage, logprobs)
-                              : whole_answer(reply, *stream, header, logprobs);
-    // A client gone before the end cancels its request, and its slot frees at once.
-    if (!complete) backend_.cancel(id);
+                              ? stream_answer(reply, streams, header, chat.include_usage, logprobs)
+                              : whole_answer(reply, streams, header, logprobs);
+    // A client gone before the end cancels its requests, and their slots free at once.
+    if (!complete) {
+        for (const RequestId id : ids) backend_.cancel(id);
+    }
     {
         std::lock_guard lock(active_mu_);
-        active_.erase(id);
+        for (const RequestId id : ids) active_.erase(id);
     }
     in_flight_.fetch_sub(1);
 }
 
-bool HttpServer::whole_answer(CompletionReply& reply, CompletionStream& stream,
+void HttpServer::on_choice_done(CompletionStream& stream, const BackendResult& r, int index) {
+    stream.finish(r);
+    const double duration = std::chrono::duration<double>(Clock::now() - stream.received()).count();
+    const bool cancelled = r.finish_reason == "cancelled";
+    if (cancelled && cutting_.load()) cut_.fetch_add(1);
+    metrics_.record({.outcome = cancelled && cutting_.load() ? "cut"
+                                : cancelled                  ? "cancelled"
+                                : r.finish_reason == "error" ? "error"
+                                                             : "ok",
+                     .prompt_tokens = index == 0 ? r.prompt_tokens : 0,  // once per request
+                     .generated_tokens = int(r.tokens.size()),
+                     .cached_prompt_tokens = r.cached_prompt_tokens,
+                     .image_cache_hits = r.image_cache_hits,
+                     .ttft_s = stream.ttft_seconds(),
+                     .duration_s = duration});
+}
+
+void HttpServer::refuse_submit(CompletionReply& reply, const base::Status& status) {
+    const ErrorCode code = status.code();
+    if (code == ErrorCode::kResourceExhausted) {
+        reply.error({.status = 503,
+                     .type = "server_error",
+                     .code = "queue_full",
+                     .message = status.message()},
+                    {{"Retry-After", "1"}});
+        metrics_.record({.outcome = "rejected"});
+    } else {
+        reply.error({.code = code == ErrorCode::kOutOfRange ? "context_length_exceeded" : "",
+                     .message = status.message()});
+        metrics_.record({.outcome = "client_error"});
+    }
+}
+
+bool HttpServer::whole_answer(CompletionReply& reply,
+                              const std::vector<std::shared_ptr<CompletionStream>>& streams,
                               const CompletionHeader& header, bool logprobs) {
     // Nothing is sent before the outcome is known: a late failure is an HTTP 5xx.
-    for (;;) {
-        CompletionStream::Update u = stream.take(kPollInterval);
+    std::vector<BackendResult> results(streams.size());
+    std::size_t done = 0;
+    while (done < streams.size()) {
+        CompletionStream::Update u = streams[done]->take(kPollInterval);
         if (u.result) {
             const BackendResult& r = *u.result;
             if (r.finish_reason == "cancelled" || r.finish_reason == "error") {
                 reply.error(late_error(r));
-            } else {
-                const std::string lp =
-                    logprobs ? logprobs_json(r.logprobs, backend_.model().tokenizer()) : "";
-                reply.send_json(200, completion_json(header, r, r.finish_reason,
-                                                     response_timings(stream, r), lp));
-            }
-            return true;
-        }
-        if (reply.client_gone()) return false;
-    }
-}
-
-bool HttpServer::stream_answer(CompletionReply& reply, CompletionStream& stream,
-                               const CompletionHeader& header, bool include_usage, bool logprobs) {
-    if (!reply.commit()) return false;
-    bool first = true;
-    for (;;) {
-        CompletionStream::Update u = stream.take(kPollInterval);
-        std::string out;
-        if (!u.text.empty() || !u.logprobs.empty() || (u.result && first)) {
-            const std::string lp =
-                logprobs ? logprobs_json(u.logprobs, backend_.model().tokenizer()) : "";
-            out = chunk_event(header, u.text, first, lp);
-            first = false;
-        }
-        if (!out.empty() && !reply.write(out)) return false;
-        if (u.result) {
-            const BackendResult& r = *u.result;
-            if (r.finish_reason == "cancelled" || r.finish_reason == "error") {
-                reply.error(late_error(r));  // the error event, then [DONE]
                 return true;
             }
-            if (!reply.write(final_chunk_event(header, r.finish_reason)) ||
-                (include_usage &&
-                 !reply.write(usage_chunk_event(header, r, response_timings(stream, r))))) {
-                return false;
+            results[done++] = r;
+        } else if (reply.client_gone()) {
+            return false;
+        }
+    }
+    std::vector<std::string> lps;
+    lps.reserve(results.size());
+    for (const BackendResult& r : results) {
+        lps.push_back(logprobs ? logprobs_json(r.logprobs, backend_.model().tokenizer()) : "");
+    }
+    reply.send_json(
+        200, completion_json(header, results, response_timings(*streams[0], results[0]), lps));
+    return true;
+}
+
+bool HttpServer::stream_answer(CompletionReply& reply,
+                               const std::vector<std::shared_ptr<CompletionStream>>& streams,
+                               const CompletionHeader& header, bool include_usage, bool logprobs) {
+    if (!reply.commit()) return false;
+    const std::size_t n = streams.size();
+    std::vector<BackendResult> results(n);
+    std::vector<bool> first(n, true), ended(n, false);
+    std::size_t done = 0;
+    const auto wait = n == 1 ? kPollInterval : kPollInterval / 4;
+    while (done < n) {
+        bool wrote = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (ended[i]) continue;
+            CompletionStream::Update u = streams[i]->take(wait);
+            std::string out;
+            if (!u.text.empty() || !u.logprobs.empty() || (u.result && first[i])) {
+                const std::string lp =
+                    logprobs ? logprobs_json(u.logprobs, backend_.model().tokenizer()) : "";
+                out = chunk_event(header, int(i), u.text, first[i], lp);
+                first[i] = false;
             }
-            reply.done();
-            return true;
+            if (u.result) {
+                const BackendResult& r = *u.result;
+                if (r.finish_reason == "cancelled" || r.finish_reason == "error") {
+                    if (!out.empty() && !reply.write(out)) return false;
+                    reply.error(late_error(r));  // the error event, then [DONE]
+                    return true;
+                }
+                out += final_chunk_event(header, int(i), r.finish_reason);
+                results[i] = r;
+                ended[i] = true;
+                ++done;
+            }
+            if (!out.empty() && !reply.write(out)) return false;
+            wrote = wrote || !out.empty();
         }
         // Queued, in vision or prefill, or between slow tokens: comments keep proxies from
         // cutting an idle connection.
-        if (out.empty() && (!reply.keep_alive_if_due() || reply.client_gone())) return false;
+        if (!wrote && (!reply.keep_alive_if_due() || reply.client_gone())) return false;
     }
+    if (include_usage && !reply.write(usage_chunk_event(
+                             header, results, response_timings(*streams[0], results[0])))) {
+        return false;
+    }
+    reply.done();
+    return true;
 }
 
 base::Result<int> HttpServer::bind(const std::string& host, int port) {

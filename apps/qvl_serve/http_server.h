@@ -11,6 +11,7 @@
 #include <semaphore>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 #include "chat_request.h"
@@ -67,11 +68,18 @@ class HttpServer {
     std::optional<BackendRequest> prepare_request(ChatRequest& chat, CompletionReply& reply);
     void reply_error(http::Responder& res, const ApiError& e, const char* outcome,
                      const http::Headers& extra = {});
-    // The answer once submitted; false when the client went away before its end.
-    bool whole_answer(CompletionReply& reply, CompletionStream& stream,
+    // The answer of the request's choices once submitted; false when the client went away
+    // before its end.
+    bool whole_answer(CompletionReply& reply,
+                      const std::vector<std::shared_ptr<CompletionStream>>& streams,
                       const CompletionHeader& header, bool logprobs);
-    bool stream_answer(CompletionReply& reply, CompletionStream& stream,
+    bool stream_answer(CompletionReply& reply,
+                       const std::vector<std::shared_ptr<CompletionStream>>& streams,
                        const CompletionHeader& header, bool include_usage, bool logprobs);
+    // A choice's result: its stream ends, the metrics count it (the prompt once per request).
+    void on_choice_done(CompletionStream& stream, const BackendResult& r, int index);
+    // The answer to a refused submit (503 when the queue is full, else 400).
+    void refuse_submit(CompletionReply& reply, const base::Status& status);
     std::string metrics_text() const;
 
     Backend& backend_;

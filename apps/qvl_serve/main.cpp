@@ -133,6 +133,8 @@ int serve(const ServeOptions& o) {
     config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
     config.parse_limits.vocab_size = m.config().text.vocab_size;
     config.parse_limits.allowed_media_hosts = o.allowed_media_hosts;
+    // n choices share one prefill when --parallel slots are free for them; more wait.
+    config.parse_limits.max_n = 16;
     config.prompt.fetch = {.max_bytes = std::size_t(o.max_body_mb) << 20,
                            .timeout_s = o.media_fetch_timeout_s};
     runtime::SessionOptions budget;

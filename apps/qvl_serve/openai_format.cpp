@@ -14,22 +14,26 @@ using io::json_quote;
 
 namespace {
 
-std::string usage_json(const BackendResult& r) {
-    const int completion = int(r.tokens.size());
+std::string usage_json(std::span<const BackendResult> results) {
+    const BackendResult& r = results[0];
+    int completion = 0;
+    for (const BackendResult& c : results) completion += int(c.tokens.size());
     return fmt::format(
         "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{},"
         "\"prompt_tokens_details\":{{\"cached_tokens\":{}}}}}",
         r.prompt_tokens, completion, r.prompt_tokens + completion, r.cached_prompt_tokens);
 }
 
-std::string timings_json(const BackendResult& r, const ResponseTimings& t) {
+std::string timings_json(std::span<const BackendResult> results, const ResponseTimings& t) {
     const BackendTimings& b = t.backend;
+    int prefilled = 0;
+    for (const BackendResult& c : results) prefilled += c.prompt_tokens - c.cached_prompt_tokens;
     return fmt::format(
         "{{\"queue_ms\":{},\"image_decode_ms\":{},\"vision_ms\":{},\"prefill_ms\":{},"
-        "\"ttft_ms\":{},\"decode_ms\":{},\"cached_prompt_tokens\":{}}}",
+        "\"ttft_ms\":{},\"decode_ms\":{},\"cached_prompt_tokens\":{},\"prefilled_tokens\":{}}}",
         json_number(b.queue), json_number(b.image_decode), json_number(b.vision),
         json_number(b.prefill), json_number(t.ttft_ms), json_number(b.decode),
-        r.cached_prompt_tokens);
+        results[0].cached_prompt_tokens, prefilled);
 }
 
 std::string header_json(const CompletionHeader& h, const char* object) {
@@ -69,37 +73,44 @@ std::string logprobs_json(std::span<const runtime::TokenLogprobs> entries,
     return out + "]}";
 }
 
-std::string completion_json(const CompletionHeader& h, const BackendResult& r,
-                            std::string_view finish_reason, const ResponseTimings& t,
-                            std::string_view logprobs) {
-    return fmt::format(
-        "{{{},\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":{}}},"
-        "\"logprobs\":{},\"finish_reason\":{}}}],\"usage\":{},\"timings\":{}}}",
-        header_json(h, "chat.completion"), json_quote(r.text),
-        logprobs.empty() ? std::string_view("null") : logprobs, json_quote(finish_reason),
-        usage_json(r), timings_json(r, t));
+std::string completion_json(const CompletionHeader& h, std::span<const BackendResult> results,
+                            const ResponseTimings& t, std::span<const std::string> logprobs) {
+    std::string choices;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const std::string_view lp =
+            i < logprobs.size() && !logprobs[i].empty() ? logprobs[i] : std::string_view("null");
+        choices += fmt::format(
+            "{}{{\"index\":{},\"message\":{{\"role\":\"assistant\",\"content\":{}}},"
+            "\"logprobs\":{},\"finish_reason\":{}}}",
+            i ? "," : "", i, json_quote(results[i].text), lp, json_quote(results[i].finish_reason));
+    }
+    return fmt::format("{{{},\"choices\":[{}],\"usage\":{},\"timings\":{}}}",
+                       header_json(h, "chat.completion"), choices, usage_json(results),
+                       timings_json(results, t));
 }
 
-std::string chunk_event(const CompletionHeader& h, std::string_view content, bool first,
+std::string chunk_event(const CompletionHeader& h, int index, std::string_view content, bool first,
                         std::string_view logprobs) {
     return fmt::format(
-        "data: {{{},\"choices\":[{{\"index\":0,\"delta\":{{{}\"content\":{}}},"
+        "data: {{{},\"choices\":[{{\"index\":{},\"delta\":{{{}\"content\":{}}},"
         "\"logprobs\":{},\"finish_reason\":null}}]}}\n\n",
-        header_json(h, "chat.completion.chunk"), first ? "\"role\":\"assistant\"," : "",
+        header_json(h, "chat.completion.chunk"), index, first ? "\"role\":\"assistant\"," : "",
         json_quote(content), logprobs.empty() ? std::string_view("null") : logprobs);
 }
 
-std::string final_chunk_event(const CompletionHeader& h, std::string_view finish_reason) {
+std::string final_chunk_event(const CompletionHeader& h, int index,
+                              std::string_view finish_reason) {
     return fmt::format(
-        "data: {{{},\"choices\":[{{\"index\":0,\"delta\":{{}},\"logprobs\":null,"
+        "data: {{{},\"choices\":[{{\"index\":{},\"delta\":{{}},\"logprobs\":null,"
         "\"finish_reason\":{}}}]}}\n\n",
-        header_json(h, "chat.completion.chunk"), json_quote(finish_reason));
+        header_json(h, "chat.completion.chunk"), index, json_quote(finish_reason));
 }
 
-std::string usage_chunk_event(const CompletionHeader& h, const BackendResult& r,
+std::string usage_chunk_event(const CompletionHeader& h, std::span<const BackendResult> results,
                               const ResponseTimings& t) {
     return fmt::format("data: {{{},\"choices\":[],\"usage\":{},\"timings\":{}}}\n\n",
-                       header_json(h, "chat.completion.chunk"), usage_json(r), timings_json(r, t));
+                       header_json(h, "chat.completion.chunk"), usage_json(results),
+                       timings_json(results, t));
 }
 
 std::string models_json(std::string_view model_id, std::int64_t created) {

@@ -40,20 +40,23 @@ struct ResponseTimings {
 std::string logprobs_json(std::span<const runtime::TokenLogprobs> entries,
                           const text::Tokenizer& tokenizer);
 
-// logprobs: the choice's logprobs object, or "" for null.
-std::string completion_json(const CompletionHeader& h, const BackendResult& r,
-                            std::string_view finish_reason, const ResponseTimings& t,
-                            std::string_view logprobs = {});
+// choices[i] is results[i] (OpenAI's n); logprobs[i] its logprobs object, or "" for null (an
+// empty span: null for all). usage counts the prompt once and every choice's tokens; t is
+// choice 0's (the timings extension adds prefilled_tokens: prompt tokens prefilled for all the
+// choices together, the prompt once when the others started from its prefill).
+std::string completion_json(const CompletionHeader& h, std::span<const BackendResult> results,
+                            const ResponseTimings& t, std::span<const std::string> logprobs = {});
 
-// One SSE event "data: {chunk}\n\n". first: the delta carries role "assistant". logprobs: the
-// entries of the tokens since the last chunk as a logprobs object, or "" for null.
-std::string chunk_event(const CompletionHeader& h, std::string_view content, bool first,
+// One SSE event "data: {chunk}\n\n" of choice `index`. first: the delta carries role
+// "assistant". logprobs: the entries of the tokens since the last chunk as a logprobs object,
+// or "" for null.
+std::string chunk_event(const CompletionHeader& h, int index, std::string_view content, bool first,
                         std::string_view logprobs = {});
-// The chunk that ends the choice: empty delta and finish_reason.
-std::string final_chunk_event(const CompletionHeader& h, std::string_view finish_reason);
-// With stream_options.include_usage, after the final chunk: "choices": [] with usage (and the
+// The chunk that ends choice `index`: empty delta and finish_reason.
+std::string final_chunk_event(const CompletionHeader& h, int index, std::string_view finish_reason);
+// With stream_options.include_usage, after the final chunks: "choices": [] with usage (and the
 // timings extension), as OpenAI sends it.
-std::string usage_chunk_event(const CompletionHeader& h, const BackendResult& r,
+std::string usage_chunk_event(const CompletionHeader& h, std::span<const BackendResult> results,
                               const ResponseTimings& t);
 
 std::string models_json(std::string_view model_id, std::int64_t created);

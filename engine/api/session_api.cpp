@@ -8,6 +8,7 @@
 
 #include "api/convert.h"
 #include "api/internals.h"
+#include "grammar/output_grammar.h"
 #include "runtime/kv_cache.h"
 #include "runtime/run_request.h"
 
@@ -168,6 +169,12 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
         request.params.sampling = to_engine(sampling);
         request.params.top_logprobs = sampling.logprobs;
         request.params.stop_ids = runtime::default_stop_ids(m);
+        base::Result<std::shared_ptr<const grammar::Grammar>> constraint =
+            grammar::compile_output_grammar({.json_schema = options.json_schema,
+                                             .gbnf = options.grammar,
+                                             .json_object = options.json_object});
+        if (!constraint.ok()) return api::from_engine(constraint.status());
+        request.params.grammar = std::move(constraint).value();
         request.params.cancel = options.cancel;  // read before each token, as generate() did
         if (options.on_text) {
             request.on_text = [&on_text = options.on_text](std::string_view piece, std::int32_t) {

@@ -354,6 +354,11 @@ base::Result<std::unique_ptr<Job>> Engine::Impl::make_job(Request request) const
     }
     job->sampler =
         std::make_unique<Sampler>(model->config().text.vocab_size, job->req.params.sampling);
+    if (job->req.params.grammar) {
+        const std::vector<std::int32_t>& stops =
+            job->req.params.stop_ids.empty() ? default_stops : job->req.params.stop_ids;
+        job->sampler->constrain(session->grammar_matcher(job->req.params.grammar, stops));
+    }
     job->stream = std::make_unique<text::StreamDecoder>(model->tokenizer(), true);
     job->result.tokens.reserve(
         std::size_t(std::clamp(job->req.params.n_predict, 0, session->context_size())));

@@ -95,6 +95,7 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
     if (hooks.after_vision) hooks.after_vision(session);
     const model::Model& model = session.model();
     Sampler sampler(model.config().text.vocab_size, params.sampling);
+    if (params.grammar) sampler.constrain(session.grammar_matcher(params.grammar, params.stop_ids));
     // Before the prefill: its logits are computed as this sampler needs them.
     session.expect_sampler(0, sampler);
     if (params.top_logprobs >= 0) session.set_full_logits(0, true);

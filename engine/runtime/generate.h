@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,6 +63,9 @@ struct GenerateParams {
     // that many alternatives (runtime/logprobs.h). The slot then computes every logit each step.
     int top_logprobs = -1;
     std::vector<std::int32_t> stop_ids;  // end-of-turn ids (generation_config eos + <|im_end|>)
+    // When set, the answer follows this grammar (grammar/matcher.h): every token is one it
+    // allows, and the turn ends only where it may end (then only there: finish_reason "stop").
+    std::shared_ptr<const grammar::Grammar> grammar;
     // When set and it becomes true (e.g. from a SIGINT handler), generation stops after the
     // current step with finish_reason "interrupted"; the text so far is kept.
     const std::atomic<bool>* cancel = nullptr;

@@ -1,6 +1,7 @@
 #include "runtime/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -62,6 +63,28 @@ void Sampler::accept(std::int32_t id) {
         touched_[n_touched_++] = id;
     }
     ++counts_[id];
+    if (grammar_) grammar_->accept(id);
+}
+
+int Sampler::allowed_candidates(std::span<const float> logits) {
+    mask_ = grammar_->mask();
+    const bool adjusted = adjusts();
+    const int n = int(std::min(logits.size(), values_.size()));
+    int count = 0;
+    for (int w = 0; w * 64 < n; ++w) {
+        for (std::uint64_t bits = mask_[std::size_t(w)]; bits != 0; bits &= bits - 1) {
+            const int id = w * 64 + std::countr_zero(bits);
+            if (id >= n) break;
+            ids_[count++] = id;
+            values_[id] = adjusted ? adjust(id, logits[id]) : logits[id];
+        }
+    }
+    return count;
+}
+
+std::int32_t Sampler::no_choice() const {
+    const auto ends = grammar_->end_ids();
+    return ends.empty() ? 0 : ends[0];
 }
 
 // mirrors vLLM's apply_penalties (repetition, then frequency, then presence), which for the
@@ -91,7 +114,7 @@ int Sampler::penalized(std::span<const float> logits) {
 int Sampler::candidates(int n, int vocab) {
     for (int i = 0; i < n; ++i) values_[ids_[i]] /= params_.temperature;
     int kept = n;
-    if (params_.top_k > 0 && params_.top_k < vocab) {
+    if (params_.top_k > 0 && params_.top_k < vocab && params_.top_k < n) {
         // Threshold = the k-th largest value; everything >= it survives (ties kept).
         std::vector<float>& v = values_;
         std::vector<std::int32_t>& ids = ids_;
@@ -141,6 +164,17 @@ std::int32_t Sampler::draw(int kept) {
 // mirrors GenerationMixin's order: processors (penalties) -> temperature -> top-k -> top-p ->
 // softmax -> draw
 std::int32_t Sampler::sample(std::span<const float> logits) {
+    if (grammar_) {
+        const int n = allowed_candidates(logits);
+        if (n == 0) return no_choice();
+        if (params_.temperature > 0.0f) return draw(candidates(n, int(logits.size())));
+        std::int32_t best = ids_[0];  // as argmax(): lowest id on ties, NaN never wins
+        float best_v = -INFINITY;
+        for (int i = 0; i < n; ++i) {
+            if (values_[ids_[i]] > best_v) best_v = values_[ids_[i]], best = ids_[i];
+        }
+        return best;
+    }
     const bool adjusted = adjusts();
     if (params_.temperature <= 0.0f) {
         if (!adjusted) return argmax(logits);
@@ -166,6 +200,7 @@ int Sampler::screen_candidates(std::span<const float> lower, std::span<const flo
     if (!greedy && params_.top_k >= n) return -1;
     const int k = greedy ? 1 : params_.top_k;
     const bool adjusted = adjusts();
+    if (grammar_) mask_ = grammar_->mask();
     auto bound = [&](std::span<const float> b, int id) {
         return adjusted ? adjust(id, b[id]) : b[id];
     };
@@ -173,6 +208,7 @@ int Sampler::screen_candidates(std::span<const float> lower, std::span<const flo
     float* heap = values_.data();
     int filled = 0;
     for (int id = 0; id < n; ++id) {
+        if (!allowed(id)) continue;
         const float lo = bound(lower, id);
         if (!(lo == lo)) return -1;  // NaN
         if (filled < k) {
@@ -184,9 +220,12 @@ int Sampler::screen_candidates(std::span<const float> lower, std::span<const flo
             std::push_heap(heap, heap + k, std::greater<>());
         }
     }
-    const float t = heap[0];
+    if (filled == 0) return -1;
+    // Fewer allowed ids than k: every allowed id is a candidate.
+    const float t = filled < k ? -INFINITY : heap[0];
     int count = 0;
     for (int id = 0; id < n; ++id) {
+        if (!allowed(id)) continue;
         const float hi = bound(upper, id);
         if (!(hi == hi)) return -1;
         if (hi >= t) {
@@ -220,6 +259,18 @@ std::int32_t Sampler::sample_candidates(std::span<const std::int32_t> ids,
 
 void Sampler::probabilities(std::span<const float> logits, std::span<double> probs) {
     std::fill(probs.begin(), probs.end(), 0.0);
+    if (grammar_) {
+        const int n = allowed_candidates(logits);
+        if (n == 0) return;
+        if (params_.temperature <= 0.0f) {
+            probs[sample(logits)] = 1.0;
+            return;
+        }
+        const int kept = candidates(n, int(logits.size()));
+        for (int i = 0; i < kept; ++i)
+            probs[ids_[i]] = std::exp(double(values_[ids_[i]]) - max_) / total_;
+        return;
+    }
     const int n = penalized(logits);
     if (params_.temperature <= 0.0f) {
         probs[argmax(std::span<const float>(values_.data(), std::size_t(n)))] = 1.0;

@@ -19,13 +19,21 @@
 // logit), and
 // sample_candidates() draws from their exact logits. The survivors of top-k are all among them,
 // in the same order, so the draw consumes the same random number and picks the same id.
+//
+// A grammar (constrain(), grammar/matcher.h) acts as the first logits processor: the ids its
+// mask refuses are removed before the penalties, top-k and top-p (as -inf logits would be), in
+// both paths, and the screen names candidates among the allowed ids only. accept() advances it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "grammar/matcher.h"
 
 namespace qvl::runtime {
 
@@ -50,9 +58,19 @@ class Sampler {
     // Starts a sequence: forgets every id seen so far, then records the prompt ids (they feed
     // the repetition penalty only). Ids outside [0, vocab) are ignored.
     void begin(std::span<const std::int32_t> prompt_ids);
-    // Records one generated id (all three penalties). sample() does not record its own choice:
-    // the caller accepts what it actually emits.
+    // Records one generated id (all three penalties; the grammar advances). sample() does not
+    // record its own choice: the caller accepts what it actually emits.
     void accept(std::int32_t id);
+
+    // Constrains every later choice to the matcher's grammar (nullptr: unconstrained).
+    void constrain(std::unique_ptr<grammar::Matcher> matcher) {
+        if (matcher) {
+            grammar_.emplace(std::move(*matcher));
+        } else {
+            grammar_.reset();
+        }
+    }
+    const grammar::Matcher* constraint() const { return grammar_ ? &*grammar_ : nullptr; }
 
     std::int32_t sample(std::span<const float> logits);
 
@@ -99,6 +117,14 @@ class Sampler {
     int candidates(int n, int vocab);
     // One draw from candidates(): consumes one random number.
     std::int32_t draw(int kept);
+    // With a grammar: the allowed ids into ids_ (ascending), their penalized logits into values_;
+    // returns how many. Sets mask_ for allowed().
+    int allowed_candidates(std::span<const float> logits);
+    bool allowed(std::int32_t id) const {
+        return mask_.empty() || ((mask_[std::size_t(id) >> 6] >> (id & 63)) & 1) != 0;
+    }
+    // What a constrained sampler returns when its grammar allows nothing: the end of the turn.
+    std::int32_t no_choice() const;
 
     SamplingParams params_;
     std::mt19937_64 rng_;
@@ -110,6 +136,8 @@ class Sampler {
     std::vector<std::int32_t> counts_;
     std::vector<std::int32_t> touched_;
     int n_touched_ = 0;
+    std::optional<grammar::Matcher> grammar_;  // a copy of the sampler copies the grammar state
+    std::span<const std::uint64_t> mask_;      // the grammar's mask for the current step
     // logit_bias as a vocab-sized array (empty without a bias) and the ids it moves.
     std::vector<float> bias_;
     std::vector<std::int32_t> biased_;

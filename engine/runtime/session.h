@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +19,9 @@
 #include "base/aligned_buffer.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
+#include "grammar/vocab.h"
 #include "graph/executor.h"
 #include "graph/graph.h"
 #include "graph/planner.h"
@@ -238,6 +242,12 @@ class Session {
                                                                      : Precision::kBF16;
     }
     const model::Model& model() const { return *model_; }
+    // The model's vocabulary as the grammar matcher reads it (built at the first call, ~0.1 s,
+    // then shared; safe from any thread).
+    std::shared_ptr<const grammar::Vocab> grammar_vocab() const;
+    // A matcher of `grammar` over this model's vocabulary; end_ids end the turn.
+    std::unique_ptr<grammar::Matcher> grammar_matcher(
+        std::shared_ptr<const grammar::Grammar> grammar, std::vector<std::int32_t> end_ids) const;
     const graph::Profile& profile() const { return executor_.profile(); }
     // Sees every node output by name (traces, tests). Empty function: off.
     void set_observer(graph::Observer observer) {
@@ -252,6 +262,8 @@ class Session {
 
   private:
     Session(const model::Model& model, const SessionOptions& options);
+    mutable std::once_flag grammar_vocab_once_;
+    mutable std::shared_ptr<const grammar::Vocab> grammar_vocab_;
     base::Status reserve();
     // Prefills ids[offset, offset + n) into slot at the positions in chunk_pos_*.
     base::Status run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset, int n,

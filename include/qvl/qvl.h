@@ -208,6 +208,13 @@ struct GenerateOptions {
     bool ignore_eos = false;  // keep going past an end-of-turn token
     // Unset: the model's generation_config.json (greedy when it does not sample).
     std::optional<Sampling> sampling;
+    // Constrained output (at most one): the answer is JSON that validates against json_schema
+    // (a JSON Schema document), or follows grammar (GBNF, llama.cpp's format, start rule
+    // `root`), or is any JSON object. It ends (finish_reason "stop") only where the constraint
+    // may end. A schema feature or grammar the engine does not support is an error naming it.
+    std::string json_schema;
+    std::string grammar;
+    bool json_object = false;
     // Called with each piece of text as it is produced (whole UTF-8 characters).
     std::function<void(std::string_view)> on_text;
     // When set and it becomes true (another thread, a signal handler), generation stops after

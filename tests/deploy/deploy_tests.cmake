@@ -8,8 +8,8 @@ set_tests_properties(deploy_dockerfile_replay PROPERTIES LABELS "deploy;slow" TI
 if(TARGET qvl-serve)
     add_test(NAME deploy_k8s_manifests
              COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/deploy/k8s_manifests_test.py
-                     --source ${PROJECT_SOURCE_DIR} --venv ${PROJECT_BINARY_DIR}/deploy-venv
+                     --source ${PROJECT_SOURCE_DIR} --venv ${PROJECT_BINARY_DIR}/serve-venv
                      --serve $<TARGET_FILE:qvl-serve>)
     set_tests_properties(deploy_k8s_manifests PROPERTIES LABELS deploy TIMEOUT 900
-                         PASS_REGULAR_EXPRESSION "k8s_manifests: PASS")
+                         PASS_REGULAR_EXPRESSION "k8s_manifests: PASS" RESOURCE_LOCK serve_venv)
 endif()

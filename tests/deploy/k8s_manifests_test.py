@@ -18,7 +18,8 @@ import sys
 import tempfile
 
 KUBERNETES = "1.30.0"
-REQUIREMENT = "kubernetes-validate>=1.30"
+# The venv is the serve tests' (scripts/install-test-tools.sh fills it in CI with both tools).
+PACKAGES = ["openai", "kubernetes-validate>=1.30"]
 
 
 def fail(msg):
@@ -31,14 +32,18 @@ def ensure_venv(venv):
     if os.path.realpath(sys.prefix) == os.path.realpath(venv):
         return
     python = os.path.join(venv, "bin", "python")
-    marker = os.path.join(venv, ".qvl-ready")
-    if not os.path.exists(marker):
-        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True, timeout=120)
+    ready = os.path.exists(os.path.join(venv, ".qvl-ready")) and subprocess.run(
+        [python, "-c", "import kubernetes_validate"], capture_output=True).returncode == 0
+    if not ready:
+        if not os.path.exists(python):
+            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv],
+                           check=True, timeout=120)
         r = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                            REQUIREMENT], timeout=600)
+                            *PACKAGES], timeout=600)
         if r.returncode != 0:
-            fail(f"cannot install {REQUIREMENT} into {venv} (PyPI unreachable?)")
-        open(marker, "w").close()
+            fail(f"cannot install {' '.join(PACKAGES)} into {venv} (PyPI unreachable? "
+                 f"scripts/install-test-tools.sh installs them)")
+        open(os.path.join(venv, ".qvl-ready"), "w").close()
     os.execv(python, [python, *sys.argv])
 
 

@@ -26,7 +26,7 @@ ap.add_argument("--model", required=True)
 ap.add_argument("--images", required=True)
 ap.add_argument("--venv", required=True)
 args = ap.parse_args()
-su.ensure_venv(args.venv)
+su.ensure_venv(args.venv, ("openai", "jsonschema"))
 
 import openai  # noqa: E402
 
@@ -383,7 +383,7 @@ def test_unknown_fields_refused():
     expect_error(400, lambda: create(model="m", messages=msgs, tools=[{"type": "function",
                  "function": {"name": "f", "parameters": {"type": "object"}}}]), "tools")
     expect_error(400, lambda: create(model="m", messages=msgs,
-                                     response_format={"type": "json_object"}), "response_format")
+                                     response_format={"type": "xml"}), "response_format.type")
     expect_error(400, lambda: create(model="m", messages=msgs, logprobs=True, top_logprobs=21),
                  "top_logprobs")
     expect_error(400, lambda: create(model="m", messages=msgs, logit_bias={"999999": 5}),
@@ -458,7 +458,47 @@ def test_allowed_media_hosts():
         httpd.shutdown()
 
 
-for fn in (test_logprobs_and_logit_bias, test_allowed_media_hosts, test_unknown_fields_refused,
+def test_n_choices_one_prefill():
+    conv = [("user", [("image", JPG), "Describe it."])]
+    with su.Server(args.serve, args.model, "--parallel", "2") as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+        msgs = su.to_openai(conv)
+
+        def create(**kw):
+            return c.chat.completions.create(model="m", messages=msgs, max_tokens=6, **kw)
+        r = create(n=2, temperature=0)
+        one = create(temperature=0)
+        check(len(r.choices) == 2 and [ch.index for ch in r.choices] == [0, 1], "n=2: two choices")
+        check(all(ch.message.content == one.choices[0].message.content for ch in r.choices),
+              "greedy choices equal the single answer")
+        timings = (r.model_extra or {}).get("timings") or {}
+        check(timings.get("prefilled_tokens") == r.usage.prompt_tokens,
+              f"n=2 prefilled the prompt once: {timings} vs {r.usage.prompt_tokens}")
+        check(r.usage.completion_tokens == 2 * one.usage.completion_tokens
+              and r.usage.prompt_tokens == one.usage.prompt_tokens,
+              "usage: the prompt once, every choice's tokens")
+        seeded = create(n=2, temperature=1.0, seed=7, extra_body={"top_k": 0})
+        alone = [create(temperature=1.0, seed=7 + i, extra_body={"top_k": 0}).choices[0]
+                 .message.content for i in range(2)]
+        check([ch.message.content for ch in seeded.choices] == alone,
+              "choice i samples with seed + i, as a request alone")
+        chunks = list(create(n=2, temperature=1.0, seed=7, stream=True, extra_body={"top_k": 0},
+                             stream_options={"include_usage": True}))
+        texts = ["", ""]
+        for ch in chunks:
+            for d in ch.choices:
+                texts[d.index] += d.delta.content or ""
+        check(texts == alone, f"streamed choices by index: {texts} vs {alone}")
+        check(chunks[-1].choices == [] and chunks[-1].usage.prompt_tokens == r.usage.prompt_tokens,
+              "one usage chunk for both choices")
+
+
+def test_structured_outputs():
+    import structured_cases
+    structured_cases.run(client, check, expect_error)
+
+
+for fn in (test_structured_outputs, test_logprobs_and_logit_bias, test_n_choices_one_prefill, test_allowed_media_hosts, test_unknown_fields_refused,
            test_webp_and_gif_answer_as_png, test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
            test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,

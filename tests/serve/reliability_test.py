@@ -218,11 +218,14 @@ def test_soak():
         check(phase["ok"] > 0, "valid requests were served")
         check(all(code == 200 for _, code in phase["health"]), "/health answered 200 throughout")
     st = hostile["stats"]
-    check(st["disconnects"] > 0 and st["malformed"] > 0 and st["loris_closed"] > 0,
-          f"the hostile clients ran: {st}")
+    check(st["disconnects"] > 0 and st["malformed"] > 0, f"the hostile clients ran: {st}")
+    # The figures that need time (the 10 s header deadline, RSS after warm-up) only in a soak of
+    # a minute or more (CI's release run; the sanitizer run soaks 10 s).
+    long_soak = args.soak_seconds >= 60
     check(st["malformed_unexpected"] == 0, f"malformed requests got the expected 4xx: {st}")
     check(m["qvl_slots_busy"] == 0 and m["qvl_queue_length"] == 0, "no leaked slot or queued request")
-    check(flat, f"RSS flat within 5 % after warm-up: {ref:.1f} -> {worst:.1f} MB")
+    check(flat or not long_soak, f"RSS flat within 5 % after warm-up: {ref:.1f} -> {worst:.1f} MB")
+    check(st["loris_closed"] > 0 or not long_soak, f"slow-loris connections closed: {st}")
 
 
 def test_graceful_shutdown():
@@ -265,7 +268,33 @@ def test_graceful_shutdown():
     check(rc == 0, f"exit code after SIGTERM: {rc}")
 
 
+def test_unstreamed_disconnect_cancels():
+    """A client that goes away while its non-streamed answer is generated (nothing has been sent
+    to it yet) cancels the request: counted as cancelled, slot freed, far fewer tokens made than
+    asked for. The order is forced through /metrics (the request holds a slot before the client
+    leaves), not by a sleep."""
+    before = su.metrics(url)
+    key = 'qvl_requests_total{outcome="cancelled"}'
+    body = json.dumps(chat_body("go", n=3000, ignore_eos=True, stream=False)).encode()
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    deadline = time.time() + 120  # a hang guard only
+    while su.metrics(url)["qvl_slots_busy"] < 1 and time.time() < deadline:
+        time.sleep(0.01)
+    sock.close()
+    m = su.metrics(url)
+    while (m["qvl_slots_busy"] > 0 or m.get(key, 0) <= before.get(key, 0)) and time.time() < deadline:
+        time.sleep(0.01)
+        m = su.metrics(url)
+    check(m.get(key, 0) > before.get(key, 0), "a non-streamed request whose client left is counted as cancelled")
+    check(m["qvl_slots_busy"] == 0, "its slot freed")
+    made = m["qvl_generated_tokens_total"] - before["qvl_generated_tokens_total"]
+    check(made < 3000, f"generation stopped early ({made:.0f} of 3000 tokens)")
+
+
 tests = (test_soak,) if args.soak_only else (test_bad_inputs, test_slow_clients,
+                                             test_unstreamed_disconnect_cancels,
                                              test_graceful_shutdown, test_soak)
 for fn in tests:
     t = time.time()

@@ -112,8 +112,18 @@ class Soak:
                 s = socket.create_connection(("127.0.0.1", self.port), timeout=60)
                 s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                           + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-                if rng.random() < 0.6:
-                    s.recv(rng.randrange(1, 2048))  # mid-stream, or in the queue otherwise
+                # Gone while queued, during prefill or mid-stream: after a few hundred bytes or
+                # a few seconds, whichever first (a non-streamed answer is never waited for).
+                s.settimeout(rng.uniform(0.2, 4.0))
+                want, got = rng.randrange(0, 1500), 0
+                try:
+                    while got < want:
+                        b = s.recv(4096)
+                        if not b:
+                            break
+                        got += len(b)
+                except OSError:
+                    pass
                 s.close()
                 stats["disconnects"] += 1
             except OSError:
@@ -122,7 +132,7 @@ class Soak:
 
     def slow_reader(self, stop, stats):
         body = json.dumps({"messages": [{"role": "user", "content": "go on"}], "stream": True,
-                           "max_tokens": 48, "ignore_eos": True}).encode()
+                           "max_tokens": 24, "ignore_eos": True}).encode()
         while not stop.is_set():
             try:
                 s = socket.socket()

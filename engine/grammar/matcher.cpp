@@ -1,0 +1,244 @@
+#include "grammar/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace qvl::grammar {
+
+namespace {
+
+constexpr std::size_t kMaxCachedMasks = 512;
+
+std::int32_t pos_of(std::int64_t node) { return std::int32_t(node >> 32); }
+std::int32_t parent_of(std::int64_t node) { return std::int32_t(node & 0xFFFFFFFF) - 1; }
+
+void sort_unique(std::vector<std::int32_t>& v) {
+    if (v.size() < 2) return;
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocab> vocab,
+                 std::vector<std::int32_t> end_ids)
+    : g_(std::move(grammar)), vocab_(std::move(vocab)), end_ids_(std::move(end_ids)) {
+    levels_.resize(std::size_t(std::max(vocab_->max_depth(), 2) + 1));
+    std::vector<std::int32_t>& start = levels_[0].stacks;
+    const std::size_t root = std::size_t(g_->root);
+    for (std::int32_t a = g_->rule_alts[root]; a < g_->rule_alts[root + 1]; ++a) {
+        std::vector<std::int32_t> part;
+        normalize(intern(g_->alts[std::size_t(a)], -1), part);
+        start.insert(start.end(), part.begin(), part.end());
+    }
+    sort_unique(start);
+}
+
+std::int32_t Matcher::intern(std::int32_t pos, std::int32_t parent) {
+    const std::int64_t key = (std::int64_t(pos) << 32) | std::int64_t(std::uint32_t(parent + 1));
+    const auto [it, added] = index_.emplace(key, std::int32_t(nodes_.size()));
+    if (added) {
+        nodes_.push_back(key);
+        succ_begin_.push_back(-1);
+        succ_end_.push_back(-1);
+        seen_.push_back(0);
+    }
+    return it->second;
+}
+
+// Expands a stack until its top is a character class (or the stack is empty: -1, the grammar
+// has ended), following rule references into every alternative and popping finished ones.
+void Matcher::normalize(std::int32_t start, std::vector<std::int32_t>& out) {
+    ++stamp_;
+    bool ended = false;
+    work_.clear();
+    work_.push_back(start);
+    while (!work_.empty()) {
+        const std::int32_t n = work_.back();
+        work_.pop_back();
+        if (n < 0) {
+            if (!ended) out.push_back(-1);
+            ended = true;
+            continue;
+        }
+        if (seen_[std::size_t(n)] == stamp_) continue;
+        seen_[std::size_t(n)] = stamp_;
+        const std::int32_t pos = pos_of(nodes_[std::size_t(n)]);
+        const std::int32_t parent = parent_of(nodes_[std::size_t(n)]);
+        const Elem& e = g_->elems[std::size_t(pos)];
+        if (e.kind == Elem::Kind::kChars) {
+            out.push_back(n);
+        } else if (e.kind == Elem::Kind::kEnd) {
+            work_.push_back(parent);
+        } else {
+            // A reference that ends its alternative returns straight to the parent (tail call).
+            const bool tail = g_->elems[std::size_t(pos) + 1].kind == Elem::Kind::kEnd;
+            const std::int32_t cont = tail ? parent : intern(pos + 1, parent);
+            const std::size_t r = std::size_t(e.rule);
+            for (std::int32_t a = g_->rule_alts[r]; a < g_->rule_alts[r + 1]; ++a) {
+                work_.push_back(intern(g_->alts[std::size_t(a)], cont));
+            }
+        }
+    }
+}
+
+std::span<const std::int32_t> Matcher::successors(std::int32_t node) {
+    if (succ_begin_[std::size_t(node)] < 0) {
+        std::vector<std::int32_t> next;
+        const std::int64_t key = nodes_[std::size_t(node)];
+        normalize(intern(pos_of(key) + 1, parent_of(key)), next);
+        sort_unique(next);
+        succ_begin_[std::size_t(node)] = std::int32_t(succ_pool_.size());
+        succ_pool_.insert(succ_pool_.end(), next.begin(), next.end());
+        succ_end_[std::size_t(node)] = std::int32_t(succ_pool_.size());
+    }
+    return {succ_pool_.data() + succ_begin_[std::size_t(node)],
+            std::size_t(succ_end_[std::size_t(node)] - succ_begin_[std::size_t(node)])};
+}
+
+void Matcher::advance(std::span<const std::int32_t> stacks, std::uint32_t cp,
+                      std::vector<std::int32_t>& out) {
+    out.clear();
+    for (const std::int32_t n : stacks) {
+        if (n < 0) continue;
+        const Elem& e = g_->elems[std::size_t(pos_of(nodes_[std::size_t(n)]))];
+        if (!g_->matches(e, cp)) continue;
+        const std::span<const std::int32_t> next = successors(n);
+        out.insert(out.end(), next.begin(), next.end());
+    }
+    sort_unique(out);
+}
+
+bool Matcher::step(int from, int to, std::uint8_t byte) {
+    const Level& f = levels_[std::size_t(from)];
+    Level& t = levels_[std::size_t(to)];
+    std::uint32_t cp = 0;
+    int need = 0, len = 1;
+    if (f.need == 0) {
+        if (byte < 0x80) {
+            cp = byte;
+        } else {
+            len = byte >= 0xC2 && byte <= 0xDF   ? 2
+                  : byte >= 0xE0 && byte <= 0xEF ? 3
+                  : byte >= 0xF0 && byte <= 0xF4 ? 4
+                                                 : 0;
+            if (len == 0) return false;
+            cp = byte & (0x7Fu >> len);
+            need = len - 1;
+        }
+    } else {
+        if ((byte & 0xC0) != 0x80) return false;
+        cp = (f.cp << 6) | (byte & 0x3Fu);
+        need = f.need - 1;
+        len = f.len;
+    }
+    t.cp = cp;
+    t.need = need;
+    t.len = len;
+    // The smallest code point of each length (shorter forms are overlong, not UTF-8).
+    const std::uint32_t least = len == 2 ? 0x80 : len == 3 ? 0x800 : len == 4 ? 0x10000 : 0;
+    if (need > 0) {
+        // A partial character: some stack must take a character that starts with these bytes.
+        t.stacks_at = f.stacks_at;
+        const std::uint32_t hi = (cp << (6 * need)) | ((1u << (6 * need)) - 1);
+        const std::uint32_t lo = std::max(cp << (6 * need), least);
+        if (lo > hi || lo > 0x10FFFF) return false;
+        for (const std::int32_t n : levels_[std::size_t(t.stacks_at)].stacks) {
+            if (n < 0) continue;
+            const Elem& e = g_->elems[std::size_t(pos_of(nodes_[std::size_t(n)]))];
+            if (g_->may_match(e, lo, hi)) return true;
+        }
+        return false;
+    }
+    if (cp < least || cp > 0x10FFFF) return false;
+    advance(levels_[std::size_t(f.stacks_at)].stacks, cp, t.stacks);
+    t.stacks_at = to;
+    return !t.stacks.empty();
+}
+
+void Matcher::walk(std::vector<std::uint64_t>& bits) {
+    const std::span<const Vocab::Node> trie = vocab_->nodes();
+    const std::span<const std::int32_t> ids = vocab_->token_ids();
+    for (std::size_t i = 1; i < trie.size();) {
+        const Vocab::Node& node = trie[i];
+        if (!step(node.depth - 1, node.depth, node.byte)) {
+            i = std::size_t(node.skip);
+            continue;
+        }
+        for (std::int32_t k = 0; k < node.n_tokens; ++k) {
+            const std::int32_t id = ids[std::size_t(node.tokens + k)];
+            bits[std::size_t(id) >> 6] |= std::uint64_t(1) << (id & 63);
+        }
+        ++i;
+    }
+    if (can_end()) {
+        for (const std::int32_t id : end_ids_) {
+            if (id >= 0 && id < vocab_->size())
+                bits[std::size_t(id) >> 6] |= std::uint64_t(1) << (id & 63);
+        }
+    }
+}
+
+std::string Matcher::state_key() const {
+    const Level& s = levels_[0];
+    std::string key(sizeof(std::int32_t) * (s.stacks.size() + 2), '\0');
+    const std::int32_t head[2] = {std::int32_t(s.cp), s.need | (s.len << 8)};
+    std::memcpy(key.data(), head, sizeof head);
+    std::memcpy(key.data() + sizeof head, s.stacks.data(), s.stacks.size() * sizeof(std::int32_t));
+    return key;
+}
+
+std::span<const std::uint64_t> Matcher::mask() {
+    std::string key = state_key();
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    if (cache_.size() >= kMaxCachedMasks) cache_.clear();
+    std::vector<std::uint64_t> bits((std::size_t(vocab_->size()) + 63) / 64, 0);
+    if (!finished_) walk(bits);
+    return cache_.emplace(std::move(key), std::move(bits)).first->second;
+}
+
+bool Matcher::accept(std::int32_t id) {
+    if (finished_ || id < 0 || id >= vocab_->size()) return false;
+    if (is_end(id)) {
+        if (!can_end()) return false;
+        finished_ = true;
+        return true;
+    }
+    const std::string& bytes = vocab_->bytes(id);
+    return !bytes.empty() && accept_bytes(bytes);
+}
+
+bool Matcher::accept_bytes(std::string_view bytes) {
+    if (finished_) return false;
+    const Level saved = levels_[0];
+    for (const char c : bytes) {
+        if (!step(0, 1, static_cast<std::uint8_t>(c))) {
+            levels_[0] = saved;
+            return false;
+        }
+        Level& next = levels_[1];
+        Level& cur = levels_[0];
+        if (next.stacks_at == 1) cur.stacks.swap(next.stacks);
+        cur.stacks_at = 0;
+        cur.cp = next.cp;
+        cur.need = next.need;
+        cur.len = next.len;
+    }
+    return true;
+}
+
+bool Matcher::is_end(std::int32_t id) const {
+    return std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end();
+}
+
+bool Matcher::can_end() const {
+    const Level& s = levels_[0];
+    return !finished_ && s.need == 0 && !s.stacks.empty() && s.stacks[0] == -1;
+}
+
+bool Matcher::must_end() const {
+    const Level& s = levels_[0];
+    return can_end() && s.stacks.size() == 1;
+}
+
+}  // namespace qvl::grammar

@@ -1,0 +1,99 @@
+// Grammar-constrained decoding: which tokens may come next, and advancing by the chosen one.
+//
+// The state is a set of stacks (a pushdown automaton run on every parse at once, as llama.cpp's
+// grammar sampler does): each stack is a position in an alternative (the next element, always a
+// character class once expanded) plus where to return when the alternative ends. Stacks are
+// interned nodes (position, parent) shared between states, so a state is a sorted list of node
+// ids, and a tail position (a rule reference that ends its alternative) returns to the parent
+// directly: repetitions leave the state unchanged instead of growing it.
+//
+// The token mask walks the vocabulary trie (grammar/vocab.h) byte by byte from the state,
+// holding a partial UTF-8 character between bytes and pruning a subtree as soon as no stack can
+// take its prefix; a character's successors per node are computed once. Masks are cached per
+// state (the same state, e.g. inside a long string, gives the same mask without a walk).
+// Everything is a function of the grammar, the vocabulary and the tokens accepted, so a
+// sequence's mask does not depend on anything else (batch composition, threads).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/vocab.h"
+
+namespace qvl::grammar {
+
+class Matcher {
+  public:
+    // end_ids: the tokens that end generation (allowed only where the grammar may end).
+    Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocab> vocab,
+            std::vector<std::int32_t> end_ids);
+
+    // Bit id of the mask (words of 64) is set when token id may come next: its bytes continue
+    // the grammar, or it is an end token and the grammar may end here. Valid until the next
+    // call on this matcher.
+    std::span<const std::uint64_t> mask();
+    bool allowed(std::span<const std::uint64_t> mask, std::int32_t id) const {
+        return id >= 0 && id < vocab_->size() &&
+               ((mask[std::size_t(id) >> 6] >> (id & 63)) & 1) != 0;
+    }
+
+    // Advances by one token; false (state unchanged) when the grammar does not allow it.
+    bool accept(std::int32_t id);
+    // Advances by raw bytes (tests, forced text); false (state unchanged) when not allowed.
+    bool accept_bytes(std::string_view bytes);
+
+    // The grammar may end here (end tokens allowed).
+    bool can_end() const;
+    // The grammar has ended here: nothing but the end may follow.
+    bool must_end() const;
+    // An end token was accepted.
+    bool finished() const { return finished_; }
+
+    const Grammar& grammar() const { return *g_; }
+    std::span<const std::int32_t> end_ids() const { return end_ids_; }
+    bool is_end(std::int32_t id) const;
+
+  private:
+    // A walk position: the stacks of level stacks_at plus a partial UTF-8 character.
+    struct Level {
+        std::vector<std::int32_t> stacks;  // own stacks (valid when stacks_at is this level)
+        int stacks_at = 0;
+        std::uint32_t cp = 0;  // bits of the partial character so far
+        int need = 0;          // continuation bytes still to come
+        int len = 0;           // the partial character's length in bytes
+    };
+
+    std::int32_t intern(std::int32_t pos, std::int32_t parent);
+    void normalize(std::int32_t start, std::vector<std::int32_t>& out);
+    std::span<const std::int32_t> successors(std::int32_t node);
+    void advance(std::span<const std::int32_t> stacks, std::uint32_t cp,
+                 std::vector<std::int32_t>& out);
+    // Level `to` from level `from` of levels_ plus one byte; false when no stack can take it.
+    bool step(int from, int to, std::uint8_t byte);
+    void walk(std::vector<std::uint64_t>& bits);
+    std::string state_key() const;
+
+    std::shared_ptr<const Grammar> g_;
+    std::shared_ptr<const Vocab> vocab_;
+    std::vector<std::int32_t> end_ids_;
+    std::vector<std::int64_t> nodes_;  // pos << 32 | (parent + 1)
+    std::unordered_map<std::int64_t, std::int32_t> index_;
+    std::vector<std::int32_t> succ_begin_, succ_end_;  // -1: not yet computed
+    std::vector<std::int32_t> succ_pool_;
+    std::vector<std::uint32_t> seen_;  // normalize()'s visit stamps
+    std::uint32_t stamp_ = 0;
+    std::vector<std::int32_t> work_;
+    std::vector<Level> levels_;  // [0] is the current state
+    bool finished_ = false;
+    std::unordered_map<std::string, std::vector<std::uint64_t>> cache_;
+    std::vector<std::uint64_t> scratch_mask_;
+    std::string last_key_;
+};
+
+}  // namespace qvl::grammar
