@@ -71,7 +71,11 @@ std::unique_ptr<Engine> make_engine(
     eo.ctx_size = ctx;
     eo.precision = precision;
     eo.admission_budget_ms = admission_budget_ms;
+    // The SessionOptions overload takes threads, context and precision from so, not eo.
     SessionOptions so;
+    so.threads = eo.threads;
+    so.ctx_size = eo.ctx_size;
+    so.precision = eo.precision;
     so.isa = isa;
     auto e = Engine::create(test_util::tiny_model(), eo, so);
     EXPECT_TRUE(e.ok()) << e.status().message();
