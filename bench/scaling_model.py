@@ -13,8 +13,11 @@ SPIN_US = 50.0  # the pool's workers spin this long before sleeping (base/thread
 @dataclass
 class Machine:
     core_gflops: float = 0.0  # one core's peak (the faster of bf16 dot and f32 FMA)
-    core_gbs: float = 30.0  # DRAM GB/s one core reads
-    machine_gbs: float = 30.0  # DRAM GB/s of this machine (its validation bandwidth)
+    # Defaults: the Zen 4 VM of docs/machine.md when quiet (DRAM 28-31 GB/s, one core nearly
+    # saturating it) and the pool's costs there (pool/* rows); a loaded machine's own figures
+    # measure the other processes instead.
+    core_gbs: float = 25.0  # DRAM GB/s one core reads
+    machine_gbs: float = 29.0  # DRAM GB/s of this machine (its validation bandwidth)
     fork_us: float = 1.5  # a spinning worker picks up a job
     wake_us: float = 15.0  # a sleeping worker picks up a job (futex)
     notify_us: float = 1.0  # the waker's cost per sleeping worker
@@ -55,9 +58,12 @@ def load_trace(path):
             if ev["node"]:
                 pending.append(ev)
             elif phase is not None:
-                tr.items.append({"kind": "region", "phase": phase, "name": f"{phase}.other",
-                                 "t0": ev["t0"], "t1": ev["t1"], "regions": [ev],
-                                 "ovh": 0.0, "ovh_gap": 0.0})
+                item = {"kind": "region", "phase": phase, "name": f"{phase}.other",
+                        "t0": ev["t0"], "t1": ev["t1"], "regions": [ev], "ovh": 0.0,
+                        "ovh_gap": 0.0}
+                if "c0" in ev:
+                    item["c0"], item["c1"] = ev["c0"], ev["c1"]
+                tr.items.append(item)
         elif kind == "node":
             regions = [r for r in pending if r["node"] == ev["name"]]
             pending = []
@@ -65,9 +71,12 @@ def load_trace(path):
                 continue
             gap = ev["ovc"] - ev["ovh"] - prev_ovc if prev_ovc is not None else 0.0
             prev_ovc = ev["ovc"]
-            tr.items.append({"kind": "node", "phase": phase, "name": ev["name"], "op": ev["op"],
-                             "t0": ev["t0"], "t1": ev["t1"], "regions": regions,
-                             "ovh": ev["ovh"], "ovh_gap": max(gap, 0.0)})
+            item = {"kind": "node", "phase": phase, "name": ev["name"], "op": ev["op"],
+                    "t0": ev["t0"], "t1": ev["t1"], "regions": regions, "ovh": ev["ovh"],
+                    "ovh_gap": max(gap, 0.0)}
+            if "c0" in ev:
+                item["c0"], item["c1"] = ev["c0"], ev["c1"]
+            tr.items.append(item)
         elif kind == "mark":
             tr.marks.append((ev["what"], ev["id"], ev["t"]))
     tr.items.sort(key=lambda it: it["t0"])
@@ -76,6 +85,36 @@ def load_trace(path):
 
 def measured_ms(item):
     return max(item["t1"] - item["t0"] - item.get("ovh", 0.0), 0.0)
+
+
+def task_times(region):
+    """The tasks' CPU times when recorded (a loaded machine does not inflate them), else wall."""
+    return region.get("cpu") or region["us"]
+
+
+def region_cpu_ms(region):
+    """A job's span with the machine's other load taken out: the busiest pool thread's CPU."""
+    if "thr" not in region:
+        return region["t1"] - region["t0"]
+    per = defaultdict(float)
+    for thread, t in zip(region["thr"], region["cpu"]):
+        per[thread] += t
+    return max(per.values(), default=0.0) / 1000.0
+
+
+def serial_ms(item, cpu):
+    """Time of the item outside its jobs: by the graph thread's CPU clock when recorded."""
+    if cpu and "c0" in item:
+        inside = sum(r["c1"] - r["c0"] for r in item["regions"] if "c0" in r)
+        return max(item["c1"] - item["c0"] - inside - item.get("ovh", 0.0), 0.0)
+    return max(measured_ms(item) - sum(r["t1"] - r["t0"] for r in item["regions"]), 0.0)
+
+
+def item_ms(item, cpu=False):
+    """Measured time of an item: its wall time, or (cpu) its jobs' CPU spans and serial CPU."""
+    if not cpu:
+        return measured_ms(item)
+    return serial_ms(item, True) + sum(region_cpu_ms(r) for r in item["regions"])
 
 
 def expand(rle):
@@ -105,15 +144,15 @@ class Simulator:
             return None, None
         unit = 0 if sum(t[0] for t in cal) > 0 else 2  # FLOPs, else activation bytes
         work = sum(t[unit] for t in cal)
-        return (sum(region["us"]) / work if work > 0 else 0.0), unit
+        return (sum(task_times(region)) / work if work > 0 else 0.0), unit
 
     def region(self, region, sleeping):
         """Predicted us, busy us (sum of task times), task count, DRAM bytes, FLOPs."""
         rate, unit = self.rate(region)
         tasks = self.tasks(region["sig"], self.T) if rate is not None else None
-        if tasks is None:
-            wall = 1000.0 * (region["t1"] - region["t0"])
-            return wall, wall, len(region["us"]), 0.0, 0.0
+        if tasks is None:  # no work description: its measured span, unscaled
+            span = 1000.0 * region_cpu_ms(region)
+            return span, span, len(region["us"]), 0.0, 0.0
         key = (region["sig"], f"{rate:.4g}", sleeping)
         if key not in self.cache:
             self.cache[key] = self.schedule(tasks, rate, unit, sleeping)
@@ -154,12 +193,17 @@ def simulate(trace, threads, bandwidth_gbs, machine):
     prev_t1 = min(starts) if starts else None
     last_region_end = -1e9
     breaks_t, breaks_p = ([prev_t1], [0.0]) if starts else ([], [])
+    prev_c1 = None
     for it in trace.items:
-        gap = 0.0 if prev_t1 is None else max(it["t0"] - prev_t1 - it["ovh_gap"], 0.0)
+        # Gaps on the graph thread's CPU clock when both ends have it (no other load counted).
+        if prev_c1 is not None and "c0" in it:
+            gap = max(it["c0"] - prev_c1 - it["ovh_gap"], 0.0)
+        else:
+            gap = 0.0 if prev_t1 is None else max(it["t0"] - prev_t1 - it["ovh_gap"], 0.0)
+        prev_c1 = it.get("c1", prev_c1)
         clock += gap
         start = clock
-        regions_meas = sum(r["t1"] - r["t0"] for r in it["regions"])
-        serial = max(measured_ms(it) - regions_meas, 0.0)
+        serial = serial_ms(it, True)
         pred, busy, ntasks, dram, flops = serial, 0.0, 0, 0.0, 0.0
         for r in it["regions"]:
             sleeping = (start + pred) - last_region_end > SPIN_US / 1000.0
@@ -212,9 +256,10 @@ def phase_summary(sim, trace, sim1=None, bandwidth_gbs=None, machine=None):
         if it["kind"] == "run":
             runs[it["phase"]] += 1
     for phase in ("vision", "prefill", "decode"):
-        if sim is None:  # measured
-            secs = sum(measured_ms(it) for it in trace.items if it["phase"] == phase) / 1000
-            res[phase] = {"seconds": secs}
+        if sim is None:  # measured: wall, and with the machine's other load taken out
+            items = [it for it in trace.items if it["phase"] == phase]
+            res[phase] = {"seconds": sum(item_ms(it) for it in items) / 1000,
+                          "cpu_seconds": sum(item_ms(it, True) for it in items) / 1000}
             continue
         items = [it for it in sim["items"] if it["phase"] == phase]
         secs = sum(it["pred_ms"] for it in items) / 1000

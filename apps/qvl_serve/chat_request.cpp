@@ -10,6 +10,7 @@
 
 #include "base64.h"
 #include "io/json.h"
+#include "response_format.h"
 #include "runtime/logprobs.h"
 
 namespace qvl::serve {
@@ -330,15 +331,6 @@ base::Status check_fields(const JsonValue& root) {
         if (key == "tools" || key == "tool_choice" || key == "parallel_tool_calls") {
             return bad(key, "tool calling is not implemented by this server yet");
         }
-        if (key == "response_format") {
-            const JsonValue* type = value.is_object() ? value.find("type") : nullptr;
-            if (type == nullptr || !type->is_string() || type->as_string() != "text") {
-                return bad(key,
-                           "only {\"type\": \"text\"} is implemented (structured outputs "
-                           "are not yet)");
-            }
-            continue;
-        }
         if (std::find(kKnownFields.begin(), kKnownFields.end(), key) == kKnownFields.end()) {
             return bad(key,
                        "this field is not implemented by the server (refused rather than "
@@ -400,6 +392,7 @@ base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseL
     QVL_TRY(parse_messages(root, limits, &out));
     QVL_TRY(parse_sampling(root, limits, &out));
     QVL_TRY(parse_choices(root, limits, &out));
+    QVL_TRY(parse_response_format(root, &out.grammar));
     QVL_TRY(read_bool(root, "stream", &out.stream));
     QVL_TRY(read_bool(root, "ignore_eos", &out.ignore_eos));
     if (const JsonValue* so = root.find("stream_options"); so != nullptr && !so->is_null()) {

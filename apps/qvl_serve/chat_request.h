@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "grammar/grammar.h"
 
 namespace qvl::serve {
 
@@ -58,6 +60,8 @@ struct ChatRequest {
     int n = 1;                                               // choices
     // logprobs: -1 off (logprobs false or absent), else top_logprobs (0..20).
     int top_logprobs = -1;
+    // response_format json_object / json_schema: the grammar the answer follows (else empty).
+    std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 struct ParseLimits {

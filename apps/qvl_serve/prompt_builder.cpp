@@ -130,6 +130,7 @@ base::Result<runtime::GenerateParams> build_generate_params(const model::Model& 
     set_penalties(s, request, gen);
     s.logit_bias = request.logit_bias;
     gp.top_logprobs = request.top_logprobs;
+    gp.grammar = request.grammar;
     gp.ignore_eos = request.ignore_eos;
     gp.stop_ids = runtime::default_stop_ids(model);
     const int room = ctx_size - prompt_tokens;

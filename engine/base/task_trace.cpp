@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <mutex>
 #include <unordered_set>
 #include <utility>
@@ -111,14 +112,19 @@ void TaskTrace::begin_node(std::string name) {
     impl_->node_overhead0 = impl_->overhead_ms;
 }
 
-void TaskTrace::end_node(const char* op, double t0_ms, double t1_ms) {
+double TaskTrace::thread_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
+void TaskTrace::end_node(const char* op, double t0_ms, double t1_ms, double c0_ms, double c1_ms) {
     const double start = now_ms();
     const std::lock_guard lock(impl_->mu);
-    // ovh: the trace's own time inside [t0, t1]; ovc: its total so far.
-    add_line(fmt::format(
-        R"({{"ev":"node","name":{},"op":"{}","t0":{:.4f},"t1":{:.4f},"ovh":{:.4f},"ovc":{:.4f}}})",
-        quote(impl_->node), op, t0_ms, t1_ms, impl_->overhead_ms - impl_->node_overhead0,
-        impl_->overhead_ms));
+    add_line(fmt::format(R"({{"ev":"node","name":{},"op":"{}","t0":{:.4f},"t1":{:.4f},)"
+                         R"("c0":{:.4f},"c1":{:.4f},"ovh":{:.4f},"ovc":{:.4f}}})",
+                         quote(impl_->node), op, t0_ms, t1_ms, c0_ms, c1_ms,
+                         impl_->overhead_ms - impl_->node_overhead0, impl_->overhead_ms));
     impl_->node.clear();
     impl_->overhead_ms += now_ms() - start;
 }
@@ -134,17 +140,20 @@ void TaskTrace::describe_next(std::string sig, PartitionFn fn, const void* ctx) 
     impl_->overhead_ms += now_ms() - start;
 }
 
-void TaskTrace::record_region(int pool_threads, double t0_ms, double t1_ms,
-                              const std::vector<float>& task_us) {
+void TaskTrace::record_region(int pool_threads, const TaskTimes& times) {
     const double start = now_ms();
     const std::lock_guard lock(impl_->mu);
-    std::string us;
-    for (std::size_t i = 0; i < task_us.size(); ++i) {
-        us += fmt::format("{}{:.2f}", i ? "," : "", task_us[i]);
+    std::string wall, cpu, thr;
+    for (std::size_t i = 0; i < times.wall_us.size(); ++i) {
+        const char* sep = i ? "," : "";
+        wall += fmt::format("{}{:.2f}", sep, times.wall_us[i]);
+        cpu += fmt::format("{}{:.2f}", sep, times.cpu_us[i]);
+        thr += fmt::format("{}{}", sep, times.thread[i]);
     }
-    add_line(fmt::format(
-        R"({{"ev":"region","node":{},"sig":{},"threads":{},"t0":{:.4f},"t1":{:.4f},"us":[{}]}})",
-        quote(impl_->node), quote(impl_->pending_sig), pool_threads, t0_ms, t1_ms, us));
+    add_line(fmt::format(R"({{"ev":"region","node":{},"sig":{},"threads":{},"t0":{:.4f},)"
+                         R"("t1":{:.4f},"c0":{:.4f},"c1":{:.4f},"us":[{}],"cpu":[{}],"thr":[{}]}})",
+                         quote(impl_->node), quote(impl_->pending_sig), pool_threads, times.t0_ms,
+                         times.t1_ms, times.c0_ms, times.c1_ms, wall, cpu, thr));
     impl_->pending_sig.clear();
     impl_->overhead_ms += now_ms() - start;
 }

@@ -8,16 +8,20 @@
 // The file is JSON lines, written when the process exits (nothing is written during the run, so
 // the run's timing is not disturbed by I/O):
 //   {"ev":"run","phase":"vision"|"prefill"|"decode","t":ms}         a graph run begins
-//   {"ev":"node","name":"text.layers.3.qkv","op":"matmul","t0":ms,"t1":ms}   a node ended
-//   {"ev":"region","node":NAME,"sig":S,"threads":T,"t0":ms,"t1":ms,"us":[task times]}
+//   {"ev":"node","name":"text.layers.3.qkv","op":"matmul","t0":ms,"t1":ms,"c0":ms,"c1":ms,
+//    "ovh":ms,"ovc":ms}                                               a node ended
+//   {"ev":"region","node":NAME,"sig":S,"threads":T,"t0":ms,"t1":ms,"c0":ms,"c1":ms,
+//    "us":[task wall us],"cpu":[task CPU us],"thr":[pool thread of each task]}
 //   {"ev":"part","sig":S,"parts":{"1":[[count,flops,weight,kv,act],...],...}}   once per sig
 //   {"ev":"mark","what":"submit"|"first_token","id":N,"t":ms}
-// Times are base::now_ms(). A region's tasks are its parallel_for's indices in order; "parts"
-// lists, per thread count, the tasks in index order, run-length encoded (count identical tasks),
-// with their work: FLOPs and bytes read from weights, the KV cache and activations. A region
-// with an empty sig had no work description (its times alone are known).
+// t: base::now_ms(); c: the CPU clock of the thread running the graph; ovh: the trace's own time
+// inside a node, ovc: its total so far. A region's tasks are its parallel_for's indices in order;
+// "parts" lists, per thread count, the tasks in index order, run-length encoded (count identical
+// tasks), with their work: FLOPs and bytes read from weights, the KV cache and activations. A
+// region with an empty sig had no work description (its times alone are known).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +32,16 @@ namespace qvl::base {
 struct TaskWork {
     double flops = 0, weight_bytes = 0, kv_bytes = 0, act_bytes = 0;
     bool operator==(const TaskWork&) const = default;
+};
+
+// A job's measured times: per task its wall and CPU time (us) and the pool thread that ran it;
+// the job's wall span and the calling thread's CPU clock around it (ms).
+struct TaskTimes {
+    explicit TaskTimes(int n)
+        : wall_us(std::size_t(n), 0.f), cpu_us(std::size_t(n), 0.f), thread(std::size_t(n), 0) {}
+    std::vector<float> wall_us, cpu_us;
+    std::vector<std::int16_t> thread;
+    double t0_ms = 0, t1_ms = 0, c0_ms = 0, c1_ms = 0;
 };
 
 // Fills out with the tasks that the split of this region would make for n_threads threads.
@@ -44,14 +58,17 @@ class TaskTrace {
     // Graph runs and nodes (the executor). Nodes nest no regions of other nodes.
     void begin_run(std::string_view phase);
     void begin_node(std::string name);
-    void end_node(const char* op, double t0_ms, double t1_ms);
+    // Wall times (base::now_ms) and the calling thread's CPU clock (thread_cpu_ms) around it.
+    void end_node(const char* op, double t0_ms, double t1_ms, double c0_ms, double c1_ms);
+    // CPU time of the calling thread: what it ran, whatever else ran on the machine (the
+    // simulator calibrates on this, so a loaded machine does not inflate the rates).
+    static double thread_cpu_ms();
 
     // The split of the next parallel_for of the calling thread: sig names the problem (same sig,
     // same partitions), fn(ctx, T, out) cuts it for T threads. Call just before parallel_for.
     void describe_next(std::string sig, PartitionFn fn, const void* ctx);
     // From the pool, after a job: its task count, threads and task times (us).
-    void record_region(int pool_threads, double t0_ms, double t1_ms,
-                       const std::vector<float>& task_us);
+    void record_region(int pool_threads, const TaskTimes& times);
     void mark(std::string_view what, long id, double t_ms);
 
   private:

@@ -51,6 +51,12 @@ void pin_to_cpu(std::thread::native_handle_type handle, int cpu) {
 
 double ThreadPool::trace_now_ms() { return now_ms(); }
 
+namespace {
+thread_local int t_worker_index = 0;
+}  // namespace
+
+int ThreadPool::worker_index() { return t_worker_index; }
+
 ThreadPool::ThreadPool(int n_threads, bool pin) {
     if (n_threads < 1) n_threads = 1;
     workers_.reserve(n_threads - 1);
@@ -94,7 +100,8 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void* ctx) {
     }
 }
 
-void ThreadPool::worker_loop(int /*index*/) {
+void ThreadPool::worker_loop(int index) {
+    t_worker_index = index;
     // Generation 0 is the state before the first job: a worker that starts late still sees
     // every job, because the caller waits for all workers before posting the next one.
     unsigned seen = 0;

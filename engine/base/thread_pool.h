@@ -69,16 +69,25 @@ class ThreadPool {
     // QVL_TASK_TRACE: the same job, each task timed (base/task_trace.h).
     template <class Fn>
     void parallel_for_traced(int n_tasks, Fn& fn, TaskTrace* trace) {
-        std::vector<float> task_us(std::size_t(n_tasks), 0.f);
+        TaskTimes times(n_tasks);
         const double t0 = trace_now_ms();
+        const double c0 = TaskTrace::thread_cpu_ms();
         parallel_for_untraced(n_tasks, [&](int t) {
             const double s = trace_now_ms();
+            const double c = TaskTrace::thread_cpu_ms();
             fn(t);
-            task_us[std::size_t(t)] = float(1000.0 * (trace_now_ms() - s));
+            times.cpu_us[std::size_t(t)] = float(1000.0 * (TaskTrace::thread_cpu_ms() - c));
+            times.wall_us[std::size_t(t)] = float(1000.0 * (trace_now_ms() - s));
+            times.thread[std::size_t(t)] = std::int16_t(worker_index());
         });
-        trace->record_region(size(), t0, trace_now_ms(), task_us);
+        times.t0_ms = t0;
+        times.t1_ms = trace_now_ms();
+        times.c0_ms = c0;
+        times.c1_ms = TaskTrace::thread_cpu_ms();
+        trace->record_region(size(), times);
     }
     static double trace_now_ms();
+    static int worker_index();  // 0 on the caller, i on worker i
 
     using TaskFn = void (*)(void* ctx, int task);
     template <class Fn>

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <span>
 #include <variant>
 #include <vector>
 
@@ -268,7 +270,7 @@ void run_op(const OpRun& r, const op::Rope& p) {
     });
 }
 
-void run_op(const OpRun& r, const op::Attention& p) {
+AttentionArgs attention_args(const OpRun& r, const op::Attention& p) {
     const TensorDesc& qd = r.in_desc(0);
     AttentionArgs a{.n_q = qd.rows,
                     .n_kv = p.n_kv,
@@ -300,6 +302,11 @@ void run_op(const OpRun& r, const op::Attention& p) {
         a.v_row_stride = r.in_desc(2).stride;
         a.k_head_stride = a.v_head_stride = p.head_dim;
     }
+    return a;
+}
+
+void run_op(const OpRun& r, const op::Attention& p) {
+    const AttentionArgs a = attention_args(r, p);
     const int nt = attention_num_tasks(a, r.pool.size());
     trace_attention(a);
     r.pool.parallel_for(nt, [&](int t) { r.k.attention_task(a, t, nt); });
@@ -361,6 +368,57 @@ void run_op(const OpRun& r, const op::ScatterRows& p) {
     }
 }
 
+// The attention nodes of a decode batch (one per sequence, model/text_decoder.cpp) run as one
+// job: each keeps its own split, but the job holds all their tasks, so a 4-sequence step gives a
+// 32-thread machine 32 tasks instead of 8 at a time (bench/scaling.py). The same tasks run
+// either way, so the results are the same bits.
+constexpr std::size_t kMaxAttentionGroup = 32;
+
+// The end of the run of consecutive cache attention nodes starting at i that read none of each
+// other's outputs (first + 1 when node i starts no such run).
+std::size_t attention_group_end(const Graph& g, std::size_t i, std::size_t last) {
+    std::size_t end = i + 1;
+    const auto cached = [&](std::size_t j) {
+        const auto* p = std::get_if<op::Attention>(&g.nodes[j].p);
+        return p != nullptr && p->use_cache;
+    };
+    if (!cached(i)) return end;
+    std::ptrdiff_t off = 0;
+    while (end < last && end - i < kMaxAttentionGroup && cached(end)) {
+        const Node& n = g.nodes[end];
+        for (std::size_t j = i; j < end; ++j) {
+            const int out = g.root_of(g.nodes[j].out.id, &off);
+            for (const Tensor& t : n.in) {
+                if (t.valid() && g.root_of(t.id, &off) == out) return end;
+            }
+        }
+        ++end;
+    }
+    return end;
+}
+
+void run_attention_group(const OpRun& r, std::span<const Node> nodes) {
+    std::array<AttentionArgs, kMaxAttentionGroup> args;
+    std::array<int, kMaxAttentionGroup + 1> first_task{};
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        const OpRun ri{.exec = r.exec,
+                       .g = r.g,
+                       .n = nodes[i],
+                       .arena = r.arena,
+                       .k = r.k,
+                       .pool = r.pool,
+                       .gemm_runner = r.gemm_runner};
+        args[i] = attention_args(ri, std::get<op::Attention>(nodes[i].p));
+        first_task[i + 1] = first_task[i] + attention_num_tasks(args[i], r.pool.size());
+    }
+    trace_attention_group({args.data(), nodes.size()});
+    r.pool.parallel_for(first_task[nodes.size()], [&](int t) {
+        std::size_t i = 0;
+        while (t >= first_task[i + 1]) ++i;
+        r.k.attention_task(args[i], t - first_task[i], first_task[i + 1] - first_task[i]);
+    });
+}
+
 // For the scaling trace: a graph of the vision tower, a prefill (some attention node has
 // several query rows) or a decode step.
 const char* run_phase(const Graph& g) {
@@ -381,30 +439,35 @@ std::size_t Executor::run_range(const Graph& g, std::byte* arena, std::size_t fi
     base::TaskTrace* const trace = base::TaskTrace::active();
     if (trace != nullptr && first == 0) trace->begin_run(run_phase(g));
     while (next < last) {
-        const Node& n = g.nodes[next++];
+        const std::size_t end = attention_group_end(g, next, last);
+        const Node& n = g.nodes[next];
         if (trace != nullptr) {
             trace->begin_node(full_name(n));
+            const double c0 = base::TaskTrace::thread_cpu_ms();
             const double t0 = base::now_ms();
-            run_node(g, n, arena);
-            trace->end_node(op_name(n.op), t0, base::now_ms());
+            run_nodes(g, next, end, arena);
+            const double t1 = base::now_ms();
+            trace->end_node(op_name(n.op), t0, t1, c0, base::TaskTrace::thread_cpu_ms());
         } else if (!profile_on_) {
-            run_node(g, n, arena);
+            run_nodes(g, next, end, arena);
         } else {
             const double t0 = base::now_ms();
-            run_node(g, n, arena);
+            run_nodes(g, next, end, arena);
             const double ms = base::now_ms() - t0;
             profile_.ms_by_op[std::size_t(n.op)] += ms;
-            profile_.calls_by_op[std::size_t(n.op)] += 1;
+            profile_.calls_by_op[std::size_t(n.op)] += long(end - next);
             const std::string layer =
                 n.layer >= 0 ? fmt::format("{}.{}", n.scope, n.layer) : std::string(n.scope);
             profile_.ms_by_layer[layer] += ms;
             profile_.ms_by_node[n.layer >= 0 ? fmt::format("{}.*.{}", n.scope, n.name)
                                              : full_name(n)] += ms;
         }
-        if (observer_) {
-            const TensorDesc& d = g.tensors[n.out.id];
-            observer_(full_name(n), data(g, n.out, arena), d.rows, d.cols, d.stride);
+        for (; observer_ && next < end; ++next) {
+            const Node& o = g.nodes[next];
+            const TensorDesc& d = g.tensors[o.out.id];
+            observer_(full_name(o), data(g, o.out, arena), d.rows, d.cols, d.stride);
         }
+        next = end;
         if (deadline_ms < kNoDeadline && base::now_ms() >= deadline_ms) break;
     }
     // Tasks go to whichever thread is free, so this run may have grown the kernel scratch on
@@ -417,15 +480,18 @@ std::size_t Executor::run_range(const Graph& g, std::byte* arena, std::size_t fi
     return next;
 }
 
-void Executor::run_node(const Graph& g, const Node& n, std::byte* arena) {
+void Executor::run_nodes(const Graph& g, std::size_t first, std::size_t end, std::byte* arena) {
     const OpRun r{.exec = *this,
                   .g = g,
-                  .n = n,
+                  .n = g.nodes[first],
                   .arena = arena,
                   .k = *table_,
                   .pool = *pool_,
                   .gemm_runner = gemm_runner_};
-    std::visit([&](const auto& params) { run_op(r, params); }, n.p);
+    if (end - first > 1) {
+        return run_attention_group(r, std::span(g.nodes).subspan(first, end - first));
+    }
+    std::visit([&](const auto& params) { run_op(r, params); }, r.n.p);
 }
 
 }  // namespace qvl::graph

@@ -59,7 +59,9 @@ class Executor {
     static std::string full_name(const Node& n);
 
   private:
-    void run_node(const Graph& g, const Node& n, std::byte* arena);  // one op, by its params
+    // Nodes [first, end): one op by its params, or a group of independent attention nodes as
+    // one job (executor.cpp).
+    void run_nodes(const Graph& g, std::size_t first, std::size_t end, std::byte* arena);
 
     base::ThreadPool* pool_;
     const kernels::KernelTable* table_;

@@ -14,10 +14,14 @@
 namespace qvl::kernels {
 namespace {
 
-// Column tasks are multiples of 64 (a multiple of every NR). Row tasks have at least
+// Column tasks are multiples of 64 (a multiple of every NR), or of 32 for the streaming path
+// (m <= kGemvMaxM: a multiple of the 16-output weight panels and of every NR): a decode step's
+// k and v products (n = 1024) then split into 32 tasks, not 16, and its 2048-wide ones into 64,
+// which 32- and 64-thread machines need (bench/scaling.py). Row tasks have at least
 // kMinTaskRows rows (each packs its own B panels), rounded up to whole row panels of the tier
 // that runs them (its mr), so that every task starts on a row panel of a shared packed A.
 constexpr int kColQuantum = 64;
+constexpr int kGemvColQuantum = 32;
 constexpr int kMinTaskRows = 42;
 
 struct Grid {
@@ -35,7 +39,8 @@ int round_up(int a, int q) { return ceil_div(a, q) * q; }
 Grid make_grid(int m, int n, int tasks, int align) {
     Grid g;
     tasks = std::max(tasks, 1);
-    const int max_col_blocks = std::max(ceil_div(n, kColQuantum), 1);
+    const int quantum = m <= detail::kGemvMaxM ? kGemvColQuantum : kColQuantum;
+    const int max_col_blocks = std::max(ceil_div(n, quantum), 1);
     if (m <= detail::kGemvMaxM) {
         // The streaming path reads each weight once; columns are the only split.
         g.col_blocks = std::min(max_col_blocks, tasks);
@@ -58,7 +63,7 @@ Grid make_grid(int m, int n, int tasks, int align) {
     }
     g.rows_per =
         m <= detail::kGemvMaxM ? std::max(m, 1) : round_up(ceil_div(m, g.row_blocks), align);
-    g.cols_per = round_up(ceil_div(std::max(n, 1), g.col_blocks), kColQuantum);
+    g.cols_per = round_up(ceil_div(std::max(n, 1), g.col_blocks), quantum);
     g.col_blocks = std::max(ceil_div(n, g.cols_per), 1);
     return g;
 }

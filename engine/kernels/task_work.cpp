@@ -144,6 +144,24 @@ void trace_attention(const AttentionArgs& args) {
         &args);
 }
 
+void trace_attention_group(std::span<const AttentionArgs> args) {
+    base::TaskTrace* trace = base::TaskTrace::active();
+    if (trace == nullptr) return;
+    std::string sig = "group";
+    for (const AttentionArgs& a : args) {
+        sig += fmt::format(" [q={} kv={} h={}/{} d={} pos0={} kvt={}]", a.n_q, a.n_kv, a.n_heads,
+                           a.n_kv_heads, a.head_dim, a.q_pos0, int(a.kv_type));
+    }
+    trace->describe_next(
+        std::move(sig),
+        [](const void* c, int t, std::vector<base::TaskWork>* out) {
+            for (const AttentionArgs& a : *static_cast<const std::span<const AttentionArgs>*>(c)) {
+                attention_task_work(a, t, out);
+            }
+        },
+        &args);
+}
+
 void trace_rows(const char* what, int rows, int cols, double bytes_per_row, double flops_per_row) {
     base::TaskTrace* trace = base::TaskTrace::active();
     if (trace == nullptr) return;
@@ -158,6 +176,18 @@ void trace_rows(const char* what, int rows, int cols, double bytes_per_row, doub
             rows_task_work(x->rows, x->cols, t, x->bytes, x->flops, out);
         },
         &ctx);
+}
+
+void trace_even_split(const char* what, double bytes) {
+    base::TaskTrace* trace = base::TaskTrace::active();
+    if (trace == nullptr) return;
+    trace->describe_next(
+        fmt::format("even {} bytes={}", what, bytes),
+        [](const void* c, int t, std::vector<base::TaskWork>* out) {
+            const double share = *static_cast<const double*>(c) / t;
+            out->assign(std::size_t(t), {.act_bytes = share});
+        },
+        &bytes);
 }
 
 }  // namespace qvl::kernels

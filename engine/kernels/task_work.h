@@ -5,6 +5,7 @@
 // diverge from the engine.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "base/task_trace.h"
@@ -35,6 +36,10 @@ void rows_task_work(int rows, int cols, int n_threads, double bytes_per_row, dou
 void trace_gemm(const KernelTable& table, const GemmArgs& args);
 void trace_gemm_pack_a(const GemmArgs& args);
 void trace_attention(const AttentionArgs& args);
+// Several attentions run as one job: their tasks in order, each cut for T threads.
+void trace_attention_group(std::span<const AttentionArgs> args);
 void trace_rows(const char* what, int rows, int cols, double bytes_per_row, double flops_per_row);
+// A job of one task per thread, each moving bytes / n_threads (first touches of buffers).
+void trace_even_split(const char* what, double bytes);
 
 }  // namespace qvl::kernels

@@ -21,22 +21,30 @@ constexpr std::array<std::int32_t, kMaxDecodeBatch> kRowIndex = [] {
 
 // A decode batch's attention: each row stores its K/V in and attends over its own sequence's
 // cache, exactly the nodes a batch of one runs, so a row's result never depends on the others.
+// The stores come first and the attentions next to each other, so that the executor runs the
+// attentions as one job (graph/executor.cpp: every sequence's tasks at once).
 Tensor batch_attention(graph::GraphBuilder& g, const TextGraphInputs& in, int il, Tensor q,
                        Tensor k, Tensor v, const graph::AttentionOptions& base) {
     const int n = in.n_tokens;
     const int q_cols = base.n_heads * base.head_dim;
     const int kv_cols = base.n_kv_heads * base.head_dim;
-    Tensor out = n > 1 ? g.activation("attn", n, q_cols) : Tensor{};
     for (int i = 0; i < n; ++i) {
-        const graph::KvLayerView cache = in.batch_kv[std::size_t(i)].layer(il);
-        const int pos = in.batch_pos0[i];
-        g.store_kv("kv", g.view(k, i, 1, 0, kv_cols), g.view(v, i, 1, 0, kv_cols), cache, pos,
-                   base.n_kv_heads, base.head_dim);
+        g.store_kv("kv", g.view(k, i, 1, 0, kv_cols), g.view(v, i, 1, 0, kv_cols),
+                   in.batch_kv[std::size_t(i)].layer(il), in.batch_pos0[i], base.n_kv_heads,
+                   base.head_dim);
+    }
+    std::array<Tensor, kMaxDecodeBatch> rows;
+    for (int i = 0; i < n; ++i) {
         graph::AttentionOptions o = base;
-        o.pos0 = pos;
-        Tensor a = g.attention_cached("attn", g.view(q, i, 1, 0, q_cols), cache, pos + 1, o);
-        if (n == 1) return a;
-        g.scatter_rows("attn_rows", out, a, &kRowIndex[std::size_t(i)]);
+        o.pos0 = in.batch_pos0[i];
+        rows[std::size_t(i)] =
+            g.attention_cached("attn", g.view(q, i, 1, 0, q_cols),
+                               in.batch_kv[std::size_t(i)].layer(il), o.pos0 + 1, o);
+    }
+    if (n == 1) return rows[0];
+    Tensor out = g.activation("attn", n, q_cols);
+    for (int i = 0; i < n; ++i) {
+        g.scatter_rows("attn_rows", out, rows[std::size_t(i)], &kRowIndex[std::size_t(i)]);
     }
     return out;
 }

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "graph/builder.h"
 #include "graph/trace.h"
+#include "kernels/task_work.h"
 #include "model/mrope.h"
 #include "model/rope_tables.h"
 #include "model/text_decoder.h"
@@ -316,6 +317,7 @@ void Session::populate_arena(bool vision, std::size_t need) {
     // One share per thread (first touches are slow here; see KvCache::populate).
     const std::size_t from = done, bytes = need - done;
     const int parts = pool_->size();
+    kernels::trace_even_split("populate", double(bytes));
     pool_->parallel_for(parts, [&](int part) {
         const std::size_t a = from + bytes * std::size_t(part) / std::size_t(parts);
         const std::size_t b = from + bytes * std::size_t(part + 1) / std::size_t(parts);
@@ -487,6 +489,7 @@ base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> 
          .want_logits = last,
          .lm_head = screen_ == nullptr});
     const int parts = pool_->size();
+    kernels::trace_even_split("kv_populate", double(n));  // in rows: the split is even
     pool_->parallel_for(parts,
                         [&](int part) { kv_.populate(slot, kv_.size(slot), n, part, parts); });
     run_graph();

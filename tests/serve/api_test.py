@@ -26,7 +26,7 @@ ap.add_argument("--model", required=True)
 ap.add_argument("--images", required=True)
 ap.add_argument("--venv", required=True)
 args = ap.parse_args()
-su.ensure_venv(args.venv)
+su.ensure_venv(args.venv, ("openai", "jsonschema"))
 
 import openai  # noqa: E402
 
@@ -383,7 +383,7 @@ def test_unknown_fields_refused():
     expect_error(400, lambda: create(model="m", messages=msgs, tools=[{"type": "function",
                  "function": {"name": "f", "parameters": {"type": "object"}}}]), "tools")
     expect_error(400, lambda: create(model="m", messages=msgs,
-                                     response_format={"type": "json_object"}), "response_format")
+                                     response_format={"type": "xml"}), "response_format.type")
     expect_error(400, lambda: create(model="m", messages=msgs, logprobs=True, top_logprobs=21),
                  "top_logprobs")
     expect_error(400, lambda: create(model="m", messages=msgs, logit_bias={"999999": 5}),
@@ -493,7 +493,12 @@ def test_n_choices_one_prefill():
               "one usage chunk for both choices")
 
 
-for fn in (test_logprobs_and_logit_bias, test_n_choices_one_prefill, test_allowed_media_hosts, test_unknown_fields_refused,
+def test_structured_outputs():
+    import structured_cases
+    structured_cases.run(client, check, expect_error)
+
+
+for fn in (test_structured_outputs, test_logprobs_and_logit_bias, test_n_choices_one_prefill, test_allowed_media_hosts, test_unknown_fields_refused,
            test_webp_and_gif_answer_as_png, test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
            test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,

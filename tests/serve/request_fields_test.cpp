@@ -57,12 +57,23 @@ TEST(RequestFields, UnknownAndUnimplementedFieldsAreRefusedByName) {
     // Accepted and ignored; nulls count as absent; response_format text is the default.
     EXPECT_TRUE(parse(R"("user":"u1","metadata":{"k":"v"},"tools":null,"frobnicate":null)").ok());
     EXPECT_TRUE(parse(R"("response_format":{"type":"text"})").ok());
+    EXPECT_TRUE(parse(R"("response_format":{"type":"json_object"})")->grammar != nullptr);
+    EXPECT_EQ(error_of(R"("response_format":{"type":"xml"})").rfind("response_format.type: ", 0),
+              0u);
+    EXPECT_TRUE(parse(R"("response_format":{"type":"json_schema","json_schema":{"name":"n",
+        "strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer"}}}}})")
+                    ->grammar != nullptr);
+    EXPECT_NE(error_of(R"("response_format":{"type":"json_schema","json_schema":{"schema":
+        {"type":"string","contentEncoding":"base64"}}})")
+                  .find("response_format.json_schema.schema: JSON schema at '#': unsupported "
+                        "keyword 'contentEncoding'"),
+              std::string::npos);
     EXPECT_TRUE(parse(R"("stream":true,"stream_options":{"include_usage":true})")->include_usage);
     for (const char* field :
          {R"("frobnicate":1)", R"("tools":[])", R"("tool_choice":"auto")",
-          R"("parallel_tool_calls":false)", R"("response_format":{"type":"json_object"})",
-          R"("functions":[])", R"("modalities":["text","audio"])", R"("store":true)",
-          R"("service_tier":"auto")", R"("prediction":{})", R"("reasoning_effort":"low")"}) {
+          R"("parallel_tool_calls":false)", R"("functions":[])", R"("modalities":["text","audio"])",
+          R"("store":true)", R"("service_tier":"auto")", R"("prediction":{})",
+          R"("reasoning_effort":"low")"}) {
         const std::string name(
             std::string_view(field).substr(1, std::string_view(field).find('"', 1) - 1));
         const std::string e = error_of(field);

@@ -36,7 +36,7 @@ def ensure_venv(venv_dir, packages=("openai",)):
     if os.path.realpath(sys.prefix) == os.path.realpath(venv_dir):
         return
     python = os.path.join(venv_dir, "bin", "python")
-    marker = os.path.join(venv_dir, ".qvl-ready")
+    marker = os.path.join(venv_dir, ".qvl-ready-" + "-".join(packages))
     if not os.path.exists(marker):
         try:
             subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv_dir],

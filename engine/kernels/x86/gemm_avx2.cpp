@@ -214,7 +214,7 @@ struct KernelF32T {
 
     // From load-time panels (kernels/weight_panels.h): kNR is one 16-output panel, its pairs
     // already in k order; one shift (even k) and one mask (odd k) widen them, no transposes.
-    // j0 and p0 are multiples of 16 and 2 (task columns are multiples of 64, k blocks even).
+    // j0 and p0 are multiples of 16 and 2 (task columns are multiples of 32, k blocks even).
     // Pairs ahead of the copy (3 KiB): 16, 48, 96 and 160 measured on Zen 4 (AVX2 forced), 48
     // best by 1-2 % (vision fc1 and text gate_up, 1 and 2 threads).
     static constexpr int kPackAhead = 48;

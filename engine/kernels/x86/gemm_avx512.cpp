@@ -97,7 +97,7 @@ struct KernelF32T {
 
     // From load-time panels (kernels/weight_panels.h): the pairs of each 16-output panel are
     // already in k order, so one shift (even k) and one mask (odd k) widen them; no transposes.
-    // j0 and p0 are multiples of 16 and 2 (task columns are multiples of 64, k blocks even).
+    // j0 and p0 are multiples of 16 and 2 (task columns are multiples of 32, k blocks even).
     static void pack_b_panels(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                               float* out) {
         const auto* panels = static_cast<const std::uint32_t*>(w);

@@ -106,7 +106,7 @@ struct KernelBf16T {
 
     // From load-time panels (kernels/weight_panels.h): already bf16 pairs in k order, 16
     // outputs per panel; a copy interleaves two panels into one kNR = 32 panel. j0 and p0 are
-    // multiples of 16 and 2 (task columns are multiples of 64, k blocks even).
+    // multiples of 16 and 2 (task columns are multiples of 32, k blocks even).
     static void pack_b_panels(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
                               Packed* out) {
         const auto* panels = static_cast<const std::uint32_t*>(w);
@@ -183,7 +183,7 @@ struct KernelBf16T {
     // panels already hold bf16 pairs in k order, 16 columns each, so a 32-column tile reads two
     // neighbouring panels. The same values in the same order as from the copy, so the same bits.
     // Returns the tile of columns [j0, j0 + kNR) x pairs from p0 / 2 on, or null when the weights
-    // are not panels (j0 a multiple of 16, p0 even: task columns are multiples of 64, k blocks
+    // are not panels (j0 a multiple of 16, p0 even: task columns are multiples of 32, k blocks
     // even).
     static const Packed* panel_b(const GemmArgs& p, const void* w, int j0, int p0) {
         if (p.w_type != WeightType::kBF16Panels) return nullptr;

@@ -164,7 +164,7 @@ typename S::AElem* prepared_rows(const GemmArgs& p, int m0, int m1) {
 }
 
 // Rows [m0, m1) x columns [n0, n1) of a kBF16Panels problem (n0 a multiple of 16: task columns
-// are multiples of 64), epilogue included.
+// are multiples of 32), epilogue included.
 template <class S>
 void gemm_tile_panel_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     using AElem = typename S::AElem;
