@@ -105,9 +105,10 @@ def parse_args():
                         "request, after a first one on another image of the same size: a "
                         "running server's figures (llama-mtmd-cli answers one request per process "
                         "and has first-request rows only)")
-    p.add_argument("--qvl-extra", default="bf16-all,q8",
+    p.add_argument("--qvl-extra", default="bf16-all,q8,q4,q4-vq8",
                    help="comma-separated extra qvl rows of the peer table: a QVL_PRECISION "
-                        "(f32, f32-kv-bf16, bf16, bf16-all), q8 (--weights q8) or no-screen "
+                        "(f32, f32-kv-bf16, bf16, bf16-all), q8 (--weights q8), q4 (--weights "
+                        "q4), q4-vq8 (--weights q4 --vision-weights q8) or no-screen "
                         "(QVL_LOGITS_SCREEN=0: every logit computed); '' for none")
     a = p.parse_args()
     a.peers = [x.strip() for x in a.peers.split(",") if x.strip()]
@@ -116,9 +117,9 @@ def parse_args():
         p.error(f"--peers: unknown engine(s) {bad}; known: hf, hf-f32, llamacpp")
     a.qvl_extra = [x.strip() for x in a.qvl_extra.split(",") if x.strip()]
     for x in a.qvl_extra:
-        if x not in QVL_PRECISIONS + ("q8", "no-screen"):
-            p.error(f"--qvl-extra: unknown row {x!r} ({', '.join(QVL_PRECISIONS)}, q8 or "
-                    "no-screen)")
+        if x not in QVL_PRECISIONS + tuple(runners.QVL_WEIGHT_ROWS) + ("no-screen",):
+            p.error(f"--qvl-extra: unknown row {x!r} ({', '.join(QVL_PRECISIONS)}, "
+                    f"{', '.join(runners.QVL_WEIGHT_ROWS)} or no-screen)")
     return a
 
 

@@ -46,7 +46,7 @@ class QvlFormatter : public CLI::Formatter {
 // Numeric flags arrive as text and are converted after parsing (see convert_numbers).
 struct NumberTexts {
     std::string n_predict, temperature, top_k, top_p, seed, ctx_size, threads;
-    std::string weights;
+    std::string weights, vision_weights;
     std::string image_min_tokens, image_max_tokens, parallel, admission_budget;
     std::string repeat_penalty, presence_penalty;
     std::string logprobs;
@@ -173,7 +173,13 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
         ->group(gen);
     app.add_option(
            "--weights", t->weights,
-           "Text decoder weights: bf16 (as stored, default) or q8 (int8, quantized at load)")
+           "Text decoder weights: bf16 (as stored, default), q8 (int8) or q4 (4-bit groups), "
+           "quantized at load")
+        ->type_name("bf16|q8|q4")
+        ->group(gen);
+    app.add_option("--vision-weights", t->vision_weights,
+                   "Vision tower weights: bf16 (as stored, default) or q8 (int8 per output "
+                   "channel, activations per row, quantized at load)")
         ->type_name("bf16|q8")
         ->group(gen);
     app.add_option("--image-min-tokens", t->image_min_tokens, "Minimum visual tokens per image")
@@ -324,10 +330,18 @@ std::optional<UsageError> convert_numbers(const CLI::App& app, const NumberTexts
         o->threads = int(v);
     }
     if (given("--weights")) {
-        if (t.weights != "bf16" && t.weights != "q8") {
-            return UsageError{fmt::format("--weights: '{}' is not bf16 or q8", t.weights), {}};
+        if (t.weights != "bf16" && t.weights != "q8" && t.weights != "q4") {
+            return UsageError{fmt::format("--weights: '{}' is not bf16, q8 or q4", t.weights), {}};
         }
         o->weights_q8 = t.weights == "q8";
+        o->weights_q4 = t.weights == "q4";
+    }
+    if (given("--vision-weights")) {
+        if (t.vision_weights != "bf16" && t.vision_weights != "q8") {
+            return UsageError{
+                fmt::format("--vision-weights: '{}' is not bf16 or q8", t.vision_weights), {}};
+        }
+        o->vision_q8 = t.vision_weights == "q8";
     }
     if (given("--top-k")) {
         if (auto e = to_int("--top-k", t.top_k, 0, 1LL << 30, &v)) return e;

@@ -35,6 +35,8 @@ struct RunOptions {
     int ctx_size = 4096;                // -c, --ctx-size, in [16, 1 << 20]
     int threads = 0;                    // -t, --threads, in [0, 1024]; 0 = physical cores
     bool weights_q8 = false;            // --weights q8 (int8 text decoder) | bf16 (default)
+    bool weights_q4 = false;            // --weights q4 (4-bit text decoder)
+    bool vision_q8 = false;             // --vision-weights q8 (int8 vision tower) | bf16
     std::optional<int> image_min_tokens, image_max_tokens;  // >= 1, min <= max
     bool json = false;                                      // --json
     bool tokenize = false;                                  // --tokenize

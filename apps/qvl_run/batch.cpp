@@ -222,10 +222,12 @@ int run_batch(const RunOptions& o, const EnvOptions& env, SamplingDefaults sampl
         }
     }
 
-    base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(
-        o.model_dir,
-        {.weights = o.weights_q8 ? model::WeightFormat::kQ8 : model::WeightFormat::kBF16,
-         .logits_screen = env.logits_screen});
+    base::Result<std::unique_ptr<model::Model>> loaded =
+        model::Model::load(o.model_dir, {.weights = o.weights_q4   ? model::WeightFormat::kQ4
+                                                    : o.weights_q8 ? model::WeightFormat::kQ8
+                                                                   : model::WeightFormat::kBF16,
+                                         .vision_q8 = o.vision_q8,
+                                         .logits_screen = env.logits_screen});
     if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
     const model::Model& m = *loaded.value();
 

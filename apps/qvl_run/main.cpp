@@ -168,12 +168,14 @@ int run(const RunOptions& o, const EnvOptions& env) {
     base::Timer t;
     // A dry run reads no weights: no read-ahead, and the stored layout (the panel rearrangement
     // would make the process hold the text decoder's weights, counted again in its estimate).
-    base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(
-        o.model_dir,
-        {.weights = o.weights_q8 ? model::WeightFormat::kQ8 : model::WeightFormat::kBF16,
-         .panels = !o.dry_run,
-         .logits_screen = env.logits_screen && !o.dry_run,
-         .read_ahead = !o.dry_run});
+    base::Result<std::unique_ptr<model::Model>> loaded =
+        model::Model::load(o.model_dir, {.weights = o.weights_q4   ? model::WeightFormat::kQ4
+                                                    : o.weights_q8 ? model::WeightFormat::kQ8
+                                                                   : model::WeightFormat::kBF16,
+                                         .vision_q8 = o.vision_q8,
+                                         .panels = !o.dry_run,
+                                         .logits_screen = env.logits_screen && !o.dry_run,
+                                         .read_ahead = !o.dry_run});
     if (!loaded.ok()) {
         return fail(kExitModel, loaded.status(),
                     "-m takes a Hugging Face Qwen3-VL folder (config.json, model.safetensors, "
@@ -323,7 +325,9 @@ int run(const RunOptions& o, const EnvOptions& env) {
                      .threads = engine.threads(),
                      .threads_reason = o.threads > 0 ? std::string("--threads")
                                                      : base::default_thread_budget().reason,
-                     .weights = m.weight_format() == model::WeightFormat::kQ8 ? "q8" : "bf16",
+                     .weights = m.weight_format() == model::WeightFormat::kQ8   ? "q8"
+                                : m.weight_format() == model::WeightFormat::kQ4 ? "q4"
+                                                                                : "bf16",
                      .isa = runtime::kernel_isa_name(engine.isa()),
                      .precision = runtime::precision_name(engine.precision()),
                      .load_ms = load_ms,

@@ -109,9 +109,11 @@ int serve(const ServeOptions& o) {
 
     const base::Result<runtime::Precision> precision = precision_from_env();
     if (!precision.ok()) return fail(app::kExitUsage, precision.status().message());
-    base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(
-        o.model_dir,
-        {.weights = o.weights_q8 ? model::WeightFormat::kQ8 : model::WeightFormat::kBF16});
+    base::Result<std::unique_ptr<model::Model>> loaded =
+        model::Model::load(o.model_dir, {.weights = o.weights_q4   ? model::WeightFormat::kQ4
+                                                    : o.weights_q8 ? model::WeightFormat::kQ8
+                                                                   : model::WeightFormat::kBF16,
+                                         .vision_q8 = o.vision_q8});
     if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
     const model::Model& m = *loaded.value();
 

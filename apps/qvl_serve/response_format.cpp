@@ -1,6 +1,7 @@
 #include "response_format.h"
 
 #include <fmt/format.h>
+
 #include <string>
 #include <string_view>
 

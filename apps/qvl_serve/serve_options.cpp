@@ -35,8 +35,14 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
         ->check(CLI::Range(0, 1 << 20));
     std::string weights = "bf16";
     app.add_option("--weights", weights,
-                   "Text decoder weights: bf16 (as stored) or q8 (int8, quantized at load: less "
-                   "memory, faster decode; as qvl-run --weights)")
+                   "Text decoder weights: bf16 (as stored), q8 (int8) or q4 (4-bit groups), "
+                   "quantized at load: less memory, faster decode; as qvl-run --weights")
+        ->check(CLI::IsMember({"bf16", "q8", "q4"}))
+        ->capture_default_str();
+    std::string vision_weights = "bf16";
+    app.add_option("--vision-weights", vision_weights,
+                   "Vision tower weights: bf16 (as stored) or q8 (int8, quantized at load; as "
+                   "qvl-run --vision-weights)")
         ->check(CLI::IsMember({"bf16", "q8"}))
         ->capture_default_str();
     app.add_option("--max-queue", o->max_queue, "Requests waiting for a slot before 503")
@@ -130,6 +136,8 @@ int parse_serve_args(int argc, const char* const* argv, ServeOptions* o, std::FI
     }
     o->verbosity = verbose > 0 ? 1 : (quiet > 0 ? -1 : 0);
     o->weights_q8 = weights == "q8";
+    o->weights_q4 = weights == "q4";
+    o->vision_q8 = vision_weights == "q8";
     if (o->api_key.empty()) {
         if (const char* k = std::getenv("QVL_API_KEY"); k != nullptr) o->api_key = k;
     }

@@ -17,6 +17,8 @@ struct ServeOptions {
     int threads = 0;                 // -t, --threads (0: physical cores)
     int image_max_tokens = 0;        // --image-max-tokens (0: the model's default budget)
     bool weights_q8 = false;         // --weights q8: int8 text-decoder weights, as in qvl-run
+    bool weights_q4 = false;         // --weights q4: 4-bit text-decoder weights, as in qvl-run
+    bool vision_q8 = false;          // --vision-weights q8: int8 vision tower, as in qvl-run
     int max_queue = 64;              // --max-queue
     // --admission-budget-ms: longest stretch of admitting a new request between two decode
     // steps of the running ones (runtime::EngineOptions::admission_budget_ms; 0: unbounded).

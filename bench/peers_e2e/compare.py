@@ -40,7 +40,8 @@ def build_engines(args):
     q = dict(qvl_run=args.qvl_run, model=args.model, question=args.question_text,
              n=args.peer_n, threads=args.peer_threads, timeout=args.timeout)
     for prec in [args.precision] + [p for p in args.qvl_extra if p != args.precision]:
-        label = "qvl " + ("--weights q8" if prec == "q8" else
+        label = "qvl " + (" ".join(runners.QVL_WEIGHT_ROWS[prec])
+                          if prec in runners.QVL_WEIGHT_ROWS else
                           "QVL_LOGITS_SCREEN=0" if prec == "no-screen" else
                           f"QVL_PRECISION={prec}" if prec else "(default precision)")
         engines.append((f"qvl-{prec or 'default'}", label,
@@ -79,14 +80,18 @@ def build_engines(args):
         try:
             bindir = setup_env.ensure_llamacpp(cache)
             ggufs = {k: setup_env.ensure_gguf(cache, args.model, k, py)
-                     for k in ("mmproj-bf16", "text-bf16", "text-q8_0")}
-            for key, label in (("text-bf16", "llama.cpp (llama-mtmd-cli, bf16 GGUF)"),
-                               ("text-q8_0", "llama.cpp q8_0 text model")):
+                     for k in ("mmproj-bf16", "text-bf16", "text-q8_0", "mmproj-q8_0")}
+            ggufs["text-q4_k_m"] = setup_env.ensure_quantized_gguf(
+                cache, ggufs["text-bf16"], bindir, "Q4_K_M")
+            for key, mmproj, label in (
+                    ("text-bf16", "mmproj-bf16", "llama.cpp (llama-mtmd-cli, bf16 GGUF)"),
+                    ("text-q8_0", "mmproj-bf16", "llama.cpp q8_0 text model"),
+                    ("text-q4_k_m", "mmproj-q8_0", "llama.cpp Q4_K_M text, Q8_0 mmproj")):
                 # One request per process: first-request rows only (the warm-up image unused).
-                engines.append((f"llamacpp-{key}", label, lambda img, _warm, key=key:
+                engines.append((f"llamacpp-{key}", label, lambda img, _warm, key=key, mm=mmproj:
                                 runners.run_llamacpp(
                                     bindir=bindir, text_gguf=ggufs[key],
-                                    mmproj_gguf=ggufs["mmproj-bf16"], image=img,
+                                    mmproj_gguf=ggufs[mm], image=img,
                                     question=args.question_text, n=args.peer_n,
                                     threads=args.peer_threads, timeout=args.timeout)))
         except setup_env.SetupError as e:
@@ -97,8 +102,9 @@ def build_engines(args):
 # The order engines run in within a round: each pair of a target next to each other or one apart
 # (a paired ratio is only as steady as the minute between its two runs); engines in no target
 # follow in table order.
-RUN_ORDER = ["llamacpp-text-bf16", "qvl-default", "hf", "qvl-q8", "llamacpp-text-q8_0",
-             "qvl-q8-warm", "hf-warm", "qvl-default-warm"]
+RUN_ORDER = ["llamacpp-text-bf16", "qvl-q4-vq8", "qvl-default", "hf", "qvl-q8",
+             "llamacpp-text-q8_0", "qvl-q4", "llamacpp-text-q4_k_m", "qvl-q8-warm", "hf-warm",
+             "qvl-default-warm", "qvl-q4-vq8-warm"]
 
 
 def run_order(engines):
@@ -124,6 +130,16 @@ TARGETS = [("448 TTFT, bf16 vs HF", "448x448", "ttft_s", "qvl-default", "hf", 0.
             "llamacpp-text-q8_0", 0.95),
            ("1280 decode, q8 vs llama.cpp q8_0", "1280x720", "decode_ms_per_token", "qvl-q8",
             "llamacpp-text-q8_0", 0.95)]
+# Issue 49's: 4-bit text weights and the int8 vision tower (its vision time against the default
+# row's bf16 tower; the text weights do not enter the vision figure).
+TARGETS += [(f"{short} {what}", lab, key, a, b, limit)
+            for short, lab in (("448", "448x448"), ("1280", "1280x720"))
+            for what, key, a, b, limit in (
+                ("decode, q4 vs qvl q8", "decode_ms_per_token", "qvl-q4", "qvl-q8", 0.65),
+                ("decode, q4 vs llama.cpp Q4_K_M", "decode_ms_per_token", "qvl-q4",
+                 "llamacpp-text-q4_k_m", 0.90),
+                ("vision, vision q8 vs bf16", "vision_s", "qvl-q4-vq8", "qvl-default", 0.65))]
+TARGETS += [("448 TTFT, q4 + vision q8 vs HF", "448x448", "ttft_s", "qvl-q4-vq8", "hf", 0.50)]
 # With --peers-warm, the same TTFT targets on the second requests: like with like (bench/README.md:
 # a first-request Hugging Face row runs its vision tower warm, a first-request qvl row cold).
 TARGETS += [(what + ", second request", lab, key, a + "-warm", b + "-warm", limit)

@@ -15,6 +15,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+# qvl rows that change the weight formats (issue 49), default precision otherwise.
+QVL_WEIGHT_ROWS = {
+    "q8": ["--weights", "q8"],
+    "q4": ["--weights", "q4"],
+    "q4-vq8": ["--weights", "q4", "--vision-weights", "q8"],
+}
+
+
 def run_measured(cmd, timeout, env=None):
     """(exit code or 'timeout', stdout, stderr, peak RSS of the child in MB, wall seconds)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -57,8 +65,8 @@ def run_qvl(qvl_run, model, image, question, n, threads, precision, timeout, war
     (run_qvl_warm)."""
     env = dict(os.environ)
     options = ["-n", str(n), "--ignore-eos", "--temp", "0", "-t", str(threads)]
-    if precision == "q8":  # int8 text-decoder weights, default precision otherwise
-        options += ["--weights", "q8"]
+    if precision in QVL_WEIGHT_ROWS:  # quantized weights, default precision otherwise
+        options += QVL_WEIGHT_ROWS[precision]
     elif precision == "no-screen":  # default precision, every logit computed (README: screen)
         env["QVL_LOGITS_SCREEN"] = "0"
     elif precision:

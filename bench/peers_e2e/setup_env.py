@@ -20,11 +20,12 @@ import time
 
 HF_PACKAGES = ["torch", "torchvision", "transformers>=4.57", "accelerate", "numpy", "pillow",
                "sentencepiece"]  # sentencepiece: convert_hf_to_gguf.py imports it for any Qwen2 vocab
-LLAMACPP_TARGETS = ["llama-mtmd-cli", "llama-server"]
+LLAMACPP_TARGETS = ["llama-mtmd-cli", "llama-server", "llama-quantize"]
 GGUF_KINDS = {  # name -> (outtype, extra convert flags)
     "text-bf16": ("bf16", []),
     "text-q8_0": ("q8_0", []),
     "mmproj-bf16": ("bf16", ["--mmproj"]),
+    "mmproj-q8_0": ("q8_0", ["--mmproj"]),
 }
 
 
@@ -170,6 +171,21 @@ def ensure_gguf(cache, model_dir, kind, py):
     _run([py, os.path.join(src, "convert_hf_to_gguf.py"), model_dir, "--outtype", outtype,
           "--outfile", tmp] + extra, f"convert {model_dir} to GGUF ({kind})",
          log_path=out + ".log")
+    os.replace(tmp, out)
+    _marker(out + ".done")
+    return out
+
+
+def ensure_quantized_gguf(cache, source_gguf, bindir, qtype):
+    """source_gguf quantized to qtype (e.g. Q4_K_M) with llama-quantize, once."""
+    out = source_gguf.replace("-text-bf16.gguf", f"-text-{qtype.lower()}.gguf")
+    if out == source_gguf:
+        raise SetupError(f"{source_gguf}: not a text-bf16 GGUF of this cache")
+    if os.path.exists(out + ".done") and os.path.exists(out):
+        return out
+    tmp = out + ".partial"
+    _run([os.path.join(bindir, "llama-quantize"), source_gguf, tmp, qtype],
+         f"llama-quantize {os.path.basename(source_gguf)} to {qtype}", log_path=out + ".log")
     os.replace(tmp, out)
     _marker(out + ".done")
     return out

@@ -10,8 +10,10 @@ namespace qvl {
 Result<Model> Model::load(const std::string& dir, const ModelOptions& options) {
     try {
         base::Result<std::unique_ptr<model::Model>> m = model::Model::load(
-            dir, {.weights = options.weights == Weights::kQ8 ? model::WeightFormat::kQ8
-                                                             : model::WeightFormat::kBF16});
+            dir, {.weights = options.weights == Weights::kQ8   ? model::WeightFormat::kQ8
+                             : options.weights == Weights::kQ4 ? model::WeightFormat::kQ4
+                                                               : model::WeightFormat::kBF16,
+                  .vision_q8 = options.vision_weights == VisionWeights::kQ8});
         if (!m.ok()) return api::from_engine(m.status());
         auto impl = std::make_shared<Impl>();
         impl->model = std::move(m).value();

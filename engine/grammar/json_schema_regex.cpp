@@ -102,6 +102,18 @@ class RegexCompiler {
             const std::size_t close = p_.find('}', i_);
             if (close == std::string_view::npos) return fail("unterminated '{'");
             q = std::string(p_.substr(i_, close - i_ + 1));
+            // Only {m}, {m,} and {m,n} with decimal counts pass to the grammar.
+            const std::string_view inner = std::string_view(q).substr(1, q.size() - 2);
+            const std::size_t comma = inner.find(',');
+            const auto digits = [](std::string_view d) {
+                return !d.empty() && d.size() <= 5 &&
+                       d.find_first_not_of("0123456789") == std::string_view::npos;
+            };
+            if (!digits(inner.substr(0, comma)) ||
+                (comma != std::string_view::npos && inner.size() > comma + 1 &&
+                 !digits(inner.substr(comma + 1)))) {
+                return fail(fmt::format("'{}' is not a repetition count", q));
+            }
             i_ = close + 1;
         }
         if (!q.empty() && more() && (p_[i_] == '?' || p_[i_] == '+')) ++i_;  // lazy, possessive

@@ -71,7 +71,11 @@ void row_squares(const float* x, const std::int8_t* q, const float* d, int block
 
 }  // namespace
 
-bool q8_block_ok(int block) { return block == 32 || block == 64 || block == 128; }
+bool q8_block_ok(int block) {
+    return block == 32 || block == 64 || (block % 128 == 0 && block >= 128 && block <= kQ8MaxBlock);
+}
+
+int q8_row_block(int cols) { return std::max(128, (cols + 127) / 128 * 128); }
 
 std::size_t q8_data_bytes(int rows, int cols, int block) {
     QVL_CHECK(q8_block_ok(block) && rows >= 0 && cols >= 0, "q8: bad shape or block size");
@@ -153,12 +157,14 @@ void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, cons
 }
 
 std::int8_t q8_weight(const Q8Matrix& m, int row, int col) {
+    if (m.bits == 4) return detail::q4_weight(m, row, col);
     const int p = row / kQ8Panel, c = row % kQ8Panel, b = col / m.block, i = col % m.block;
     const std::size_t base = std::size_t(p * m.k_blocks + b) * kQ8Panel * std::size_t(m.block);
     return m.q[base + std::size_t((i / 4 * kQ8Panel + c) * 4 + i % 4)];
 }
 
 float q8_scale(const Q8Matrix& m, int row, int block_index) {
+    if (m.bits == 4) return detail::q4_scale(m, row, block_index);
     const int p = row / kQ8Panel, c = row % kQ8Panel;
     return m.scales[std::size_t(p * m.k_blocks + block_index) * kQ8Panel + std::size_t(c)];
 }
@@ -166,16 +172,12 @@ float q8_scale(const Q8Matrix& m, int row, int block_index) {
 void q8_quantize_row(const float* x, int k, int block, std::int8_t* q, float* d,
                      std::int32_t* sums) {
     const int kb = ceil_div(k, block);
-    float tail[128] = {};  // the last, partial block (no allocation: decode calls this)
     for (int b = 0; b < kb; ++b) {
         const int k0 = b * block;
         const int n = std::min(block, k - k0);
-        const float* src = x + k0;
-        if (n < block) {
-            std::copy(src, src + n, tail);
-            src = tail;
-        }
-        quantize_block(src, block, q + k0, d + b);
+        // A partial block quantizes as if zero padded: zeros change neither amax nor the sums.
+        quantize_block(x + k0, n, q + k0, d + b);
+        std::fill(q + k0 + n, q + k0 + block, std::int8_t{0});
         std::int32_t s = 0;
         for (int i = 0; i < block; ++i) s += q[k0 + i];
         sums[b] = s;
@@ -223,7 +225,21 @@ struct Q8Tier {
     bool fma = false;   // has the FMA kernel (gemm_q8_internal.h), for q8_fma_for_gemm() CPUs
 };
 
-Q8Tier q8_tier(Isa isa) {
+// The tier's pieces for a matrix of `bits` (4-bit panels take signed activations and have no
+// FMA kernel: their weights need unpacking either way).
+Q8Tier q8_tier(Isa isa, int bits = 8) {
+    if (bits == 4) {
+        switch (isa) {
+            case Isa::kAvx512Bf16:
+                return {q4_panel_avx512vnni, q8_quantize_row_avx512, gemm_epilogue_avx512};
+            case Isa::kAvx512:
+                return {q4_panel_avx2, q8_quantize_row_avx2, gemm_epilogue_avx512};
+            case Isa::kAvx2:
+                return {q4_panel_avx2, q8_quantize_row_avx2, gemm_epilogue_avx2};
+            default:
+                return {q4_panel_scalar};
+        }
+    }
     switch (isa) {
         case Isa::kAvx512Bf16:
             return {q8_panel_avx512vnni, q8_quantize_row_avx512, gemm_epilogue_avx512, true, false};
@@ -352,7 +368,7 @@ std::size_t gemm_q8_shared_a_bytes(const GemmArgs& p) {
 }
 
 void gemm_q8_quantize_a(const GemmArgs& p, int m0, int m1, Isa isa) {
-    const Q8Tier tier = q8_tier(isa);
+    const Q8Tier tier = q8_tier(isa, q8_weights(p).bits);
     // Shared rows serve tasks of any size: biased whenever the kernel can take them so.
     quantize_rows(p, tier, tier.vnni, m0, m1, shared_rows(p).from_row(m0));
 }
@@ -361,10 +377,11 @@ void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
     const auto* w = static_cast<const Q8Matrix*>(p.w);
     const auto* w2 = static_cast<const Q8Matrix*>(p.w_up);
     QVL_CHECK(w != nullptr && w->cols == p.k && w->rows >= n1, "gemm q8: weights do not match");
-    QVL_CHECK(w2 == nullptr || (w2->cols == p.k && w2->rows >= n1 && w2->block == w->block),
+    QVL_CHECK(w2 == nullptr || (w2->cols == p.k && w2->rows >= n1 && w2->block == w->block &&
+                                w2->bits == w->bits),
               "gemm q8: up weights do not match gate");
     QVL_CHECK(p.load_a == nullptr, "gemm q8: virtual A is not supported");
-    const Q8Tier tier = q8_tier(isa);
+    const Q8Tier tier = q8_tier(isa, w->bits);
     const int rows = m1 - m0;
     const int kb = w->k_blocks;
     Q8Rows a;
@@ -384,7 +401,8 @@ void gemm_q8_tile(const GemmArgs& p, int m0, int m1, int n0, int n1, Isa isa) {
         biased = tier.vnni && rows >= kQ8VnniBiasedMinRows;
         quantize_rows(p, tier, biased, m0, m1, a);
     }
-    if (tier.fma && rows >= kQ8FmaMinRows && q8_fma_for_gemm())
+    // The FMA kernel's sums are exact for blocks up to 128 values only (gemm_q8_internal.h).
+    if (tier.fma && rows >= kQ8FmaMinRows && w->block <= 128 && q8_fma_for_gemm())
         return fma_tile(p, tier, a, m0, m1, n0, n1);
     auto* acc = static_cast<float*>(
         thread_scratch(kScratchC, sizeof(float) * std::size_t(rows) * kQ8Panel));

@@ -33,15 +33,27 @@ inline constexpr int kQ8Panel = 16;
 
 struct Q8Matrix {
     int rows = 0, cols = 0;  // n (outputs) and k (inputs), as the source matrix
-    int block = 0;           // values per scale along k: 32, 64 or 128
+    int block = 0;           // values per scale along k: 32, 64 or a multiple of 128
     int k_blocks = 0;        // ceil(cols / block)
     int panels = 0;          // ceil(rows / 16)
     const std::int8_t* q = nullptr;
     const float* scales = nullptr;
+    // 4: 4-bit weights in nibbles with IEEE half scales (kernels/gemm_q4.h: q holds the packed
+    // nibbles, scales_f16 the scales, scales is null); the products, activations and the block
+    // chain are the int8 ones, so the same driver and epilogue serve both.
+    int bits = 8;
+    const std::uint16_t* scales_f16 = nullptr;
 };
 
-// True for the supported block sizes.
+// True for the supported block sizes: 32, 64, and multiples of 128 up to kQ8MaxBlock. A block
+// as long as the row (q8_row_block) gives one scale per output channel and per activation row
+// (the vision tower's int8 weights): one integer sum per output, exact in int32 up to
+// kQ8MaxBlock values (255 · 127 · 8192 < 2^31; its conversion to f32 then rounds, the same on
+// every tier).
+inline constexpr int kQ8MaxBlock = 8192;
 bool q8_block_ok(int block);
+// The block that spans a whole row of `cols` values.
+int q8_row_block(int cols);
 // Bytes of int8 data and of scales for a rows x cols matrix (each a multiple of 64).
 std::size_t q8_data_bytes(int rows, int cols, int block);
 std::size_t q8_scale_bytes(int rows, int cols, int block);
@@ -67,7 +79,8 @@ struct Q8RowSquares {
 void q8_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
                         int panel0, int panel1, Isa isa = Isa::kScalar,
                         const Q8RowSquares* squares = nullptr);
-// One weight of a quantized matrix and its block scale (for tests and the reference).
+// One weight of a quantized matrix and its block scale (for tests and the reference); for a
+// 4-bit matrix the signed value q in [-8, 7] and its half scale widened.
 std::int8_t q8_weight(const Q8Matrix& m, int row, int col);
 float q8_scale(const Q8Matrix& m, int row, int block_index);
 

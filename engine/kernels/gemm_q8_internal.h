@@ -81,6 +81,14 @@ void q8_widen_panel_avx2(const Q8Matrix& w, int panel, int k0, int kc, float* ou
 void q8_widen_rows_avx2(const std::int8_t* q, std::ptrdiff_t ldq, int rows, int k0, int kc,
                         float* out);
 
+// The 4-bit panels (kernels/gemm_q4.h): the same arguments and sums, never biased activations
+// (the weights are the unsigned operand as stored).
+std::int8_t q4_weight(const Q8Matrix& m, int row, int col);
+float q4_scale(const Q8Matrix& m, int row, int block_index);
+void q4_panel_scalar(const Q8PanelArgs& a);
+void q4_panel_avx2(const Q8PanelArgs& a);
+void q4_panel_avx512vnni(const Q8PanelArgs& a);
+
 // Rows [m0, m1) x columns [n0, n1) of a kQ8 problem, epilogue included (the hook that
 // run_problem_task calls for w_type == kQ8). With GemmArgs::packed_a set, the rows' quantized
 // activations are read from there (gemm_q8_quantize_a) instead of quantized by the task.

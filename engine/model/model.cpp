@@ -49,6 +49,13 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     std::unique_ptr<QuantizedText> quantized;
     if (options.weights == WeightFormat::kQ8) {
         QVL_ASSIGN_OR_RETURN(quantized, QuantizedText::quantize(weights, options.q8));
+    } else if (options.weights == WeightFormat::kQ4) {
+        QVL_ASSIGN_OR_RETURN(quantized, QuantizedText::quantize(weights, options.q4));
+    }
+    std::unique_ptr<QuantizedText> quantized_vision;
+    if (options.vision_q8) {
+        QVL_ASSIGN_OR_RETURN(quantized_vision,
+                             QuantizedText::quantize_vision(weights, options.vision));
     }
     const int threads = options.threads > 0 ? options.threads : base::default_threads();
     std::unique_ptr<LogitsScreen> screen;
@@ -82,6 +89,7 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
                                                   std::move(tokenizer), preprocess,
                                                   std::move(generation), dir));
     model->quantized_ = std::move(quantized);
+    model->quantized_vision_ = std::move(quantized_vision);
     model->panels_ = std::move(panels);
     model->screen_ = std::move(screen);
     model->prefetch_ = std::move(prefetch);

@@ -23,11 +23,15 @@ namespace qvl::model {
 base::Status check_preprocess_matches_vision(const image::PreprocessConfig& config,
                                              const VisionConfig& vision, std::string_view file);
 
-// How the model is loaded: the text decoder's weight format (kQ8: quantized at load, see
-// model/quantize.h).
+// How the model is loaded: the text decoder's weight format (kQ8, kQ4: quantized at load, see
+// model/quantize.h) with the options of each.
 struct LoadOptions {
     WeightFormat weights = WeightFormat::kBF16;
     QuantizeOptions q8;
+    QuantizeOptions q4 = q4_defaults();
+    // The vision tower's linear weights in int8 (model/quantize.h), independent of `weights`.
+    bool vision_q8 = false;
+    VisionQuantizeOptions vision;
     // Rearrange the linear layers' bf16 matrices into panels at load (model/weight_panels_load.h).
     // Off only to measure or test the stored layout.
     bool panels = true;
@@ -55,10 +59,12 @@ class Model {
     const GenerationConfig& generation() const { return generation_; }
     const std::filesystem::path& dir() const { return dir_; }
     WeightFormat weight_format() const {
-        return quantized_ != nullptr ? WeightFormat::kQ8 : WeightFormat::kBF16;
+        return quantized_ != nullptr ? quantized_->format() : WeightFormat::kBF16;
     }
-    // Bytes of the int8 copies (0 for kBF16).
+    // Bytes of the int8 / 4-bit copies (0 for kBF16).
     std::size_t quantized_bytes() const { return quantized_ ? quantized_->bytes() : 0; }
+    // Whether the vision tower's linear weights are int8 (LoadOptions::vision_q8).
+    bool vision_q8() const { return quantized_vision_ != nullptr; }
     // Bytes of the rearranged bf16 panels (0 when off).
     std::size_t panel_bytes() const { return panels_ ? panels_->bytes() : 0; }
     // The logits screen, or null (kQ8 weights, an lm_head in another format, or turned off).
@@ -83,8 +89,9 @@ class Model {
     image::PreprocessConfig preprocess_;
     GenerationConfig generation_;
     std::filesystem::path dir_;
-    std::unique_ptr<QuantizedText> quantized_;  // the weights_ text matrices point into it
-    std::unique_ptr<PanelWeights> panels_;      // likewise
+    std::unique_ptr<QuantizedText> quantized_;         // the weights_ text matrices point into it
+    std::unique_ptr<QuantizedText> quantized_vision_;  // the vision matrices point into it
+    std::unique_ptr<PanelWeights> panels_;             // likewise
     std::unique_ptr<LogitsScreen> screen_;
     // Last: stopped and joined before the weights it reads are unmapped.
     std::unique_ptr<WeightPrefetch> prefetch_;

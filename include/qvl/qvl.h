@@ -69,11 +69,20 @@ class [[nodiscard]] Result {
 
 // How the text decoder's weights are held. kQ8: int8 with one scale per 64 values, quantized at
 // load (no file written; the bf16 pages are released): about half the bytes per decode step,
-// logits cosine >= 0.999 against the reference. The vision tower always stays bf16.
-enum class Weights { kBF16, kQ8 };
+// logits cosine >= 0.999 against the reference. kQ4: 4-bit groups of 32 with half scales (the
+// output projection int8), quantized at load the same way: about a third of bf16's bytes per
+// decode step, at a larger logits error (README, "4-bit weights"). The vision tower always stays
+// bf16.
+enum class Weights { kBF16, kQ8, kQ4 };
+
+// How the vision tower's linear weights are held. kQ8 (opt-in): int8 with one scale per output
+// channel, activations quantized per row on the fly, products on the int8 kernels (README,
+// "Int8 vision tower"); the patch embedding and the norms stay as stored.
+enum class VisionWeights { kBF16, kQ8 };
 
 struct ModelOptions {
     Weights weights = Weights::kBF16;
+    VisionWeights vision_weights = VisionWeights::kBF16;
 };
 
 // A Hugging Face Qwen3-VL folder: config.json, model.safetensors (or shards), tokenizer.json,

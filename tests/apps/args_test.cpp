@@ -168,8 +168,19 @@ TEST(ArgsTest, WeightsFormat) {
     EXPECT_EQ(q8.code, -1) << q8.err;  // -1: parsed, run on
     EXPECT_TRUE(q8.options.weights_q8);
     EXPECT_FALSE(parse({"-m", "x", "-p", "hi", "--weights", "bf16"}).options.weights_q8);
-    expect_usage_error({"-m", "x", "-p", "hi", "--weights", "q4"}, "--weights: 'q4'");
+    const Parsed q4 = parse({"-m", "x", "-p", "hi", "--weights", "q4"});
+    EXPECT_EQ(q4.code, -1) << q4.err;
+    EXPECT_TRUE(q4.options.weights_q4);
+    EXPECT_FALSE(q4.options.weights_q8);
+    expect_usage_error({"-m", "x", "-p", "hi", "--weights", "q5"}, "--weights: 'q5'");
     EXPECT_NE(parse({"--help"}).out.find("--weights"), std::string::npos);
+    EXPECT_FALSE(parse({"-m", "x", "-p", "hi"}).options.vision_q8);
+    const Parsed v8 = parse({"-m", "x", "-p", "hi", "--vision-weights", "q8"});
+    EXPECT_EQ(v8.code, -1) << v8.err;
+    EXPECT_TRUE(v8.options.vision_q8);
+    EXPECT_FALSE(v8.options.weights_q8);  // the text decoder stays as stored
+    expect_usage_error({"-m", "x", "-p", "hi", "--vision-weights", "q4"}, "--vision-weights: 'q4'");
+    EXPECT_NE(parse({"--help"}).out.find("--vision-weights"), std::string::npos);
 }
 
 TEST(ArgsTest, HelpPrintsUsageToOut) {

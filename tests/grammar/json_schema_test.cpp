@@ -141,6 +141,12 @@ TEST(JsonSchema, Patterns) {
     EXPECT_NE(error_of(R"J({"type":"string","pattern":"(?=x)"})J").find("lookarounds"),
               std::string::npos);
     EXPECT_NE(error_of(R"({"type":"string","pattern":"\\1"})").find("'\\1'"), std::string::npos);
+    // Found by the fuzzer: a brace that is not a count must not reach the grammar.
+    EXPECT_NE(
+        error_of(R"({"type":"string","pattern":"^[}]{--A1Z\\d{3}$"})").find("repetition count"),
+        std::string::npos);
+    EXPECT_NE(error_of(R"({"type":"string","pattern":"a{99999999}"})").find("repetition count"),
+              std::string::npos);
 }
 
 TEST(JsonSchema, UnionsRefsAndRecursion) {

@@ -19,6 +19,7 @@
 
 #include "base/aligned_buffer.h"
 #include "base/bf16.h"
+#include "gemm_quant_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
@@ -27,14 +28,8 @@
 namespace qvl::kernels {
 namespace {
 
-constexpr double kEps = 1.0 / (1 << 24);
-
-std::vector<float> random_vec(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-}
+using test_util::random_vec;
+using Case = test_util::QuantCase;
 
 // A quantized copy of a random f32 [n, k] matrix (stride k + 3), with its storage.
 struct QWeights {
@@ -50,23 +45,6 @@ struct QWeights {
         q8_quantize_panels(src.data(), WeightType::kF32, k + 3, m, 0, m.panels);
     }
 };
-
-// Σ_b |d_a d_w isum|, the scale of the f32 rounding of the block chain.
-double abs_terms(const float* a, int k, const Q8Matrix& w, int j) {
-    std::vector<std::int8_t> q(std::size_t(w.k_blocks) * w.block);
-    std::vector<float> d(std::size_t(w.k_blocks));
-    std::vector<std::int32_t> s(std::size_t(w.k_blocks));
-    q8_quantize_row(a, k, w.block, q.data(), d.data(), s.data());
-    double total = 0.0;
-    for (int b = 0; b < w.k_blocks; ++b) {
-        std::int64_t isum = 0;
-        for (int i = 0; i < w.block && b * w.block + i < k; ++i)
-            isum += q[std::size_t(b) * std::size_t(w.block) + std::size_t(i)] *
-                    q8_weight(w, j, b * w.block + i);
-        total += std::fabs(double(d[std::size_t(b)]) * q8_scale(w, j, b) * double(isum));
-    }
-    return total;
-}
 
 // A tier, and for the AVX2 kernels which of their two ways to the block sums (isa.h
 // q8_fma_for_gemm: int8 multiplies or f32 FMAs, from kQ8FmaMinRows rows) runs.
@@ -108,74 +86,9 @@ class GemmQ8Test : public ::testing::TestWithParam<Q8Kernel> {
     bool saved_policy_ = q8_fma_for_gemm();
 };
 
-struct Case {
-    int m, n, k, block;
-    GemmActivation act;
-    bool bias, residual, gated;
-};
-
 void run_case(const Case& c, Isa isa, std::mt19937& rng) {
-    SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
-                 " k=" + std::to_string(c.k) + " block=" + std::to_string(c.block) +
-                 " act=" + std::to_string(int(c.act)) + " gated=" + std::to_string(c.gated));
     QWeights w(c.n, c.k, c.block, rng), w2(c.n, c.k, c.block, rng);
-    const std::ptrdiff_t lda = c.k + 5, ldc = c.n + 2;
-    std::vector<float> a = random_vec(std::size_t(c.m) * lda + 1, rng);
-    const float* ap = a.data() + 1;  // misaligned
-    std::vector<float> bias = random_vec(std::size_t(c.n), rng);
-    std::vector<float> res = random_vec(std::size_t(c.m) * ldc + 1, rng);
-    std::vector<float> got(std::size_t(c.m) * ldc + 1, -7.0f), want = got;
-    if (c.gated) {
-        GemmArgs g{.m = c.m,
-                   .n = c.n,
-                   .k = c.k,
-                   .a = ap,
-                   .lda = lda,
-                   .w = &w.m,
-                   .w_up = &w2.m,
-                   .w_type = WeightType::kQ8,
-                   .c = got.data() + 1,
-                   .ldc = ldc};
-        kernels_for(isa).gemm(g);
-        g.c = want.data() + 1;
-        ref::gemm_q8(g);
-    } else {
-        GemmArgs g{.m = c.m,
-                   .n = c.n,
-                   .k = c.k,
-                   .a = ap,
-                   .lda = lda,
-                   .w = &w.m,
-                   .w_type = WeightType::kQ8,
-                   .bias = c.bias ? bias.data() : nullptr,
-                   .act = c.act,
-                   .residual = c.residual ? res.data() + 1 : nullptr,
-                   .ldr = ldc,
-                   .c = got.data() + 1,
-                   .ldc = ldc};
-        kernels_for(isa).gemm(g);
-        g.c = want.data() + 1;
-        ref::gemm_q8(g);
-    }
-    int failures = 0;
-    for (int i = 0; i < c.m; ++i) {
-        for (int j = 0; j < c.n; ++j) {
-            const float* arow = ap + i * lda;
-            double scale = abs_terms(arow, c.k, w.m, j);
-            if (c.gated) scale = scale * (1.0 + abs_terms(arow, c.k, w2.m, j)) + 1.0;
-            const double tol = 4.0 * (w.m.k_blocks + 8) * kEps * scale + 64 * kEps +
-                               (c.residual ? 8 * kEps * std::fabs(res[1 + i * ldc + j]) : 0.0);
-            const double g = got[std::size_t(1 + i * ldc + j)];
-            const double r = want[std::size_t(1 + i * ldc + j)];
-            if (!(std::fabs(g - r) <= tol) && failures++ < 5)
-                ADD_FAILURE() << "(" << i << ", " << j << "): got " << g << " want " << r << " tol "
-                              << tol;
-        }
-    }
-    // Nothing outside the output rows was written.
-    for (int i = 0; i < c.m; ++i)
-        for (std::ptrdiff_t j = c.n; j < ldc && 1 + i * ldc + j < std::ptrdiff_t(got.size()); ++j)
-            EXPECT_EQ(got[std::size_t(1 + i * ldc + j)], -7.0f) << "wrote past row " << i;
+    test_util::check_against_reference(c, isa, w.m, w2.m, rng);
 }
 
 TEST_P(GemmQ8Test, OddShapesMatchReference) {
@@ -203,10 +116,21 @@ TEST_P(GemmQ8Test, TextShapesMatchReference) {
         for (int m : {3, 20}) run_case({m, 40, k, 64, {}, false, true, false}, isa(), rng);
 }
 
+// Row-long blocks (q8_row_block: one scale per output channel and per activation row, the
+// vision tower's int8 weights), k shorter than, equal to and not a multiple of the block.
+TEST_P(GemmQ8Test, RowBlocksMatchReference) {
+    std::mt19937 rng(31);
+    for (int k : {100, 257, 1024, 1100})
+        for (int m : {1, 5, 40})
+            run_case({m, 37, k, q8_row_block(k), GemmActivation::kGeluTanh, true, true, false},
+                     isa(), rng);
+    run_case({6, 33, 700, 256, {}, false, false, true}, isa(), rng);
+}
+
 // Every tier equals the scalar tier bit for bit (same quantized activations, same f32 chain).
 TEST_P(GemmQ8Test, BitIdenticalToScalarTier) {
     std::mt19937 rng(7);
-    for (int block : {32, 128}) {
+    for (int block : {32, 128, 1024}) {
         const int m = 37, n = 53, k = 333;  // more than kQ8FmaMinRows rows, two chunks of k
         QWeights w(n, k, block, rng);
         std::vector<float> a = random_vec(std::size_t(m) * k, rng);
@@ -397,7 +321,13 @@ TEST(GemmQ8, QuantizedWeightsRoundTrip) {
 
 TEST(GemmQ8, RejectsBadBlock) {
     EXPECT_FALSE(q8_block_ok(48));
+    EXPECT_FALSE(q8_block_ok(192));
+    EXPECT_FALSE(q8_block_ok(kQ8MaxBlock + 128));
     EXPECT_TRUE(q8_block_ok(64));
+    EXPECT_TRUE(q8_block_ok(1024));
+    EXPECT_EQ(q8_row_block(1), 128);
+    EXPECT_EQ(q8_row_block(1024), 1024);
+    EXPECT_EQ(q8_row_block(1025), 1152);
 }
 
 TEST(GemmQ8, FmaPolicyIsAmdFamily17hOnly) {

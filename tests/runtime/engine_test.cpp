@@ -307,17 +307,20 @@ TEST(Engine, NextTurnReusesTheSlotsPrefix) {
 // Prefix reuse at the session level: the suffix prefilled after a reused prefix, whose keys and
 // values came from a prefill and from decode steps, gives exactly the cold prefill's logits in
 // every precision and tier (a row's products and attention never depend on how many rows are
-// computed with it).
-class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, kernels::Isa>> {
+// computed with it), with the stored weights and with 4-bit text and int8 vision weights.
+class PrefillReusing : public ::testing::TestWithParam<std::tuple<Precision, kernels::Isa, bool>> {
   protected:
-    // A session on the tiny model in the parameter's precision and tier.
+    // A session on the tiny model (quantized if the parameter says so) in the parameter's
+    // precision and tier.
     static base::Result<std::unique_ptr<Session>> make_session() {
         SessionOptions so;
         so.threads = 2;
         so.ctx_size = 256;
         so.precision = std::get<0>(GetParam());
         so.isa = std::get<1>(GetParam());
-        return Session::create(test_util::tiny_model(), so);
+        return Session::create(
+            std::get<2>(GetParam()) ? test_util::tiny_model_quantized() : test_util::tiny_model(),
+            so);
     }
 };
 
@@ -384,7 +387,9 @@ TEST_P(PrefillPieces, MatchOneChunkBitForBit) {
     ASSERT_TRUE(s.prefill(prompt.ids).ok());
     const std::vector<float> whole(s.logits().begin(), s.logits().end());
     EXPECT_EQ(pieced, whole);
-    // And both are the reference's, within the precision's bound.
+    // And both are the reference's, within the precision's bound (the stored weights' bound: the
+    // quantized formats have their own gates, golden_q4_test and golden_vision_q8_test).
+    if (std::get<2>(GetParam())) return;
     const auto golden =
         test::read_golden(test::test_data_dir() / "golden/img64_describe/golden.safetensors");
     test::expect_step_matches(pieced, test::reference_steps(golden)[0],
@@ -395,20 +400,39 @@ const auto kPrecisionsAndTiers =
     ::testing::Combine(::testing::ValuesIn(test::precisions_under_test()),
                        ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2,
                                          kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16));
+// Prefix reuse and pieces, with the stored weights (false) in every precision and tier, and with
+// q4 text and q8 vision weights (true) in bf16 on every tier's kernels.
+const auto kReuseTiers =
+    ::testing::Combine(::testing::ValuesIn(test::precisions_under_test()),
+                       ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2,
+                                         kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16),
+                       ::testing::Values(false));
+const auto kQuantizedTiers = ::testing::Combine(
+    ::testing::Values(Precision::kBF16),
+    ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512Bf16),
+    ::testing::Values(true));
 
-std::string precision_and_tier(
-    const ::testing::TestParamInfo<std::tuple<Precision, kernels::Isa>>& info) {
+template <class Tuple>
+std::string precision_and_tier(const ::testing::TestParamInfo<Tuple>& info) {
     std::string name = std::string(precision_name(std::get<0>(info.param))) + "_" +
                        kernels::isa_name(std::get<1>(info.param));
+    if constexpr (std::tuple_size_v < Tuple >> 2) {
+        if (std::get<2>(info.param)) name += "_q4_vision_q8";
+    }
     std::replace(name.begin(), name.end(), '-', '_');
     return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillReusing, kPrecisionsAndTiers,
-                         precision_and_tier);
-INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillPieces, kPrecisionsAndTiers,
-                         precision_and_tier);
-INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, EngineGolden, kPrecisionsAndTiers, precision_and_tier);
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillReusing, kReuseTiers,
+                         precision_and_tier<PrefillReusing::ParamType>);
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, PrefillPieces, kReuseTiers,
+                         precision_and_tier<PrefillReusing::ParamType>);
+INSTANTIATE_TEST_SUITE_P(Quantized, PrefillReusing, kQuantizedTiers,
+                         precision_and_tier<PrefillReusing::ParamType>);
+INSTANTIATE_TEST_SUITE_P(Quantized, PrefillPieces, kQuantizedTiers,
+                         precision_and_tier<PrefillReusing::ParamType>);
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndTiers, EngineGolden, kPrecisionsAndTiers,
+                         precision_and_tier<EngineGolden::ParamType>);
 
 }  // namespace
 }  // namespace qvl::runtime

@@ -13,10 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "golden_run.h"
 #include "model/model.h"
 #include "model/quantize.h"
-#include "runtime/generate.h"
-#include "runtime/session.h"
 #include "support/golden.h"
 
 namespace qvl::runtime {
@@ -37,65 +36,24 @@ const model::Model& model_with(model::WeightFormat format, int block) {
     return *slot;
 }
 
-struct CaseOutput {
-    std::vector<float> logits;
-    std::vector<std::int32_t> tokens;
-};
-
-CaseOutput run(const model::Model& m, const std::string& name) {
-    CaseOutput r;
-    auto messages = text::load_messages_file(test::test_data_dir() / name / "case.json");
-    EXPECT_TRUE(messages.ok()) << messages.status().message();
-    auto prompt =
-        prepare_chat_prompt(m, messages.value(), effective_preprocess(m, SessionOptions{}), {});
-    EXPECT_TRUE(prompt.ok()) << prompt.status().message();
-    SessionOptions so;
-    so.threads = 2;
-    so.ctx_size = 256;
-    so.precision = Precision::kBF16;
-    auto session = Session::create(m, so);
-    EXPECT_TRUE(session.ok()) << session.status().message();
-    GenerateParams gp;
-    gp.n_predict = 16;
-    gp.ignore_eos = true;
-    GenerateHooks hooks;
-    hooks.after_prefill = [&](const Session& s, int slot) {
-        const std::span<const float> l = s.logits(slot);
-        r.logits.assign(l.begin(), l.end());
-    };
-    auto result = generate(*session.value(), prompt.value(), gp, hooks);
-    EXPECT_TRUE(result.ok()) << result.status().message();
-    if (result.ok()) r.tokens = result.value().tokens;
-    return r;
-}
-
-double cosine(const std::vector<float>& a, const std::vector<double>& b) {
-    double dot = 0, na = 0, nb = 0;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-        dot += a[i] * b[i];
-        na += double(a[i]) * a[i];
-        nb += b[i] * b[i];
-    }
-    return dot / std::sqrt(na * nb);
-}
-
 class GoldenQ8Test : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenQ8Test, CloseToReferenceAndSameTokensAsBf16) {
     const auto golden =
         test::read_golden(test::test_data_dir() / GetParam() / "golden.safetensors");
     const std::vector<double>& ref = golden.at("logits_last").values;
-    const CaseOutput bf16 = run(model_with(model::WeightFormat::kBF16, 0), GetParam());
+    const test_util::GoldenRun bf16 =
+        test_util::run_golden_case(model_with(model::WeightFormat::kBF16, 0), GetParam(), 16);
     ASSERT_EQ(bf16.logits.size(), ref.size());
     std::printf("| %s | bf16 | err %.3g | cos %.6f |\n", GetParam().c_str(),
-                test::relative_error(bf16.logits, ref), cosine(bf16.logits, ref));
+                test::relative_error(bf16.logits, ref), test_util::cosine(bf16.logits, ref));
     for (int block : {32, 64, 128}) {
         SCOPED_TRACE("block " + std::to_string(block));
         const model::Model& m = model_with(model::WeightFormat::kQ8, block);
         ASSERT_EQ(m.weight_format(), model::WeightFormat::kQ8);
-        const CaseOutput q8 = run(m, GetParam());
+        const test_util::GoldenRun q8 = test_util::run_golden_case(m, GetParam(), 16);
         ASSERT_EQ(q8.logits.size(), ref.size());
-        const double cos = cosine(q8.logits, ref);
+        const double cos = test_util::cosine(q8.logits, ref);
         std::printf("| %s | q8/%d | err %.3g | cos %.6f | tokens %s |\n", GetParam().c_str(), block,
                     test::relative_error(q8.logits, ref), cos,
                     q8.tokens == bf16.tokens ? "all = bf16" : "diverge");

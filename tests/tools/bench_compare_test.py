@@ -54,7 +54,8 @@ class PairedRatios(unittest.TestCase):
 
     def test_run_order_puts_each_target_pair_at_most_one_run_apart(self):
         keys = ["qvl-default", "qvl-default-warm", "qvl-q8", "qvl-q8-warm", "qvl-bf16", "hf",
-                "hf-warm", "llamacpp-text-bf16", "llamacpp-text-q8_0"]
+                "hf-warm", "llamacpp-text-bf16", "llamacpp-text-q8_0", "qvl-q4", "qvl-q4-vq8",
+                "qvl-q4-vq8-warm", "llamacpp-text-q4_k_m"]
         order = [k for k, _, _ in compare.run_order([(k, k, None) for k in keys])]
         self.assertEqual(sorted(order), sorted(keys))
         self.assertEqual(order[-1], "qvl-bf16")  # in no target: after the others

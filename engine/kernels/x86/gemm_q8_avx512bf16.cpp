@@ -165,13 +165,19 @@ void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, fl
     const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     for (int b = 0; b < kb; ++b) {
         const int k0 = b * block;
+        // Blocks up to 128 values stay in registers between the two passes; a row-long block
+        // (kernels/gemm_q8.h, q8_row_block) is read twice.
+        const auto load = [&](int i) {
+            const int left = std::clamp(k - (k0 + i * 16), 0, 16);
+            const __mmask16 m = __mmask16((1u << left) - 1u);
+            return _mm512_maskz_loadu_ps(m, left > 0 ? x + k0 + i * 16 : x);
+        };
         __m512 v[8];
         __m512 amax = _mm512_setzero_ps();
         for (int i = 0; i < vecs; ++i) {
-            const int left = std::clamp(k - (k0 + i * 16), 0, 16);
-            const __mmask16 m = __mmask16((1u << left) - 1u);
-            v[i] = _mm512_maskz_loadu_ps(m, left > 0 ? x + k0 + i * 16 : x);
-            amax = _mm512_max_ps(amax, _mm512_and_ps(v[i], abs_mask));
+            const __m512 vi = load(i);
+            if (i < 8) v[i] = vi;
+            amax = _mm512_max_ps(amax, _mm512_and_ps(vi, abs_mask));
         }
         const float am = _mm512_reduce_max_ps(amax);
         if (!(am > 0.0f)) {
@@ -184,7 +190,8 @@ void q8_quantize_row_avx512(const float* x, int k, int block, std::int8_t* q, fl
         const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
         __m512i total = _mm512_setzero_si512();
         for (int i = 0; i < vecs; ++i) {
-            __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(v[i], inv));  // nearest even
+            const __m512 vi = vecs <= 8 ? v[i] : load(i);
+            __m512i qi = _mm512_cvtps_epi32(_mm512_mul_ps(vi, inv));  // nearest even
             qi = _mm512_min_epi32(_mm512_max_epi32(qi, lo), hi);
             total = _mm512_add_epi32(total, qi);
             _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0 + i * 16), _mm512_cvtepi32_epi8(qi));
