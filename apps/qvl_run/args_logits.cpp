@@ -35,6 +35,9 @@ std::optional<std::string> convert_logits_flags(const std::string& logprobs,
                 "--logprobs needs --json: the log-probabilities are part of its "
                 "report");
         }
+        if (options->dry_run || options->tokenize) {
+            return std::string("--logprobs: --dry-run and --tokenize generate no tokens");
+        }
         options->logprobs = n;
     }
     for (const std::string& item : logit_bias) {

@@ -41,9 +41,7 @@ struct EngineOptions {
     // prefill rate, at least one node or kMinBudgetedPrefillChunk tokens) before their decode
     // step, so their inter-token gap stays near budget + one step. 0: no bound (each piece is
     // a whole image or a 512-token chunk). With nobody decoding, admission is never bounded.
-    // 500: about two to four decode steps of the 2B model on two threads; measured there, the
-    // longest gap while a 1280x720 image is admitted fell from 10-23 s to 1.7-2.3 s, and the
-    // new request's time to first token grows by the decode steps run in between (~+40%).
+    // The default and what it costs are measured in bench/README.md ("Admission budget").
     double admission_budget_ms = 500;
     bool profile = false;
 };

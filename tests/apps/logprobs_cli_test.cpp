@@ -84,6 +84,7 @@ TEST_F(BadInput, LogprobsAndLogitBiasUsageErrors) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--logprobs", "21", "--json"}, "--logprobs: '21'"},
         {{"--logprobs", "3"}, "--logprobs needs --json"},
+        {{"--logprobs", "3", "--json", "--dry-run"}, "generate no tokens"},
         {{"--logit-bias", "5"}, "--logit-bias: '5' is not ID=BIAS"},
         {{"--logit-bias", "-5=1"}, "--logit-bias: '-5=1'"},
         {{"--logit-bias", "5=100.5"}, "[-100, 100]"},
