@@ -135,6 +135,24 @@ def run_mapped(cmd, root, cwd):
         fail(f"'{cmd}' exited {r.returncode}")
 
 
+def with_dependencies(packages):
+    """The packages and, recursively, what they depend on (apt installs those with them), as this
+    machine's dpkg database records them."""
+    seen, todo = set(), list(packages)
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        fields = subprocess.run(["dpkg-query", "-W", "-f=${Depends}, ${Pre-Depends}", p],
+                                capture_output=True, text=True).stdout
+        for alternative in re.split(r"[,|]", fields):
+            name = alternative.strip().split(" ", 1)[0].split(":", 1)[0]
+            if name:
+                todo.append(name)
+    return seen
+
+
 def check_run_stage(stage, root):
     pkgs, binaries = set(), []
     for kw, arg in stage["steps"]:
@@ -148,6 +166,7 @@ def check_run_stage(stage, root):
                 binaries.append(root + s)
     if not binaries:
         fail("the run stage copies nothing from the build stage")
+    installed = with_dependencies(pkgs)
     for b in binaries:
         ldd = subprocess.run(["ldd", b], capture_output=True, text=True, check=True).stdout
         for lib in re.findall(r"=> (/\S+)", ldd):
@@ -158,7 +177,7 @@ def check_run_stage(stage, root):
             package = owner.split(":", 1)[0].strip()
             if not package:
                 fail(f"{b} links {lib}, which no Debian package owns")
-            if package not in pkgs and package not in BASE_IMAGE_PACKAGES:
+            if package not in installed and package not in BASE_IMAGE_PACKAGES:
                 fail(f"{os.path.basename(b)} links {lib} from {package}, which the run stage "
                      f"does not install")
     print(f"dockerfile_replay: run stage has every library of {len(binaries)} binaries")
