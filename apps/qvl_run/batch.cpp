@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/timer.h"
-#include "exit_codes.h"
+#include "common/exit_codes.h"
 #include "io/json.h"
 #include "io/json_write.h"
 #include "json_out.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/exit_codes.h"
 #include "engine_turn.h"
-#include "exit_codes.h"
 #include "io/image.h"
 #include "run_support.h"
 #include "runtime/kv_cache.h"

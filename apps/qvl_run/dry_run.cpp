@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "exit_codes.h"
+#include "common/exit_codes.h"
 #include "io/json_write.h"
 #include "json_out.h"
 #include "run_support.h"

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "exit_codes.h"
+#include "common/exit_codes.h"
 
 namespace qvl::app {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "exit_codes.h"
+#include "common/exit_codes.h"
 #include "io/image.h"
 
 namespace qvl::app {

@@ -5,23 +5,19 @@
 #include <cmath>
 
 #include "base64.h"
-#include "io/json.h"
 
 namespace qvl::serve {
 namespace {
 
-using base::ErrorCode;
-using io::JsonValue;
-
-base::Status bad(std::string_view where, std::string_view what) {
-    return base::Status(ErrorCode::kInvalidArgument, fmt::format("{}: {}", where, what));
+Status bad(std::string_view where, std::string_view what) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("{}: {}", where, what));
 }
 
 std::string type_of(const JsonValue& v) { return JsonValue::type_name(v.type()); }
 
 // Numbers: the optional<T> is left empty for a JSON null (the model's default applies).
-base::Status read_float(const JsonValue& root, std::string_view key, double lo, double hi,
-                        bool lo_open, std::optional<float>* out) {
+Status read_float(const JsonValue& root, std::string_view key, double lo, double hi, bool lo_open,
+                  std::optional<float>* out) {
     const JsonValue* v = root.find(key);
     if (v == nullptr || v->is_null()) return {};
     if (!v->is_number()) return bad(key, fmt::format("must be a number, not {}", type_of(*v)));
@@ -38,8 +34,8 @@ base::Status read_float(const JsonValue& root, std::string_view key, double lo, 
     return {};
 }
 
-base::Status read_int(const JsonValue& root, std::string_view key, std::int64_t lo, std::int64_t hi,
-                      std::optional<int>* out) {
+Status read_int(const JsonValue& root, std::string_view key, std::int64_t lo, std::int64_t hi,
+                std::optional<int>* out) {
     const JsonValue* v = root.find(key);
     if (v == nullptr || v->is_null()) return {};
     if (!v->is_integer()) return bad(key, fmt::format("must be an integer, not {}", type_of(*v)));
@@ -50,7 +46,7 @@ base::Status read_int(const JsonValue& root, std::string_view key, std::int64_t 
     return {};
 }
 
-base::Status read_bool(const JsonValue& root, std::string_view key, bool* out) {
+Status read_bool(const JsonValue& root, std::string_view key, bool* out) {
     const JsonValue* v = root.find(key);
     if (v == nullptr || v->is_null()) return {};
     if (!v->is_bool()) return bad(key, fmt::format("must be true or false, not {}", type_of(*v)));
@@ -58,8 +54,8 @@ base::Status read_bool(const JsonValue& root, std::string_view key, bool* out) {
     return {};
 }
 
-base::Status parse_image_url(const JsonValue& part, const std::string& where,
-                             const ParseLimits& limits, ImageRef* out) {
+Status parse_image_url(const JsonValue& part, const std::string& where, const ParseLimits& limits,
+                       ImageRef* out) {
     const JsonValue* iu = part.find("image_url");
     if (iu == nullptr) return bad(where, "an image_url part needs \"image_url\": {\"url\": ...}");
     const JsonValue* url = iu->is_string() ? iu : iu->find("url");
@@ -82,7 +78,7 @@ base::Status parse_image_url(const JsonValue& part, const std::string& where,
             return bad(url_where, fmt::format("data: URI of type '{}' is not an image",
                                               header.substr(0, header.size() - 7)));
         }
-        base::Result<std::vector<std::byte>> bytes = decode_base64(u.substr(comma + 1));
+        Result<std::vector<std::uint8_t>> bytes = decode_base64(u.substr(comma + 1));
         if (!bytes.ok()) return bad(url_where, bytes.status().message());
         if (bytes.value().empty()) return bad(url_where, "the image is empty");
         out->bytes = std::move(bytes).value();
@@ -110,8 +106,8 @@ base::Status parse_image_url(const JsonValue& part, const std::string& where,
                "--allowed-media-dir)");
 }
 
-base::Status parse_content(const JsonValue& content, const std::string& where,
-                           const ParseLimits& limits, RequestMessage* msg, int* images) {
+Status parse_content(const JsonValue& content, const std::string& where, const ParseLimits& limits,
+                     RequestMessage* msg, int* images) {
     if (content.is_null()) return {};
     if (content.is_string()) {
         msg->parts.push_back({.kind = RequestPart::Kind::kText, .text = content.as_string()});
@@ -149,7 +145,7 @@ base::Status parse_content(const JsonValue& content, const std::string& where,
                            fmt::format("more than {} images in one request", limits.max_images));
             }
             RequestPart p{.kind = RequestPart::Kind::kImage};
-            QVL_TRY(parse_image_url(part, pw, limits, &p.image));
+            APP_TRY(parse_image_url(part, pw, limits, &p.image));
             msg->parts.push_back(std::move(p));
         } else {
             return bad(pw, fmt::format("unsupported part type '{}' (text and image_url are)", t));
@@ -158,7 +154,7 @@ base::Status parse_content(const JsonValue& content, const std::string& where,
     return {};
 }
 
-base::Status parse_messages(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+Status parse_messages(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
     const JsonValue* messages = root.find("messages");
     if (messages == nullptr) return bad("body", "\"messages\" is missing");
     if (!messages->is_array()) {
@@ -185,13 +181,13 @@ base::Status parse_messages(const JsonValue& root, const ParseLimits& limits, Ch
         }
         const JsonValue* content = m.find("content");
         if (content == nullptr) return bad(where, "needs \"content\"");
-        QVL_TRY(parse_content(*content, where + ".content", limits, &msg, &out->image_count));
+        APP_TRY(parse_content(*content, where + ".content", limits, &msg, &out->image_count));
         out->messages.push_back(std::move(msg));
     }
     return {};
 }
 
-base::Status parse_stop(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+Status parse_stop(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
     const JsonValue* stop = root.find("stop");
     if (stop == nullptr || stop->is_null()) return {};
     std::vector<const JsonValue*> items;
@@ -219,18 +215,18 @@ base::Status parse_stop(const JsonValue& root, const ParseLimits& limits, ChatRe
     return {};
 }
 
-base::Status parse_sampling(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+Status parse_sampling(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
     std::optional<int> max_tokens, max_completion_tokens;
-    QVL_TRY(read_int(root, "max_tokens", 1, limits.max_tokens_limit, &max_tokens));
-    QVL_TRY(read_int(root, "max_completion_tokens", 1, limits.max_tokens_limit,
+    APP_TRY(read_int(root, "max_tokens", 1, limits.max_tokens_limit, &max_tokens));
+    APP_TRY(read_int(root, "max_completion_tokens", 1, limits.max_tokens_limit,
                      &max_completion_tokens));
     out->max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
-    QVL_TRY(read_float(root, "temperature", 0.0, 100.0, false, &out->temperature));
-    QVL_TRY(read_float(root, "top_p", 0.0, 1.0, true, &out->top_p));
-    QVL_TRY(read_int(root, "top_k", 0, 1 << 30, &out->top_k));
-    QVL_TRY(read_float(root, "presence_penalty", -2.0, 2.0, false, &out->presence_penalty));
-    QVL_TRY(read_float(root, "frequency_penalty", -2.0, 2.0, false, &out->frequency_penalty));
-    QVL_TRY(read_float(root, "repetition_penalty", 0.0, 100.0, true, &out->repetition_penalty));
+    APP_TRY(read_float(root, "temperature", 0.0, 100.0, false, &out->temperature));
+    APP_TRY(read_float(root, "top_p", 0.0, 1.0, true, &out->top_p));
+    APP_TRY(read_int(root, "top_k", 0, 1 << 30, &out->top_k));
+    APP_TRY(read_float(root, "presence_penalty", -2.0, 2.0, false, &out->presence_penalty));
+    APP_TRY(read_float(root, "frequency_penalty", -2.0, 2.0, false, &out->frequency_penalty));
+    APP_TRY(read_float(root, "repetition_penalty", 0.0, 100.0, true, &out->repetition_penalty));
     if (const JsonValue* seed = root.find("seed"); seed != nullptr && !seed->is_null()) {
         if (!seed->is_integer()) {
             return bad("seed", fmt::format("must be an integer, not {}", type_of(*seed)));
@@ -238,17 +234,17 @@ base::Status parse_sampling(const JsonValue& root, const ParseLimits& limits, Ch
         out->seed = static_cast<std::uint64_t>(seed->as_int());
     }
     std::optional<int> n;
-    QVL_TRY(read_int(root, "n", 1, 1, &n));
+    APP_TRY(read_int(root, "n", 1, 1, &n));
     return parse_stop(root, limits, out);
 }
 
 }  // namespace
 
-base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits) {
-    base::Result<JsonValue> parsed = io::parse_json(body, "request body");
+Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits) {
+    Result<JsonValue> parsed = parse_json(body, "request body");
     if (!parsed.ok()) {
-        return base::Status(ErrorCode::kInvalidArgument,
-                            fmt::format("malformed JSON: {}", parsed.status().message()));
+        return Status(ErrorCode::kInvalidArgument,
+                      fmt::format("malformed JSON: {}", parsed.status().message()));
     }
     const JsonValue& root = parsed.value();
     if (!root.is_object()) {
@@ -259,13 +255,13 @@ base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseL
         if (!model->is_string()) return bad("model", "must be a string");
         out.model = model->as_string();
     }
-    QVL_TRY(parse_messages(root, limits, &out));
-    QVL_TRY(parse_sampling(root, limits, &out));
-    QVL_TRY(read_bool(root, "stream", &out.stream));
-    QVL_TRY(read_bool(root, "ignore_eos", &out.ignore_eos));
+    APP_TRY(parse_messages(root, limits, &out));
+    APP_TRY(parse_sampling(root, limits, &out));
+    APP_TRY(read_bool(root, "stream", &out.stream));
+    APP_TRY(read_bool(root, "ignore_eos", &out.ignore_eos));
     if (const JsonValue* so = root.find("stream_options"); so != nullptr && !so->is_null()) {
         if (!so->is_object()) return bad("stream_options", "must be an object");
-        QVL_TRY(read_bool(*so, "include_usage", &out.include_usage));
+        APP_TRY(read_bool(*so, "include_usage", &out.include_usage));
     }
     return out;
 }

@@ -12,14 +12,14 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "common/status.h"
 
 namespace qvl::serve {
 
 struct ImageRef {
-    std::vector<std::byte> bytes;  // from a data: URI, base64-decoded
-    std::string file_path;         // from a file:// URL; checked against --allowed-media-dir later
-    std::string where;             // "messages[1].content[0]", for error messages
+    std::vector<std::uint8_t> bytes;  // from a data: URI, base64-decoded
+    std::string file_path;  // from a file:// URL; checked against --allowed-media-dir later
+    std::string where;      // "messages[1].content[0]", for error messages
 };
 
 struct RequestPart {
@@ -59,6 +59,6 @@ struct ParseLimits {
     int max_tokens_limit = 1 << 20;
 };
 
-base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits);
+Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits);
 
 }  // namespace qvl::serve

@@ -9,12 +9,12 @@
 
 #include "chat_html.h"
 #include "completion_stream.h"
+#include "engine_request.h"
 #include "openai_format.h"
 
 namespace qvl::serve {
 namespace {
 
-using base::ErrorCode;
 using Clock = std::chrono::steady_clock;
 // How often a waiting response checks that its client is still there: a client that goes away
 // is noticed within this, and its request cancelled.
@@ -48,8 +48,9 @@ class SemaphoreGuard {
 
 }  // namespace
 
-HttpServer::HttpServer(Backend& backend, ServerConfig config)
-    : backend_(backend),
+HttpServer::HttpServer(Engine& engine, const Model& model, ServerConfig config)
+    : engine_(engine),
+      model_(model),
       config_(std::move(config)),
       http_(std::make_unique<httplib::Server>()),
       started_(std::time(nullptr)) {
@@ -158,7 +159,7 @@ void HttpServer::install_routes() {
 }
 
 std::string HttpServer::metrics_text() const {
-    const Backend::Stats st = backend_.stats();
+    const Engine::Stats st = engine_.stats();
     return metrics_.format(st.slots_busy, st.slots, st.queue_length);
 }
 
@@ -174,16 +175,15 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
                     "rejected");
         return;
     }
-    base::Result<ChatRequest> parsed = parse_chat_request(req.body, config_.parse_limits);
+    Result<ChatRequest> parsed = parse_chat_request(req.body, config_.parse_limits);
     if (!parsed.ok()) {
         reply_error(res, {.message = parsed.status().message()}, "client_error");
         return;
     }
     ChatRequest& chat = parsed.value();
-    const model::Model& model = backend_.model();
-    base::Result<runtime::PreparedPrompt> prompt = [&] {
+    Result<Prompt> prompt = [&] {
         const SemaphoreGuard guard(decode_slots_);
-        return build_prompt(model, chat, config_.prompt);
+        return engine_.prepare(engine_messages(chat));
     }();
     if (!prompt.ok()) {
         const bool internal = prompt.status().code() == ErrorCode::kInternal ||
@@ -195,35 +195,38 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
                     internal ? "error" : "client_error");
         return;
     }
-    base::Result<runtime::GenerateParams> params =
-        build_generate_params(model, chat, int(prompt.value().ids.size()), backend_.ctx_size());
-    if (!params.ok()) {
-        reply_error(res, {.code = "context_length_exceeded", .message = params.status().message()},
+    const Result<int> max_tokens =
+        new_tokens(chat, int(prompt.value().token_ids().size()), engine_.context_size());
+    if (!max_tokens.ok()) {
+        reply_error(res,
+                    {.code = "context_length_exceeded", .message = max_tokens.status().message()},
                     "client_error");
         return;
     }
 
     auto stream = std::make_shared<CompletionStream>(received);
-    BackendRequest br{.prompt = std::move(prompt).value(),
-                      .params = std::move(params).value(),
-                      .stop_strings = chat.stop};
-    br.on_text = [stream](std::string_view piece, std::int32_t) { stream->push_text(piece); };
-    br.on_done = [this, stream](const BackendResult& r) {
+    Request br{.prompt = std::move(prompt).value(),
+               .max_tokens = max_tokens.value(),
+               .ignore_eos = chat.ignore_eos,
+               .sampling = request_sampling(model_, chat),
+               .stop = chat.stop};
+    br.on_piece = [stream](const Piece& piece) { stream->push_text(piece.text); };
+    br.on_done = [this, stream](const Generation& r) {
         stream->finish(r);
         const double duration =
             std::chrono::duration<double>(Clock::now() - stream->received()).count();
         metrics_.record({.outcome = r.finish_reason == "cancelled" ? "cancelled"
                                     : r.finish_reason == "error"   ? "error"
                                                                    : "ok",
-                         .prompt_tokens = r.prompt_tokens,
+                         .prompt_tokens = r.timings.prompt_tokens,
                          .generated_tokens = int(r.tokens.size()),
-                         .cached_prompt_tokens = r.cached_prompt_tokens,
-                         .image_cache_hits = r.image_cache_hits,
+                         .cached_prompt_tokens = r.timings.cached_prompt_tokens,
+                         .image_cache_hits = r.timings.image_cache_hits,
                          .ttft_s = stream->ttft_seconds(),
                          .duration_s = duration});
     };
     in_flight_.fetch_add(1);
-    base::Result<RequestId> submitted = backend_.submit(std::move(br));
+    Result<RequestId> submitted = submit(std::move(br));
     if (!submitted.ok()) {
         in_flight_.fetch_sub(1);
         const ErrorCode code = submitted.status().code();
@@ -253,16 +256,16 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
                                   .created = std::int64_t(std::time(nullptr))};
     // Runs when the response is done or abandoned: a client gone before the end cancels.
     auto release = [this, id](bool success) {
-        if (!success) backend_.cancel(id);
+        if (!success) engine_.cancel(id);
         {
             std::lock_guard lock(active_mu_);
             active_.erase(id);
         }
         in_flight_.fetch_sub(1);
     };
-    const auto timings = [stream](const BackendResult& r) {
+    const auto timings = [stream](const Generation& r) {
         const double ttft = stream->ttft_seconds();
-        return ResponseTimings{.backend = r.timings, .ttft_ms = ttft < 0 ? 0 : ttft * 1000.0};
+        return ResponseTimings{.engine = r.timings, .ttft_ms = ttft < 0 ? 0 : ttft * 1000.0};
     };
 
     if (!chat.stream) {
@@ -271,7 +274,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
             [stream, header, timings](std::size_t, httplib::DataSink& sink) {
                 CompletionStream::Update u = stream->take(kPollInterval);
                 if (!u.result) return sink.is_writable();
-                const BackendResult& r = *u.result;
+                const Generation& r = *u.result;
                 const std::string body =
                     r.finish_reason == "error"
                         ? error_json(
@@ -299,7 +302,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
                 *first = false;
             }
             if (u.result) {
-                const BackendResult& r = *u.result;
+                const Generation& r = *u.result;
                 if (r.finish_reason == "error") {
                     out += "data: " +
                            error_json({.type = "server_error", .message = r.error.message()}) +
@@ -318,21 +321,31 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
         release);
 }
 
-base::Result<int> HttpServer::bind(const std::string& host, int port) {
+Result<int> HttpServer::bind(const std::string& host, int port) {
     if (port == 0) {
         const int bound = http_->bind_to_any_port(host);
         if (bound < 0) {
-            return base::error(ErrorCode::kIo, "cannot listen on {} (any port)", host);
+            return app::error(ErrorCode::kIo, "cannot listen on {} (any port)", host);
         }
         return bound;
     }
     if (!http_->bind_to_port(host, port)) {
-        return base::error(ErrorCode::kIo,
-                           "cannot listen on {}:{} (in use, or not an address "
-                           "of this machine?)",
-                           host, port);
+        return app::error(ErrorCode::kIo,
+                          "cannot listen on {}:{} (in use, or not an address "
+                          "of this machine?)",
+                          host, port);
     }
     return port;
+}
+
+Result<RequestId> HttpServer::submit(Request request) {
+    const Engine::Stats s = engine_.stats();
+    if (s.slots_busy + s.queue_length >= s.slots + config_.max_queue) {
+        return app::error(ErrorCode::kResourceExhausted,
+                          "the server is busy: {} requests are waiting (--max-queue {})",
+                          s.queue_length, config_.max_queue);
+    }
+    return engine_.submit(std::move(request));
 }
 
 void HttpServer::run() { http_->listen_after_bind(); }
@@ -345,7 +358,7 @@ void HttpServer::cancel_all() {
         std::lock_guard lock(active_mu_);
         ids = active_;
     }
-    for (RequestId id : ids) backend_.cancel(id);
+    for (RequestId id : ids) engine_.cancel(id);
 }
 
 void HttpServer::stop() { http_->stop(); }

@@ -1,7 +1,9 @@
 // qvl-serve's HTTP side (shared docs/serve.md): routes, API key, limits, OpenAI error bodies,
 // Server-Sent Events, metrics, and the drain that graceful shutdown needs. The model work goes
-// through a Backend; this class never touches a Session.
+// through the public qvl::Engine (submit, stream, cancel, stats).
 #pragma once
+
+#include <qvl/qvl.h>
 
 #include <atomic>
 #include <cstdint>
@@ -11,11 +13,9 @@
 #include <set>
 #include <string>
 
-#include "backend.h"
 #include "chat_request.h"
 #include "metrics.h"
 #include "openai_format.h"
-#include "prompt_builder.h"
 #include "serve_options.h"
 
 namespace httplib {
@@ -33,16 +33,19 @@ struct ServerConfig {
     int http_threads = 64;
     bool log_requests = false;
     ParseLimits parse_limits;
-    PromptOptions prompt;
+    // --max-queue: requests that may wait while every slot is busy. The Engine counts a request
+    // as waiting until its scheduler admits it, even into a free slot, so the Engine's own
+    // bound is set `slots` higher and this one is checked here.
+    int max_queue = 64;
 };
 
 class HttpServer {
   public:
-    HttpServer(Backend& backend, ServerConfig config);
+    HttpServer(Engine& engine, const Model& model, ServerConfig config);
     ~HttpServer();
 
     // Binds host:port (port 0: any free port) and returns the port bound.
-    base::Result<int> bind(const std::string& host, int port);
+    Result<int> bind(const std::string& host, int port);
     // Serves until stop(); blocks.
     void run();
     // Graceful shutdown, first half: new completion requests get 503, running ones continue.
@@ -60,7 +63,10 @@ class HttpServer {
     void reply_error(httplib::Response& res, const ApiError& e, const char* outcome);
     std::string metrics_text() const;
 
-    Backend& backend_;
+    Result<RequestId> submit(Request request);
+
+    Engine& engine_;
+    Model model_;
     ServerConfig config_;
     std::unique_ptr<httplib::Server> http_;
     Metrics metrics_;

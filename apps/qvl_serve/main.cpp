@@ -1,6 +1,7 @@
 // qvl-serve: an OpenAI-compatible HTTP server and chat page for a Qwen3-VL model folder. The
 // contract (flags, endpoints, errors, readiness line, exit codes) is the shared docs/serve.md.
 #include <pthread.h>
+#include <qvl/qvl.h>
 #include <signal.h>
 
 #include <chrono>
@@ -12,13 +13,10 @@
 #include <string>
 #include <thread>
 
-#include "base/log.h"
-#include "base/version.h"
-#include "engine_backend.h"
+#include "common/exit_codes.h"
+#include "common/status.h"
+#include "engine_request.h"
 #include "http_server.h"
-#include "model/model.h"
-#include "qvl_run/exit_codes.h"
-#include "runtime/session.h"
 #include "serve_options.h"
 
 namespace qvl::serve {
@@ -38,14 +36,14 @@ int fail(int code, const std::string& message) {
 }
 
 // QVL_PRECISION as qvl-run reads it; an unknown value is a usage error naming the variable.
-base::Result<runtime::Precision> precision_from_env() {
+Result<Precision> precision_from_env() {
     const char* p = std::getenv("QVL_PRECISION");
-    if (p == nullptr || *p == '\0') return runtime::Precision::kAuto;
-    const std::optional<runtime::Precision> precision = runtime::precision_from_name(p);
+    if (p == nullptr || *p == '\0') return Precision::kAuto;
+    const std::optional<Precision> precision = precision_from_name(p);
     if (!precision) {
-        return base::error(base::ErrorCode::kInvalidArgument,
-                           "QVL_PRECISION: unknown value '{}' (expected {})", p,
-                           runtime::precision_choices());
+        return app::error(ErrorCode::kInvalidArgument,
+                          "QVL_PRECISION: unknown value '{}' (expected {})", p,
+                          precision_choices());
     }
     return *precision;
 }
@@ -57,23 +55,26 @@ std::string folder_name(const std::string& dir) {
 }
 
 // The multi-sequence Engine: slots, batched decode, chunked prefill, prefix and image caches.
-base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const ServeOptions& o,
-                                                    runtime::Precision precision) {
-    runtime::EngineOptions eo;
-    eo.threads = o.threads;
+// Its own queue bound is `slots` above --max-queue (ServerConfig::max_queue says why).
+EngineOptions engine_options(const ServeOptions& o, Precision precision,
+                             const std::filesystem::path& media_dir) {
+    EngineOptions eo;
+    eo.session.threads = o.threads;
+    eo.session.ctx_size = o.ctx_size;
+    eo.session.max_image_tokens = o.image_max_tokens;
+    eo.session.precision = precision;
     eo.slots = o.parallel;
-    eo.ctx_size = o.ctx_size;
-    eo.max_image_tokens = o.image_max_tokens;
-    eo.precision = precision;
+    eo.max_queue = o.max_queue + o.parallel;
     eo.admission_budget_ms = o.admission_budget_ms;
-    QVL_ASSIGN_OR_RETURN(std::unique_ptr<EngineBackend> engine,
-                         EngineBackend::create(m, eo, o.max_queue));
-    return std::unique_ptr<Backend>(std::move(engine));
+    eo.image_limits.max_pixels = o.max_image_pixels;
+    eo.image_limits.max_file_bytes = std::uint64_t(o.max_body_mb) << 20;
+    eo.resolve_media = media_resolver(media_dir);
+    return eo;
 }
 
 int serve(const ServeOptions& o) {
-    if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
-    if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
+    if (o.verbosity < 0) set_log_level(LogLevel::kError);
+    if (o.verbosity > 0) set_log_level(LogLevel::kInfo);
     // Signals are taken by sigwait in this thread only: every thread started below inherits
     // the mask, so a signal never interrupts a worker.
     sigset_t signals;
@@ -83,13 +84,11 @@ int serve(const ServeOptions& o) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a client that goes away is an error return, not a signal
 
-    const base::Result<runtime::Precision> precision = precision_from_env();
+    const Result<Precision> precision = precision_from_env();
     if (!precision.ok()) return fail(app::kExitUsage, precision.status().message());
-    base::Result<std::unique_ptr<model::Model>> loaded = model::Model::load(
-        o.model_dir,
-        {.weights = o.weights_q8 ? model::WeightFormat::kQ8 : model::WeightFormat::kBF16});
+    Result<Model> loaded =
+        Model::load(o.model_dir, {.weights = o.weights_q8 ? Weights::kQ8 : Weights::kBF16});
     if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
-    const model::Model& m = *loaded.value();
 
     ServerConfig config;
     config.model_id = folder_name(o.model_dir);
@@ -99,28 +98,26 @@ int serve(const ServeOptions& o) {
     config.log_requests = o.verbosity > 0;
     config.parse_limits.max_images = o.max_images;
     config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
-    runtime::SessionOptions budget;
-    budget.max_image_tokens = o.image_max_tokens;
-    config.prompt.preprocess = runtime::effective_preprocess(m, budget);
-    config.prompt.preprocess.pixel_values = false;  // the vision tower reads the resized image
-    config.prompt.image_limits.max_pixels = o.max_image_pixels;
-    config.prompt.image_limits.max_file_bytes = config.max_body_bytes;
+    config.max_queue = o.max_queue;
+    std::filesystem::path media_dir;
     if (!o.allowed_media_dir.empty()) {
         std::error_code ec;
-        config.prompt.allowed_media_dir = std::filesystem::canonical(o.allowed_media_dir, ec);
+        media_dir = std::filesystem::canonical(o.allowed_media_dir, ec);
         if (ec) return fail(app::kExitUsage, "--allowed-media-dir: " + ec.message());
     }
 
-    base::Result<std::unique_ptr<Backend>> backend = make_backend(m, o, precision.value());
-    if (!backend.ok()) {
-        const bool budget = backend.status().code() == base::ErrorCode::kResourceExhausted;
+    Result<Engine> engine =
+        Engine::create(loaded.value(), engine_options(o, precision.value(), media_dir));
+    if (!engine.ok()) {
+        const bool budget = engine.status().code() == ErrorCode::kResourceExhausted;
         return fail(budget ? kExitResource : kExitOther,
-                    backend.status().message() +
+                    engine.status().message() +
                         (budget ? " (lower -c/--ctx-size, --parallel or --image-max-tokens)" : ""));
     }
+    auto backend = std::make_unique<Engine>(std::move(engine).value());
 
-    auto server = std::make_unique<HttpServer>(*backend.value(), std::move(config));
-    base::Result<int> port = server->bind(o.host, o.port);
+    auto server = std::make_unique<HttpServer>(*backend, loaded.value(), std::move(config));
+    Result<int> port = server->bind(o.host, o.port);
     if (!port.ok()) return fail(kExitOther, port.status().message());
     std::thread listener([&] { server->run(); });
     const bool ipv6 = o.host.find(':') != std::string::npos;
@@ -146,7 +143,7 @@ int serve(const ServeOptions& o) {
     }
     server->stop();
     listener.join();
-    backend.value().reset();  // ends anything left; its callbacks still reach the server
+    backend.reset();  // ends anything left; its callbacks still reach the server
     server.reset();
     std::fprintf(stderr, "qvl-serve: stopped\n");
     return kExitOk;
@@ -160,8 +157,7 @@ int main(int argc, char** argv) try {
     const int parsed = qvl::serve::parse_serve_args(argc, argv, &options, stdout, stderr);
     if (parsed >= 0) return parsed;
     if (options.version) {
-        std::printf("qvl-serve %s (isa %s)\n", qvl::base::version(),
-                    qvl::runtime::kernel_isa_name());
+        std::printf("qvl-serve %s (isa %s)\n", qvl::version(), qvl::kernel_tier().value().c_str());
         return 0;
     }
     return qvl::serve::serve(options);

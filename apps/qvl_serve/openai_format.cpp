@@ -5,31 +5,27 @@
 #include <atomic>
 #include <random>
 
-#include "io/json_write.h"
-
 namespace qvl::serve {
-
-using io::json_number;
-using io::json_quote;
 
 namespace {
 
-std::string usage_json(const BackendResult& r) {
+std::string usage_json(const Generation& r) {
     const int completion = int(r.tokens.size());
     return fmt::format(
         "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{},"
         "\"prompt_tokens_details\":{{\"cached_tokens\":{}}}}}",
-        r.prompt_tokens, completion, r.prompt_tokens + completion, r.cached_prompt_tokens);
+        r.timings.prompt_tokens, completion, r.timings.prompt_tokens + completion,
+        r.timings.cached_prompt_tokens);
 }
 
-std::string timings_json(const BackendResult& r, const ResponseTimings& t) {
-    const BackendTimings& b = t.backend;
+std::string timings_json(const Generation& r, const ResponseTimings& t) {
+    const Timings& b = t.engine;
     return fmt::format(
         "{{\"queue_ms\":{},\"image_decode_ms\":{},\"vision_ms\":{},\"prefill_ms\":{},"
         "\"ttft_ms\":{},\"decode_ms\":{},\"cached_prompt_tokens\":{}}}",
-        json_number(b.queue), json_number(b.image_decode), json_number(b.vision),
-        json_number(b.prefill), json_number(t.ttft_ms), json_number(b.decode),
-        r.cached_prompt_tokens);
+        json_number(b.queue_ms), json_number(b.image_decode_ms), json_number(b.vision_ms),
+        json_number(b.prefill_ms), json_number(t.ttft_ms), json_number(b.decode_ms),
+        r.timings.cached_prompt_tokens);
 }
 
 std::string header_json(const CompletionHeader& h, const char* object) {
@@ -45,7 +41,7 @@ std::string error_json(const ApiError& e) {
                        e.code.empty() ? "null" : json_quote(e.code));
 }
 
-std::string completion_json(const CompletionHeader& h, const BackendResult& r,
+std::string completion_json(const CompletionHeader& h, const Generation& r,
                             std::string_view finish_reason, const ResponseTimings& t) {
     return fmt::format(
         "{{{},\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":{}}},"
@@ -62,7 +58,7 @@ std::string chunk_event(const CompletionHeader& h, std::string_view content, boo
         json_quote(content));
 }
 
-std::string final_chunk_event(const CompletionHeader& h, const BackendResult& r,
+std::string final_chunk_event(const CompletionHeader& h, const Generation& r,
                               std::string_view finish_reason, bool include_usage,
                               const ResponseTimings& t) {
     std::string extra;

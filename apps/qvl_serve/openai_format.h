@@ -2,11 +2,11 @@
 // docs/serve.md): completion objects, streamed chunks, errors, the model list.
 #pragma once
 
+#include <qvl/qvl.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include "backend.h"
 
 namespace qvl::serve {
 
@@ -26,19 +26,20 @@ struct CompletionHeader {
     std::int64_t created = 0;
 };
 
-// Extension timings: queue_ms ... ttft_ms (measured from the request's arrival).
+// Extension timings: the Engine's queue_ms ... decode_ms, and ttft_ms measured from the
+// request's arrival.
 struct ResponseTimings {
-    BackendTimings backend;
+    Timings engine;
     double ttft_ms = 0;
 };
 
-std::string completion_json(const CompletionHeader& h, const BackendResult& r,
+std::string completion_json(const CompletionHeader& h, const Generation& r,
                             std::string_view finish_reason, const ResponseTimings& t);
 
 // One SSE event "data: {chunk}\n\n". first: the delta carries role "assistant".
 std::string chunk_event(const CompletionHeader& h, std::string_view content, bool first);
 // The last chunk: empty delta, finish_reason, and usage + timings when include_usage.
-std::string final_chunk_event(const CompletionHeader& h, const BackendResult& r,
+std::string final_chunk_event(const CompletionHeader& h, const Generation& r,
                               std::string_view finish_reason, bool include_usage,
                               const ResponseTimings& t);
 

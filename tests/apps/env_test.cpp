@@ -14,7 +14,7 @@
 #include <map>
 #include <string>
 
-#include "qvl_run/exit_codes.h"
+#include "common/exit_codes.h"
 #include "support/scratch_dir.h"
 
 namespace qvl::app {
