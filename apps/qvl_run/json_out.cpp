@@ -40,6 +40,7 @@ std::string format_json_report(const RunReport& r) {
         "\"preprocess\": {:.3f}, \"vision\": {:.3f}, \"prefill\": {:.3f}, \"decode\": {:.3f}, "
         "\"ttft\": {:.3f}, \"total\": {:.3f}}}, \"prefill_tokens_per_s\": {:.3f}, "
         "\"decode_tokens_per_s\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"threads\": {}, "
+        "\"threads_reason\": {}, "
         "\"weights\": \"{}\", \"isa\": \"{}\", \"precision\": \"{}\", \"sampling\": "
         "{{\"temperature\": {}, \"top_k\": {}, \"top_p\": {}, "
         "\"seed\": {}, \"repetition_penalty\": {}, \"presence_penalty\": {}, "
@@ -48,9 +49,10 @@ std::string format_json_report(const RunReport& r) {
         images, r.load_ms, p.image_decode_ms, p.preprocess_ms, g.vision_ms, g.prefill_ms,
         g.decode_ms, p.image_decode_ms + p.preprocess_ms + g.ttft_ms, r.total_ms,
         per_s(double(p.ids.size()), g.prefill_ms), per_s(g.decoded_steps, g.decode_ms),
-        r.peak_rss_mb, r.threads, r.weights, r.isa, r.precision, r.sampling.temperature,
-        r.sampling.top_k, r.sampling.top_p, r.sampling.seed, r.sampling.repetition_penalty,
-        r.sampling.presence_penalty, r.sampling.frequency_penalty, boxes);
+        r.peak_rss_mb, r.threads, io::json_quote(r.threads_reason), r.weights, r.isa, r.precision,
+        r.sampling.temperature, r.sampling.top_k, r.sampling.top_p, r.sampling.seed,
+        r.sampling.repetition_penalty, r.sampling.presence_penalty, r.sampling.frequency_penalty,
+        boxes);
 }
 
 std::string format_timing_block(const RunReport& r) {

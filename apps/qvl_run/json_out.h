@@ -15,6 +15,7 @@ struct RunReport {
     const runtime::GenerateResult* result = nullptr;
     runtime::SamplingParams sampling;
     int threads = 0;
+    std::string threads_reason;    // why that many: "--threads" or the default's CPU budget
     const char* weights = "bf16";  // the text decoder's weight format
     // What ran: the kernel tier ("avx2") and the precision with auto resolved ("f32-kv-bf16").
     const char* isa = "";

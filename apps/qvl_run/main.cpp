@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "args.h"
+#include "base/cpu_budget.h"
 #include "base/log.h"
 #include "base/npy.h"
 #include "base/status.h"
@@ -311,6 +312,8 @@ int run(const RunOptions& o, const EnvOptions& env) {
                      .result = &r,
                      .sampling = sampling,
                      .threads = engine.threads(),
+                     .threads_reason = o.threads > 0 ? std::string("--threads")
+                                                     : base::default_thread_budget().reason,
                      .weights = m.weight_format() == model::WeightFormat::kQ8 ? "q8" : "bf16",
                      .isa = runtime::kernel_isa_name(engine.isa()),
                      .precision = runtime::precision_name(engine.precision()),

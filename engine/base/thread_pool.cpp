@@ -5,6 +5,9 @@
 
 #include <chrono>
 
+#include "base/cpu_budget.h"
+#include "base/timer.h"
+
 namespace qvl::base {
 namespace {
 
@@ -46,14 +49,18 @@ void pin_to_cpu(std::thread::native_handle_type handle, int cpu) {
 
 }  // namespace
 
+double ThreadPool::trace_now_ms() { return now_ms(); }
+
 ThreadPool::ThreadPool(int n_threads, bool pin) {
     if (n_threads < 1) n_threads = 1;
     workers_.reserve(n_threads - 1);
+    // Pinned threads go to the CPUs this process may use (taskset, cpuset), not CPUs 0..n-1.
+    const std::vector<int> cpus = pin ? allowed_cpus() : std::vector<int>{0};
     for (int i = 1; i < n_threads; ++i) {
         workers_.emplace_back([this, i] { worker_loop(i); });
-        if (pin) pin_to_cpu(workers_.back().native_handle(), i);
+        if (pin) pin_to_cpu(workers_.back().native_handle(), cpus[std::size_t(i) % cpus.size()]);
     }
-    if (pin) pin_to_cpu(pthread_self(), 0);
+    if (pin) pin_to_cpu(pthread_self(), cpus[0]);
 }
 
 ThreadPool::~ThreadPool() {

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/task_trace.h"
+
 namespace qvl::base {
 
 class ThreadPool {
@@ -29,11 +31,10 @@ class ThreadPool {
     template <class Fn>
     void parallel_for(int n_tasks, Fn&& fn) {
         if (n_tasks <= 0) return;
-        if (n_tasks == 1 || workers_.empty()) {
-            for (int t = 0; t < n_tasks; ++t) fn(t);
-            return;
+        if (TaskTrace* trace = TaskTrace::active(); trace != nullptr) [[unlikely]] {
+            return parallel_for_traced(n_tasks, fn, trace);
         }
-        run(n_tasks, &trampoline<std::remove_reference_t<Fn>>, &fn);
+        parallel_for_untraced(n_tasks, fn);
     }
 
     // Runs fn(i) exactly once on every thread of the pool (the caller included), i in
@@ -56,6 +57,29 @@ class ThreadPool {
     }
 
   private:
+    template <class Fn>
+    void parallel_for_untraced(int n_tasks, Fn&& fn) {
+        if (n_tasks == 1 || workers_.empty()) {
+            for (int t = 0; t < n_tasks; ++t) fn(t);
+            return;
+        }
+        run(n_tasks, &trampoline<std::remove_reference_t<Fn>>, &fn);
+    }
+
+    // QVL_TASK_TRACE: the same job, each task timed (base/task_trace.h).
+    template <class Fn>
+    void parallel_for_traced(int n_tasks, Fn& fn, TaskTrace* trace) {
+        std::vector<float> task_us(std::size_t(n_tasks), 0.f);
+        const double t0 = trace_now_ms();
+        parallel_for_untraced(n_tasks, [&](int t) {
+            const double s = trace_now_ms();
+            fn(t);
+            task_us[std::size_t(t)] = float(1000.0 * (trace_now_ms() - s));
+        });
+        trace->record_region(size(), t0, trace_now_ms(), task_us);
+    }
+    static double trace_now_ms();
+
     using TaskFn = void (*)(void* ctx, int task);
     template <class Fn>
     static void trampoline(void* ctx, int task) {

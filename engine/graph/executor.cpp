@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "base/timer.h"
 #include "kernels/scratch.h"
+#include "kernels/task_work.h"
 
 namespace qvl::graph {
 
@@ -88,15 +89,15 @@ struct OpRun {
 
     // Splits rows over the pool, but only when there is enough work to pay for waking workers
     // (a few microseconds each; far more on a loaded machine): about 16K elements per task.
+    // The split is kernels::rows_num_tasks, which the scaling trace uses too.
     template <class Fn>
     void parallel_rows(int rows, int cols, Fn&& fn) const {
-        constexpr std::int64_t kGrainElements = 16384;
-        const std::int64_t by_work =
-            std::max<std::int64_t>(1, std::int64_t(rows) * cols / kGrainElements);
-        const int n_tasks = int(std::min<std::int64_t>({rows, 4 * pool.size(), by_work}));
+        const int n_tasks = rows_num_tasks(rows, cols, pool.size());
+        // Each element read and written once, a few operations on it.
+        trace_rows(op_name(n.op), rows, cols, 8.0 * cols, 4.0 * cols);
         pool.parallel_for(n_tasks, [&](int task) {
-            const int r0 = int(std::int64_t(rows) * task / n_tasks);
-            const int r1 = int(std::int64_t(rows) * (task + 1) / n_tasks);
+            int r0 = 0, r1 = 0;
+            rows_task_range(rows, task, n_tasks, &r0, &r1);
             if (r1 > r0) fn(r0, r1);
         });
     }
@@ -139,6 +140,12 @@ void run_op(const OpRun& r, const op::PatchEmbed& p) {
                            .out_dim = r.out_desc().cols,
                            .precision = p.precision};
     const int nt = patch_embed_num_tasks(a, r.pool.size());
+    // The same split as a GEMM of the patches (kernels/patch_embed.cpp).
+    trace_gemm(r.k, {.m = patch_embed_n_patches(a),
+                     .n = a.out_dim,
+                     .k = patch_embed_k(a),
+                     .w_type = a.w_type,
+                     .precision = a.precision});
     r.pool.parallel_for(nt, [&](int t) { r.k.patch_embed_task(a, t, nt); });
 }
 
@@ -294,6 +301,7 @@ void run_op(const OpRun& r, const op::Attention& p) {
         a.k_head_stride = a.v_head_stride = p.head_dim;
     }
     const int nt = attention_num_tasks(a, r.pool.size());
+    trace_attention(a);
     r.pool.parallel_for(nt, [&](int t) { r.k.attention_task(a, t, nt); });
 }
 
@@ -353,15 +361,33 @@ void run_op(const OpRun& r, const op::ScatterRows& p) {
     }
 }
 
+// For the scaling trace: a graph of the vision tower, a prefill (some attention node has
+// several query rows) or a decode step.
+const char* run_phase(const Graph& g) {
+    bool several_rows = false;
+    for (const Node& n : g.nodes) {
+        if (std::string_view(n.scope).starts_with("vision")) return "vision";
+        if (n.op == OpKind::kAttention && g.tensors[n.in[0].id].rows > 1) several_rows = true;
+    }
+    return several_rows ? "prefill" : "decode";
+}
+
 }  // namespace
 
 std::size_t Executor::run_range(const Graph& g, std::byte* arena, std::size_t first,
                                 std::size_t last, double deadline_ms) {
     QVL_CHECK(first <= last && last <= g.nodes.size(), "node range outside the graph");
     std::size_t next = first;
+    base::TaskTrace* const trace = base::TaskTrace::active();
+    if (trace != nullptr && first == 0) trace->begin_run(run_phase(g));
     while (next < last) {
         const Node& n = g.nodes[next++];
-        if (!profile_on_) {
+        if (trace != nullptr) {
+            trace->begin_node(full_name(n));
+            const double t0 = base::now_ms();
+            run_node(g, n, arena);
+            trace->end_node(op_name(n.op), t0, base::now_ms());
+        } else if (!profile_on_) {
             run_node(g, n, arena);
         } else {
             const double t0 = base::now_ms();

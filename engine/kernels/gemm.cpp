@@ -89,19 +89,26 @@ const GemmKernels& resolve_tiles(const GemmArgs& p, const GemmKernels& tiles) {
     return tiles;
 }
 
-void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const GemmKernels& tiles) {
-    if (problem.m <= 0 || problem.n <= 0) return;
-    const GemmArgs& p = problem;
-    const GemmKernels& t = resolve_tiles(p, tiles);
-    const Grid g = make_grid(p.m, p.n, num_tasks, row_align(t));
-    if (task < 0 || task >= g.row_blocks * g.col_blocks) return;
+bool problem_task_rect(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles,
+                       TaskRect* r) {
+    if (p.m <= 0 || p.n <= 0) return false;
+    const Grid g = make_grid(p.m, p.n, num_tasks, row_align(resolve_tiles(p, tiles)));
+    if (task < 0 || task >= g.row_blocks * g.col_blocks) return false;
     const int rb = task / g.col_blocks;
     const int cb = task % g.col_blocks;
-    const int m0 = rb * g.rows_per;
-    const int m1 = std::min(p.m, m0 + g.rows_per);
-    const int n0 = cb * g.cols_per;
-    const int n1 = std::min(p.n, n0 + g.cols_per);
-    if (m0 >= m1 || n0 >= n1) return;
+    r->m0 = rb * g.rows_per;
+    r->m1 = std::min(p.m, r->m0 + g.rows_per);
+    r->n0 = cb * g.cols_per;
+    r->n1 = std::min(p.n, r->n0 + g.cols_per);
+    return r->m0 < r->m1 && r->n0 < r->n1;
+}
+
+void run_problem_task(const GemmArgs& problem, int task, int num_tasks, const GemmKernels& tiles) {
+    const GemmArgs& p = problem;
+    TaskRect rect;
+    if (!problem_task_rect(p, task, num_tasks, tiles, &rect)) return;
+    const GemmKernels& t = resolve_tiles(p, tiles);
+    const auto [m0, m1, n0, n1] = rect;
     if (p.k <= 0) {
         // No products: the epilogue alone, over one zero row shared by every output row.
         float* zeros = static_cast<float*>(

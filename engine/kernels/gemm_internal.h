@@ -14,6 +14,13 @@ namespace qvl::kernels::detail {
 // friends).
 int problem_num_tasks(int m, int n, int n_threads);
 void run_problem_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles);
+// The output rectangle [m0, m1) x [n0, n1) of that task (false: the task has nothing to do):
+// the one split both the kernels and the scaling trace (kernels/task_work.h) use.
+struct TaskRect {
+    int m0 = 0, m1 = 0, n0 = 0, n1 = 0;
+};
+bool problem_task_rect(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles,
+                       TaskRect* r);
 // KernelTable::gemm_shared_a_bytes and gemm_pack_a_task on one precision's tiles.
 std::size_t shared_a_bytes(const GemmArgs& p, int num_tasks, const GemmKernels& tiles);
 void pack_a_task(const GemmArgs& p, int task, int num_tasks, const GemmKernels& tiles);

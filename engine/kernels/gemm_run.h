@@ -11,6 +11,7 @@
 #include "base/aligned_buffer.h"
 #include "kernels/gemm.h"
 #include "kernels/kernel_table.h"
+#include "kernels/task_work.h"
 
 namespace qvl::kernels {
 
@@ -30,8 +31,10 @@ class GemmRunner {
         if (bytes > 0 && bytes <= kMaxSharedBytes && reserve(bytes)) {
             args.packed_a = shared_a_.data();
             const int np = gemm_pack_a_num_tasks(args, pool.size());
+            trace_gemm_pack_a(args);
             pool.parallel_for(np, [&](int t) { table.gemm_pack_a_task(args, t, np); });
         }
+        trace_gemm(table, args);
         pool.parallel_for(nt, [&](int t) { table.gemm_task(args, t, nt); });
     }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "base/cpu_budget.h"
 #include "io/mapped_file.h"
 
 namespace qvl::model {
@@ -49,9 +50,7 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     if (options.weights == WeightFormat::kQ8) {
         QVL_ASSIGN_OR_RETURN(quantized, QuantizedText::quantize(weights, options.q8));
     }
-    const int threads = options.threads > 0
-                            ? options.threads
-                            : std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+    const int threads = options.threads > 0 ? options.threads : base::default_threads();
     std::unique_ptr<LogitsScreen> screen;
     const Matrix& lm_head = weights.text().lm_head;
     if (options.logits_screen && options.weights == WeightFormat::kBF16 &&

@@ -5,7 +5,7 @@
 
 #include "base/aligned_buffer.h"
 #include "base/bf16.h"
-#include "base/cpu_features.h"
+#include "base/cpu_budget.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "graph/builder.h"
@@ -56,8 +56,7 @@ double kv_bytes_per_token(const model::TextConfig& text, kernels::KvType type) {
 MachineRates probe_rates(const SessionOptions& options) {
     const kernels::KernelTable& kernels = session_kernels(options);
     const kernels::GemmPrecision gemm_precision = session_gemm_precision(options);
-    base::ThreadPool pool(options.threads > 0 ? options.threads
-                                              : base::cpu_features().physical_cores);
+    base::ThreadPool pool(options.threads > 0 ? options.threads : base::default_threads());
     MachineRates rates;
     // Compute: a text-layer product at prefill size, weights in cache after the first run.
     constexpr int kM = 256, kK = 2048, kN = 2048;

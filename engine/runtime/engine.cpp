@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/task_trace.h"
 #include "base/timer.h"
 #include "runtime/engine_impl.h"
 #include "runtime/image_cache.h"
@@ -175,6 +176,9 @@ void Engine::Impl::take_token(int slot) {
     if (j.result.tokens.empty() && j.first_token_ms == 0) {
         j.first_token_ms = base::now_ms();
         j.result.timings.ttft = j.first_token_ms - j.submitted_ms;
+        if (base::TaskTrace* trace = base::TaskTrace::active()) {
+            trace->mark("first_token", long(j.id), j.first_token_ms);
+        }
     }
     const std::vector<std::int32_t>& stops = gp.stop_ids.empty() ? default_stops : gp.stop_ids;
     if (!gp.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end()) {
@@ -361,6 +365,9 @@ base::Result<RequestId> Engine::submit(Request request) {
         }
         id = impl_->next_id++;
         job->id = id;
+        if (base::TaskTrace* trace = base::TaskTrace::active()) {
+            trace->mark("submit", long(id), job->submitted_ms);
+        }
         impl_->queue.push_back(std::move(job));
     }
     impl_->cv.notify_all();

@@ -6,7 +6,7 @@
 
 #include "base/check.h"
 #include "base/checked_math.h"
-#include "base/cpu_features.h"
+#include "base/cpu_budget.h"
 #include "base/log.h"
 #include "graph/builder.h"
 #include "graph/trace.h"
@@ -137,8 +137,7 @@ Session::Session(const model::Model& model, const SessionOptions& options)
                                ? kernels::GemmPrecision::kBF16
                                : kernels::GemmPrecision::kF32),
       pool_(std::make_unique<base::ThreadPool>(
-          options.threads > 0 ? options.threads : base::cpu_features().physical_cores,
-          options.pin_threads)),
+          options.threads > 0 ? options.threads : base::default_threads(), options.pin_threads)),
       executor_(pool_.get(), *kernels_) {
     if (options.isa && kernels_->isa != *options.isa) {
         base::log(base::LogLevel::kWarning, "kernel tier {} is not supported here; using {}",

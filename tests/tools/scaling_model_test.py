@@ -1,0 +1,86 @@
+"""Unit tests of the scaling simulator's model (bench/scaling_model.py) on hand-made traces."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from scaling_model import Machine, load_trace, phase_summary, simulate  # noqa: E402
+
+
+def write_trace(lines):
+    f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+    for line in lines:
+        f.write(json.dumps(line) + "\n")
+    f.close()
+    return f.name
+
+
+def parts(per_task, counts):
+    """Even splits: per_task(n) gives one task's [flops, weight, kv, act] when there are n."""
+    return {str(t): [[n] + per_task(n)] for t, n in counts.items()}
+
+
+class ScalingModelTest(unittest.TestCase):
+    def setUp(self):
+        self.machine = Machine(core_gflops=100, core_gbs=25, fork_us=0, wake_us=0, notify_us=0,
+                               join_us=0)
+        compute = parts(lambda n: [1e9 / n, 0, 0, 0], {1: 1, 2: 2, 4: 4, 8: 3})
+        stream = parts(lambda n: [1e5 / n, 1e8 / n, 0, 0], {1: 1, 2: 2, 4: 4, 8: 8})
+        self.path = write_trace([
+            {"ev": "mark", "what": "submit", "id": 7, "t": 0.0, "ovh": 0},
+            {"ev": "run", "phase": "vision", "t": 1.0, "ovh": 0},
+            {"ev": "part", "sig": "c", "parts": compute},
+            {"ev": "region", "node": "vision.blocks.0.fc1", "sig": "c", "threads": 1,
+             "t0": 1.0, "t1": 5.0, "us": [4000.0]},
+            {"ev": "node", "name": "vision.blocks.0.fc1", "op": "matmul", "t0": 1.0, "t1": 5.0,
+             "ovh": 0, "ovc": 0},
+            {"ev": "run", "phase": "decode", "t": 5.0, "ovh": 0},
+            {"ev": "part", "sig": "s", "parts": stream},
+            {"ev": "region", "node": "text.layers.0.down", "sig": "s", "threads": 1,
+             "t0": 5.0, "t1": 9.0, "us": [4000.0]},
+            {"ev": "node", "name": "text.layers.0.down", "op": "matmul", "t0": 5.0, "t1": 9.0,
+             "ovh": 0, "ovc": 0},
+            {"ev": "mark", "what": "first_token", "id": 7, "t": 9.0, "ovh": 0},
+        ])
+        self.trace = load_trace(self.path)
+
+    def tearDown(self):
+        os.unlink(self.path)
+
+    def test_compute_bound_tasks_split_over_threads(self):
+        s = phase_summary(simulate(self.trace, 4, 1000, self.machine), self.trace)
+        self.assertAlmostEqual(s["vision"]["seconds"], 0.001)
+        # 8 threads but 3 tasks: no faster than 3 threads, five threads idle.
+        s8 = simulate(self.trace, 8, 1000, self.machine)
+        vis = [it for it in s8["items"] if it["kind"] == "node"][0]
+        self.assertAlmostEqual(vis["pred_ms"], 4 / 3)
+        self.assertAlmostEqual(vis["busy_ms"] / (8 * vis["pred_ms"]), 3 / 8)
+
+    def test_bandwidth_share_bounds_streaming_tasks(self):
+        # 1e8 bytes at 25 GB/s per core took 4 ms; with B = 50 GB/s 4 threads get 12.5 each.
+        s = phase_summary(simulate(self.trace, 4, 50, self.machine), self.trace, None, 50)
+        self.assertAlmostEqual(s["decode"]["seconds"], 0.002)
+        self.assertAlmostEqual(s["decode"]["floor_step_s"], 0.002)
+
+    def test_ttft_follows_the_predicted_clock(self):
+        s = phase_summary(simulate(self.trace, 2, 1000, self.machine), self.trace)
+        # 1 ms gap before the first run, then 2 ms of vision and 2 ms of decode.
+        self.assertAlmostEqual(s["p95_ttft_s"], 0.005)
+
+    def test_wake_up_costs_are_charged(self):
+        slow = Machine(core_gflops=100, core_gbs=25, fork_us=0, wake_us=1000, notify_us=0,
+                       join_us=0)
+        s = simulate(self.trace, 2, 1000, slow)
+        vis = [it for it in s["items"] if it["kind"] == "node"][0]
+        # The caller takes task 0 at once; the worker wakes 1 ms late and takes task 1: 3 ms.
+        self.assertAlmostEqual(vis["pred_ms"], 3.0)
+
+    def test_measured_phases(self):
+        s = phase_summary(None, self.trace)
+        self.assertAlmostEqual(s["vision"]["seconds"], 0.004)
+
+
+if __name__ == "__main__":
+    unittest.main()
