@@ -29,7 +29,7 @@ done
 
 packages=(
     build-essential cmake ninja-build pkg-config git curl ca-certificates
-    libxsimd-dev libspng-dev libjpeg62-turbo-dev
+    libxsimd-dev libspng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
     libgtest-dev libgmock-dev libbenchmark-dev
     libsimdjson-dev libfmt-dev libpcre2-dev libutf8proc-dev libcli11-dev
     libcpp-httplib-dev  # qvl-serve's HTTP server (what llama.cpp's llama-server uses)

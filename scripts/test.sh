@@ -36,6 +36,8 @@ bash scripts/fuzz.sh "${QVL_FUZZ_SECONDS:-20}"
 
 phase "Format"
 bash scripts/format.sh --check
+phase "Sizes (files <= 600 lines, functions <= ~80; tests/<layer>/*_test.cpp excepted)"
+python3 scripts/check_sizes.py --baseline scripts/size_baseline.txt
 phase "clang-tidy"
 bash scripts/tidy.sh build/release
 echo "== all green (${SECONDS}s)"

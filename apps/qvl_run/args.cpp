@@ -13,6 +13,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "args_logits.h"
+
 namespace qvl::app {
 namespace {
 
@@ -47,6 +49,8 @@ struct NumberTexts {
     std::string weights;
     std::string image_min_tokens, image_max_tokens, parallel, admission_budget;
     std::string repeat_penalty, presence_penalty;
+    std::string logprobs;
+    std::vector<std::string> logit_bias;
 };
 
 struct Flags {
@@ -82,7 +86,7 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
                   ->type_name("DIR")
                   ->group(in);
     app.add_option("-i,--image", o->images,
-                   "JPEG or PNG image (- = stdin, file://PATH); repeatable, in order")
+                   "JPEG, PNG, WebP or GIF image (- = stdin, file://PATH); repeatable, in order")
         ->type_name("FILE")
         ->allow_extra_args(false)
         ->group(in);
@@ -139,6 +143,16 @@ Flags build_app(CLI::App& app, RunOptions* o, NumberTexts* t, int* verbose_count
     app.add_option("--presence-penalty", t->presence_penalty,
                    "Presence penalty in [-2, 2] over output tokens (default 0)")
         ->type_name("F")
+        ->group(gen);
+    app.add_option("--logit-bias", t->logit_bias,
+                   "Add BIAS in [-100, 100] to token ID's logit before sampling (repeatable)")
+        ->type_name("ID=BIAS")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->group(gen);
+    app.add_option("--logprobs", t->logprobs,
+                   "With --json: each token's log-probability and its N best alternatives, 0..20")
+        ->type_name("N")
         ->group(gen);
     app.add_option("--seed", t->seed, "Sampling seed (default: random, reported)")
         ->type_name("N")
@@ -553,6 +567,10 @@ ParseOutcome parse_args(int argc, const char* const* argv, RunOptions* options, 
         }
         std::optional<UsageError> error = check_leftovers(app);
         if (!error) error = convert_numbers(app, texts, options);
+        if (!error) {
+            if (auto e = convert_logits_flags(texts.logprobs, texts.logit_bias, options))
+                error = UsageError{*e, {}};
+        }
         if (!error && !options->version) {
             error = check_combinations(flags, options, stdin_is_terminal);
         }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qvl::app {
@@ -51,6 +52,11 @@ struct RunOptions {
     // Penalties; unset = the repetition penalty of generation_config.json, no presence penalty.
     std::optional<float> repeat_penalty;    // --repeat-penalty, > 0 (1 = off)
     std::optional<float> presence_penalty;  // --presence-penalty, in [-2, 2] (0 = off)
+    // --logprobs N (0..20; -1 = off): each generated token's log-probability and its N best
+    // alternatives in --json. --logit-bias ID=BIAS (repeatable): BIAS in [-100, 100] added to
+    // that token's logit before sampling.
+    int logprobs = -1;
+    std::vector<std::pair<std::int32_t, float>> logit_bias;
 };
 
 struct ParseOutcome {

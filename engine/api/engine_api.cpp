@@ -66,7 +66,8 @@ base::Result<runtime::Request> runtime_request(Request&& in, const model::Model&
     r.prompt = std::move(in.prompt.impl().prepared);
     r.params.n_predict = in.max_tokens;
     r.params.ignore_eos = in.ignore_eos;
-    QVL_ASSIGN_OR_RETURN(r.params.sampling, to_engine(in.sampling));
+    QVL_ASSIGN_OR_RETURN(r.params.sampling, to_engine(in.sampling, m.config().text.vocab_size));
+    r.params.top_logprobs = in.sampling.logprobs;
     r.params.cancel = in.cancel;
     r.stop_strings = std::move(in.stop);
     if (in.on_piece) {
@@ -78,6 +79,11 @@ base::Result<runtime::Request> runtime_request(Request&& in, const model::Model&
         r.on_done = [hook = std::move(in.on_done),
                      sampling = in.sampling](const runtime::RequestResult& result) {
             hook(to_generation(runtime::RequestResult(result), sampling));
+        };
+    }
+    if (in.on_logprob) {
+        r.on_logprobs = [hook = std::move(in.on_logprob)](const runtime::TokenLogprobs& t) {
+            hook(TokenLogprob{.token = t.token, .logprob = t.logprob, .top = t.top});
         };
     }
     add_tool_hooks(in, m, &r);
@@ -94,12 +100,7 @@ base::Result<Core> Core::create(const Model& model, const EngineOptions& options
     Core core;
     core.model = model.impl();
     QVL_ASSIGN_OR_RETURN(core.engine, runtime::Engine::create(m, eo, so));
-    core.road.model = &m;
-    core.road.preprocess = runtime::effective_preprocess(m, so);
-    // The resized image feeds the fused patch embedding; pixel_values are a debugging aid.
-    core.road.preprocess.pixel_values = options.keep_pixel_values;
-    core.road.limits = to_engine(options.image_limits);
-    core.road.resolve_media = options.resolve_media;
+    core.road = PromptRoad::make(m, so, options);
     core.profile = options.session.profile;
     return core;
 }
@@ -142,6 +143,19 @@ Result<Engine> Engine::create(const Model& model, const EngineOptions& options) 
         if (!core.ok()) return api::from_engine(core.status());
         return Engine(std::make_unique<Impl>(Impl{.core = std::move(core).value()}));
     });
+}
+
+Result<Prompt> Model::prepare(const std::vector<Message>& messages, const SessionOptions& options,
+                              bool keep_pixel_values) const {
+    const base::Result<runtime::SessionOptions> so = api::to_engine(options);
+    if (!so.ok()) return api::from_engine(so.status());
+    return api::PromptRoad::make(*impl_->model, so.value(),
+                                 {.keep_pixel_values = keep_pixel_values})
+        .prepare(messages);
+}
+
+Result<Prompt> Model::prepare_raw(std::string_view text) const {
+    return api::PromptRoad::make(*impl_->model, {}, {}).prepare_raw(text);
 }
 
 Result<Prompt> Engine::prepare(const std::vector<Message>& messages) const {

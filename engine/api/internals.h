@@ -36,6 +36,9 @@ struct PromptRoad {
     io::ImageLimits limits;
     MediaResolver resolve_media;
 
+    // The road of an engine with these options (session: its image budget).
+    static PromptRoad make(const model::Model& model, const runtime::SessionOptions& session,
+                           const EngineOptions& options);
     Result<Prompt> prepare(const std::vector<Message>& messages) const;
     Result<Prompt> prepare_raw(std::string_view text) const;
 };
@@ -46,8 +49,9 @@ Generation to_generation(runtime::RequestResult&& r, const Sampling& sampling);
 // The runtime's request for a public one (its prompt is moved out).
 base::Result<runtime::Request> runtime_request(Request&& in, const model::Model& m);
 
-// runtime::SamplingParams of a public Sampling; kInvalidArgument for values out of range.
-base::Result<runtime::SamplingParams> to_engine(const Sampling& s);
+// runtime::SamplingParams of a public Sampling; kInvalidArgument for values out of range
+// (logit_bias ids are checked against the vocabulary).
+base::Result<runtime::SamplingParams> to_engine(const Sampling& s, int vocab);
 
 }  // namespace api
 

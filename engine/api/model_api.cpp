@@ -36,6 +36,10 @@ Weights Model::weights() const {
 }
 int Model::hidden_size() const { return impl_->model->config().text.hidden_size; }
 int Model::vision_blocks() const { return impl_->model->config().vision.depth; }
+std::string_view Model::token_bytes(std::int32_t id) const {
+    if (id < 0 || id >= impl_->model->config().text.vocab_size) return {};
+    return impl_->model->tokenizer().token_bytes(id);
+}
 
 Sampling Model::sampling(const SamplingOverrides& o) const {
     Sampling s;

@@ -5,9 +5,12 @@
 
 #include "api/convert.h"
 #include "api/internals.h"
+#include "runtime/logprobs.h"
 
 namespace qvl::api {
 namespace {
+
+static_assert(kMaxLogprobs == runtime::kMaxTopLogprobs);
 
 Result<Prompt> wrap_prompt(base::Result<runtime::PreparedPrompt> prepared) {
     if (!prepared.ok()) return from_engine(prepared.status());
@@ -36,6 +39,19 @@ Result<Prompt> guarded(Fn&& fn) {
 }
 
 }  // namespace
+
+PromptRoad PromptRoad::make(const model::Model& model, const runtime::SessionOptions& session,
+                            const EngineOptions& options) {
+    PromptRoad road;
+    road.model = &model;
+    road.preprocess = runtime::effective_preprocess(model, session);
+    // The resized image feeds the fused patch embedding; pixel_values are a debugging aid
+    // (a model whose channels need the unfused embedding gets them anyway).
+    road.preprocess.pixel_values = options.keep_pixel_values;
+    road.limits = to_engine(options.image_limits);
+    road.resolve_media = options.resolve_media;
+    return road;
+}
 
 Result<Prompt> PromptRoad::prepare(const std::vector<Message>& messages) const {
     return guarded([&] {
@@ -74,10 +90,14 @@ Generation to_generation(runtime::RequestResult&& r, const Sampling& sampling) {
                  .decoded_steps = r.decode_steps,
                  .cached_prompt_tokens = r.cached_prompt_tokens,
                  .image_cache_hits = r.image_cache_hits};
+    g.logprobs.reserve(r.logprobs.size());
+    for (runtime::TokenLogprobs& t : r.logprobs) {
+        g.logprobs.push_back({.token = t.token, .logprob = t.logprob, .top = std::move(t.top)});
+    }
     return g;
 }
 
-base::Result<runtime::SamplingParams> to_engine(const Sampling& s) {
+base::Result<runtime::SamplingParams> to_engine(const Sampling& s, int vocab) {
     if (!(s.repetition_penalty > 0.0f) || !(s.presence_penalty >= -2.0f) ||
         !(s.presence_penalty <= 2.0f)) {
         return base::error(base::ErrorCode::kInvalidArgument,
@@ -87,6 +107,18 @@ base::Result<runtime::SamplingParams> to_engine(const Sampling& s) {
         return base::error(base::ErrorCode::kInvalidArgument,
                            "frequency_penalty must be in [-2, 2]");
     }
+    for (const auto& [id, bias] : s.logit_bias) {
+        if (id < 0 || id >= vocab || !(bias >= -100.0f && bias <= 100.0f)) {
+            return base::error(base::ErrorCode::kInvalidArgument,
+                               "logit_bias: token {} with bias {}: ids are in [0, {}), biases in "
+                               "[-100, 100]",
+                               id, bias, vocab);
+        }
+    }
+    if (s.logprobs < -1 || s.logprobs > runtime::kMaxTopLogprobs) {
+        return base::error(base::ErrorCode::kInvalidArgument, "logprobs {} is outside -1..{}",
+                           s.logprobs, runtime::kMaxTopLogprobs);
+    }
     runtime::SamplingParams p;
     p.temperature = s.temperature;
     p.top_k = s.top_k;
@@ -95,6 +127,7 @@ base::Result<runtime::SamplingParams> to_engine(const Sampling& s) {
     p.repetition_penalty = s.repetition_penalty;
     p.presence_penalty = s.presence_penalty;
     p.frequency_penalty = s.frequency_penalty;
+    p.logit_bias = s.logit_bias;
     return p;
 }
 

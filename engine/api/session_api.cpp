@@ -57,7 +57,8 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
         const Model model(impl_->core.model);
         const Sampling sampling =
             options.sampling.value_or(model.sampling({.seed = std::uint64_t(0)}));
-        base::Result<runtime::SamplingParams> params = api::to_engine(sampling);
+        base::Result<runtime::SamplingParams> params =
+            api::to_engine(sampling, impl_->core.model->model->config().text.vocab_size);
         if (!params.ok()) return api::from_engine(params.status());
         const runtime::PreparedPrompt& p = prompt.impl().prepared;
         if (p.ids.empty()) return Status(ErrorCode::kInvalidArgument, "the prompt is empty");
@@ -79,6 +80,7 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
         request.params.n_predict = options.n_predict;
         request.params.ignore_eos = options.ignore_eos;
         request.params.sampling = params.value();
+        request.params.top_logprobs = sampling.logprobs;
         request.params.cancel = options.cancel;  // read before each token
         if (options.on_text) {
             request.on_text = [&on_text = options.on_text](std::string_view piece, std::int32_t) {

@@ -6,6 +6,7 @@
 
 #include "api/convert.h"
 #include "api/internals.h"
+#include "base/cpu_budget.h"
 #include "base/log.h"
 #include "base/npy.h"
 #include "base/version.h"
@@ -55,6 +56,12 @@ Result<JsonValue> parse_json(std::string_view text, std::string_view what) {
 std::string json_quote(std::string_view s) { return io::json_quote(s); }
 std::string json_number(double v) { return io::json_number(v); }
 
+Result<std::string> read_text_file(const std::string& path, std::uint64_t max_bytes) {
+    base::Result<std::string> text = io::read_text_file(path, max_bytes);
+    if (!text.ok()) return api::from_engine(text.status());
+    return std::move(text).value();
+}
+
 Status check_utf8(std::string_view text) {
     return api::from_engine(text::Tokenizer::check_utf8(text));
 }
@@ -103,6 +110,12 @@ Status write_npy(const std::string& path, std::span<const float> data,
     const std::string err = base::write_npy_f32(path, data, shape);
     if (err.empty()) return {};
     return Status(ErrorCode::kIo, err);
+}
+
+int default_threads(std::string* reason) {
+    const base::ThreadBudget& b = base::default_thread_budget();
+    if (reason != nullptr) *reason = b.reason;
+    return b.threads;
 }
 
 void set_log_level(LogLevel level) { base::set_log_level(base::LogLevel(int(level))); }

@@ -20,8 +20,6 @@ bool starts_with(std::span<const std::uint8_t> bytes, std::string_view magic, st
 
 // Names formats people commonly pass by mistake, so the message can say what the file is.
 const char* other_format_name(std::span<const std::uint8_t> b) {
-    if (starts_with(b, "GIF87a") || starts_with(b, "GIF89a")) return "gif";
-    if (starts_with(b, "RIFF") && starts_with(b, "WEBP", 8)) return "webp";
     if (starts_with(b, std::string_view("II*\0", 4)) ||
         starts_with(b, std::string_view("MM\0*", 4)))
         return "tiff";
@@ -76,6 +74,10 @@ base::Status decode_sniffed(std::span<const std::byte> bytes, const ImageLimits&
     static constexpr std::string_view kPngSignature("\x89PNG\r\n\x1a\n", 8);
     if (starts_with(b, kPngSignature)) return detail::decode_png(b, limits, name, out);
     if (starts_with(b, "\xff\xd8\xff")) return detail::decode_jpeg(b, limits, name, out);
+    if (starts_with(b, "GIF87a") || starts_with(b, "GIF89a"))
+        return detail::decode_gif(b, limits, name, out);
+    if (starts_with(b, "RIFF") && starts_with(b, "WEBP", 8))
+        return detail::decode_webp(b, limits, name, out);
     if (b.size() < kPngSignature.size() &&
         std::memcmp(b.data(), kPngSignature.data(), b.size()) == 0) {
         return base::error(ErrorCode::kCorruptFile, "{}: truncated png: only {} bytes", name,
@@ -83,13 +85,15 @@ base::Status decode_sniffed(std::span<const std::byte> bytes, const ImageLimits&
     }
     if (const char* other = other_format_name(b)) {
         return base::error(ErrorCode::kUnsupported,
-                           "{}: {} images are not supported (only jpeg and png)", name, other);
+                           "{}: {} images are not supported (only jpeg, png, webp and gif)", name,
+                           other);
     }
     std::string head;
     for (std::size_t i = 0; i < std::min<std::size_t>(b.size(), 4); ++i)
         head += fmt::format("{}{:02x}", i ? " " : "", b[i]);
     return base::error(ErrorCode::kUnsupported,
-                       "{}: not a jpeg or png image (the file starts with bytes {})", name, head);
+                       "{}: not a jpeg, png, webp or gif image (the file starts with bytes {})",
+                       name, head);
 }
 
 }  // namespace

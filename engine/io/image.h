@@ -1,16 +1,18 @@
-// Image decoding: JPEG (libjpeg-turbo) and PNG (libspng) into 8-bit RGB, the way the reference
-// processor sees an image after PIL's `Image.open(...).convert("RGB")`:
+// Image decoding: JPEG (libjpeg-turbo), PNG (libspng), WebP (libwebp) and GIF (giflib, first
+// frame; io/gif_decode.cpp says how its palette and transparency map) into 8-bit RGB, the way the
+// reference processor sees an image after PIL's `Image.open(...).convert("RGB")`:
 //   - the format is sniffed from the bytes, never from the file name;
 //   - transparency is composited onto opaque white, as transformers' convert_to_rgb does for a
 //     PIL image (and Qwen's qwen-vl-utils): PNGs with an alpha channel (RGBA, grey + alpha) or
-//     a tRNS chunk (palette alpha, RGB or grey colour keys, a grey key compared as PIL does);
+//     a tRNS chunk (palette alpha, RGB or grey colour keys, a grey key compared as PIL does),
+//     WebPs with alpha, a GIF's transparent index;
 //     grey is replicated to RGB, palettes are expanded, 1/2/4-bit samples are scaled to 0..255;
 //   - 16-bit samples keep their high byte, except 16-bit grey without alpha, which PIL opens as
 //     mode "I" and converts by clamping to 0..255;
 //   - CMYK/YCCK JPEGs are converted with PIL's formula (Adobe-inverted data un-inverted first);
 //   - no EXIF orientation and no gamma/colour management are applied (PIL does neither).
 // Hostile input never crashes: the pixel count is checked from the header before any pixel
-// memory is allocated, and every libjpeg/libspng failure becomes a Status.
+// memory is allocated, and every library failure becomes a Status.
 #pragma once
 
 #include <cstddef>
@@ -43,9 +45,9 @@ struct ImageLimits {
 // alpha mask) for all 65536 (c, a) pairs (tests/data/images/check_alpha_composite.py).
 void composite_on_white(std::span<std::uint8_t> pixels, std::size_t n);
 
-// Decodes a JPEG or PNG held in memory. `name` (usually the file path) prefixes every message.
-// Errors: empty, truncated or corrupt data -> kCorruptFile; another or an unknown format, or a
-// JPEG feature libjpeg-turbo lacks -> kUnsupported; more than limits.max_pixels pixels or more
+// Decodes a JPEG, PNG, WebP or GIF held in memory. `name` (usually the file path) prefixes every
+// message. Errors: empty, truncated or corrupt data -> kCorruptFile; another or an unknown format,
+// or a JPEG feature libjpeg-turbo lacks -> kUnsupported; more than limits.max_pixels pixels or more
 // than limits.max_file_bytes bytes -> kOutOfRange (the message names the limit).
 base::Result<Image> decode_image(std::span<const std::byte> bytes, const ImageLimits& limits,
                                  std::string_view name);

@@ -186,6 +186,10 @@ void Engine::Impl::take_token(int slot) {
         return;
     }
     j.result.tokens.push_back(token);
+    if (gp.top_logprobs >= 0) {
+        j.result.logprobs.push_back(token_logprobs(session->logits(slot), token, gp.top_logprobs));
+        if (j.req.on_logprobs) j.req.on_logprobs(j.result.logprobs.back());
+    }
     j.sampler->accept(token);
     j.result.text.append(j.stream->push(token));
     if (emit_text(j, token)) {

@@ -41,9 +41,7 @@ struct EngineOptions {
     // prefill rate, at least one node or kMinBudgetedPrefillChunk tokens) before their decode
     // step, so their inter-token gap stays near budget + one step. 0: no bound (each piece is
     // a whole image or a 512-token chunk). With nobody decoding, admission is never bounded.
-    // 500: about two to four decode steps of the 2B model on two threads; measured there, the
-    // longest gap while a 1280x720 image is admitted fell from 10-23 s to 1.7-2.3 s, and the
-    // new request's time to first token grows by the decode steps run in between (~+40%).
+    // The default and what it costs are measured in bench/README.md ("Admission budget").
     double admission_budget_ms = 500;
     bool profile = false;
 };
@@ -62,6 +60,8 @@ struct RequestResult {
     int image_cache_hits = 0;
     int decode_steps = 0;  // forward passes after the prefill that included this request
     RequestTimings timings;
+    // One per generated token when params.top_logprobs >= 0.
+    std::vector<TokenLogprobs> logprobs;
 };
 
 struct Request {
@@ -79,6 +79,10 @@ struct Request {
     std::function<void(std::string_view piece, std::int32_t token)>
         on_text;                                        // streamed, UTF-8 safe
     std::function<void(const RequestResult&)> on_done;  // exactly once, last
+    // With params.top_logprobs >= 0: each generated token's log-probabilities, as soon as the
+    // token is kept (before the on_text call that streams its text, which a UTF-8 character or
+    // a stop string may hold back).
+    std::function<void(const TokenLogprobs&)> on_logprobs;
     // Optional views into the work (for one-shot tools: --dump-vision, --dump-logits, progress).
     // on_vision_node is the graph observer while this request's images run through the vision
     // tower; after_vision runs once its images are encoded (images reused from a slot's KV are

@@ -145,6 +145,8 @@ void Engine::Impl::admit_piece(double budget_ms) {
         slot_images[std::size_t(slot)] = {};
         // The slot's logits from its prefill on are computed as this request's sampler needs.
         session->expect_sampler(slot, *j.sampler);
+        // log-probabilities need the full row: computed in the step, not after a screen
+        if (j.req.params.top_logprobs >= 0) session->set_full_logits(slot, true);
         base::Status st;
         if (j.keep > 0) {
             st = session->begin_prefill_reusing(

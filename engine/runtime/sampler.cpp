@@ -27,7 +27,14 @@ Sampler::Sampler(int vocab_size, const SamplingParams& params)
       values_(vocab_size),
       seen_(vocab_size, 0),
       counts_(vocab_size, 0),
-      touched_(vocab_size) {}
+      touched_(vocab_size) {
+    for (const auto& [id, bias] : params.logit_bias) {
+        if (id < 0 || id >= vocab_size) continue;
+        if (bias_.empty()) bias_.assign(std::size_t(vocab_size), 0.0f);
+        if (std::find(biased_.begin(), biased_.end(), id) == biased_.end()) biased_.push_back(id);
+        bias_[std::size_t(id)] = bias;
+    }
+}
 
 bool Sampler::has_penalties() const {
     return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
@@ -70,6 +77,10 @@ float Sampler::penalize(std::int32_t id, float v) const {
 int Sampler::penalized(std::span<const float> logits) {
     const int n = int(std::min(logits.size(), values_.size()));
     std::copy_n(logits.begin(), n, values_.begin());
+    for (const std::int32_t id : biased_) {
+        if (id < n) values_[id] += bias_[std::size_t(id)];
+    }
+    if (!has_penalties()) return n;
     for (int i = 0; i < n_touched_; ++i) {
         const std::int32_t id = touched_[i];
         if (id < n) values_[id] = penalize(id, values_[id]);
@@ -130,14 +141,13 @@ std::int32_t Sampler::draw(int kept) {
 // mirrors GenerationMixin's order: processors (penalties) -> temperature -> top-k -> top-p ->
 // softmax -> draw
 std::int32_t Sampler::sample(std::span<const float> logits) {
-    const bool penalties = has_penalties() && n_touched_ > 0;
+    const bool adjusted = adjusts();
     if (params_.temperature <= 0.0f) {
-        if (!penalties) return argmax(logits);
+        if (!adjusted) return argmax(logits);
         const int n = penalized(logits);
         return argmax(std::span<const float>(values_.data(), std::size_t(n)));
     }
-    const int n = penalties ? penalized(logits) : int(std::min(logits.size(), values_.size()));
-    if (!penalties) std::copy_n(logits.begin(), n, values_.begin());
+    const int n = penalized(logits);
     std::iota(ids_.begin(), ids_.begin() + n, 0);
     return draw(candidates(n, n));
 }
@@ -155,9 +165,9 @@ int Sampler::screen_candidates(std::span<const float> lower, std::span<const flo
     if (!screenable(int(std::min<std::size_t>(ids.size(), INT32_MAX))) || n == 0) return -1;
     if (!greedy && params_.top_k >= n) return -1;
     const int k = greedy ? 1 : params_.top_k;
-    const bool penalties = has_penalties() && n_touched_ > 0;
+    const bool adjusted = adjusts();
     auto bound = [&](std::span<const float> b, int id) {
-        return penalties && seen_[id] != 0 ? penalize(id, b[id]) : b[id];
+        return adjusted ? adjust(id, b[id]) : b[id];
     };
     // t = the k-th largest lower bound: a min-heap of the k best in values_[0, k).
     float* heap = values_.data();
@@ -189,11 +199,11 @@ int Sampler::screen_candidates(std::span<const float> lower, std::span<const flo
 
 std::int32_t Sampler::sample_candidates(std::span<const std::int32_t> ids,
                                         std::span<const float> values) {
-    const bool penalties = has_penalties() && n_touched_ > 0;
+    const bool adjusted = adjusts();
     const int n = int(std::min(ids.size(), values.size()));
     for (int i = 0; i < n; ++i) {
         const std::int32_t id = ids[i];
-        values_[id] = penalties && seen_[id] != 0 ? penalize(id, values[i]) : values[i];
+        values_[id] = adjusted ? adjust(id, values[i]) : values[i];
     }
     if (params_.temperature <= 0.0f) {
         // argmax over ascending ids: the lowest id on ties, NaN never wins, as argmax()

@@ -1,4 +1,5 @@
 // Next-token choice from logits, in Hugging Face's order:
+//   0. logit_bias (OpenAI's, as vLLM applies it before the penalties): logit += bias[id];
 //   1. penalties, on a copy of the logits (they also apply to greedy decoding):
 //      repetition (HF RepetitionPenaltyLogitsProcessor): for every distinct id of the prompt and
 //        the generated ids, logit > 0 ? logit / p : logit * p;
@@ -14,7 +15,8 @@
 // Screened sampling (model/logits_screen.h) gives the same token from bounds on every logit
 // and the exact logits of a few ids: screen_candidates() names the ids whose exact values
 // can decide the draw (every id whose upper bound reaches the k-th best lower bound, k = 1 for
-// greedy, top_k for sampling, after the penalties, which are monotone in the logit), and
+// greedy, top_k for sampling, after the bias and the penalties, which are monotone in the
+// logit), and
 // sample_candidates() draws from their exact logits. The survivors of top-k are all among them,
 // in the same order, so the draw consumes the same random number and picks the same id.
 #pragma once
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace qvl::runtime {
@@ -34,6 +37,10 @@ struct SamplingParams {
     float repetition_penalty = 1.0f;  // > 0; 1: off
     float presence_penalty = 0.0f;    // 0: off (OpenAI range [-2, 2])
     float frequency_penalty = 0.0f;   // 0: off (OpenAI range [-2, 2])
+    // OpenAI's logit_bias: (token id, bias) pairs, added to those logits before everything
+    // else; a later pair for the same id replaces an earlier one. Ids outside the vocabulary
+    // are ignored here (callers refuse them).
+    std::vector<std::pair<std::int32_t, float>> logit_bias;
 };
 
 class Sampler {
@@ -75,7 +82,14 @@ class Sampler {
     bool has_penalties() const;
 
   private:
-    // Writes the penalized logits to values_[0, n) and returns n.
+    // Whether the logits change before temperature (bias, or penalties with ids seen).
+    bool adjusts() const { return !biased_.empty() || (has_penalties() && n_touched_ > 0); }
+    // The bias and the penalties applied to one id's logit v (monotone non-decreasing in v).
+    float adjust(std::int32_t id, float v) const {
+        if (!bias_.empty()) v += bias_[std::size_t(id)];
+        return seen_[std::size_t(id)] != 0 && has_penalties() ? penalize(id, v) : v;
+    }
+    // Writes the biased and penalized logits to values_[0, n) and returns n.
     int penalized(std::span<const float> logits);
     // The penalties' effect on one id's logit v (monotone non-decreasing in v).
     float penalize(std::int32_t id, float v) const;
@@ -96,6 +110,9 @@ class Sampler {
     std::vector<std::int32_t> counts_;
     std::vector<std::int32_t> touched_;
     int n_touched_ = 0;
+    // logit_bias as a vocab-sized array (empty without a bias) and the ids it moves.
+    std::vector<float> bias_;
+    std::vector<std::int32_t> biased_;
     float max_ = 0.0f;
     double total_ = 0.0;
 };

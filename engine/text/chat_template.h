@@ -21,8 +21,8 @@ struct ChatPart {
     enum class Kind { kText, kImage } kind = Kind::kText;
     std::string text;        // kText: the text, verbatim
     std::string image_path;  // kImage: a file path (already resolved by load_messages_file)
-    // kImage: the encoded image (JPEG/PNG) itself, when it comes from memory (stdin, an upload);
-    // image_path then only names it in messages.
+    // kImage: the encoded image (JPEG/PNG/WebP/GIF) itself, when it comes from memory (stdin, an
+    // upload); image_path then only names it in messages.
     std::vector<std::uint8_t> image_bytes;
 };
 

@@ -88,6 +88,8 @@ struct ModelOptions {
     bool for_generation = true;
 };
 
+inline constexpr int kMaxLogprobs = 20;  // most alternatives one token reports (OpenAI's)
+
 // Sampling settings (Hugging Face's order: penalties, then temperature, top-k, top-p).
 struct Sampling {
     float temperature = 0.0f;  // 0: greedy
@@ -97,6 +99,13 @@ struct Sampling {
     float repetition_penalty = 1.0f;  // Hugging Face's, over prompt and output ids; 1: off
     float presence_penalty = 0.0f;    // OpenAI's, in [-2, 2] over output ids; 0: off
     float frequency_penalty = 0.0f;   // OpenAI's, in [-2, 2] over output ids; 0: off
+    // OpenAI's logit_bias: (token id, bias in [-100, 100]) pairs added to those logits before
+    // the penalties and the sampling; +100 all but forces a token, -100 all but bans it.
+    std::vector<std::pair<std::int32_t, float>> logit_bias;
+    // OpenAI's logprobs: -1 off; 0..kMaxLogprobs: Generation::logprobs gets each token's
+    // log-probability and this many most likely alternatives (the log-softmax of the model's
+    // logits, before the settings above).
+    int logprobs = -1;
 };
 
 // What a user asked for; unset fields come from the model (Model::sampling).
@@ -106,6 +115,10 @@ struct SamplingOverrides {
     std::optional<std::uint64_t> seed;
     std::optional<float> repetition_penalty, presence_penalty, frequency_penalty;
 };
+
+class Prompt;
+struct Message;
+struct SessionOptions;
 
 // A Hugging Face Qwen3-VL folder: config.json, model.safetensors (or shards), tokenizer.json,
 // optional generation_config.json and preprocessor_config.json. Weights are memory-mapped.
@@ -119,11 +132,22 @@ class Model {
     Weights weights() const;
     int hidden_size() const;    // the text decoder's width (image features' columns)
     int vision_blocks() const;  // transformer blocks of the vision tower
+    // The bytes a token id stands for (a piece of UTF-8, or raw bytes); empty for an id outside
+    // the vocabulary.
+    std::string_view token_bytes(std::int32_t id) const;
     // The one rule for sampling defaults (the CLI, the server and Session use it): the model's
     // generation_config.json (its temperature, top-k and top-p when do_sample is true, greedy
     // otherwise; its repetition_penalty always, as Hugging Face applies it to greedy runs too),
     // then each override that is set. An unset seed is drawn at random.
     Sampling sampling(const SamplingOverrides& overrides = {}) const;
+
+    // Prompts without a Session or an Engine (qvl-run --tokenize and --dry-run prepare before
+    // they allocate anything): as Engine::prepare with the image budget of `options` (what an
+    // Engine or Session with those options would prepare), default image limits and file://
+    // URLs only. keep_pixel_values: as EngineOptions::keep_pixel_values.
+    Result<Prompt> prepare(const std::vector<Message>& messages, const SessionOptions& options,
+                           bool keep_pixel_values = false) const;
+    Result<Prompt> prepare_raw(std::string_view text) const;
 
     // Opaque: defined inside the library.
     struct Impl;
@@ -136,9 +160,9 @@ class Model {
 
 // ---- Prompts ---------------------------------------------------------------------------------
 
-// One piece of a chat message: text, or an image given as a file path, as encoded bytes (JPEG
-// or PNG), as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3), or as a URL that
-// the Engine's media resolver turns into one of those (EngineOptions::resolve_media).
+// One piece of a chat message: text, or an image given as a file path, as encoded bytes (JPEG,
+// PNG, WebP or GIF), as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3), or as
+// a URL that the Engine's media resolver turns into one of those (EngineOptions::resolve_media).
 struct ContentPart {
     enum class Kind { kText, kImageFile, kImageBytes, kImageRgb, kImageUrl } kind = Kind::kText;
     std::string text;                // kText
@@ -232,6 +256,14 @@ struct SessionOptions {
     std::string trace_dir;  // non-empty: every intermediate tensor written there as .npy
 };
 
+// One generated token's log-probability and the most likely alternatives at its position,
+// most likely first.
+struct TokenLogprob {
+    std::int32_t token = -1;
+    double logprob = 0.0;
+    std::vector<std::pair<std::int32_t, double>> top;
+};
+
 struct GenerateOptions {
     int n_predict = 128;      // most new tokens
     bool ignore_eos = false;  // keep going past an end-of-turn token
@@ -262,6 +294,7 @@ struct Generation {
     Status error;       // finish_reason "error": why
     Sampling sampling;  // the values used (the model's defaults resolved)
     Timings timings;
+    std::vector<TokenLogprob> logprobs;  // one per token when Sampling::logprobs >= 0
 };
 
 // One conversation over a Model: the KV cache and work memory are allocated at create (an
@@ -339,6 +372,9 @@ struct Request {
     // Called on the engine's thread: quick, never calling into the Engine except cancel().
     std::function<void(const Piece&)> on_piece;
     std::function<void(const Generation&)> on_done;  // exactly once, last
+    // With sampling.logprobs >= 0: each generated token's log-probabilities as soon as it is
+    // sampled (its text may still be held back).
+    std::function<void(const TokenLogprob&)> on_logprob;
     // When set and it becomes true, the request ends "cancelled" before its next token.
     const std::atomic<bool>* cancel = nullptr;
     // Optional views for tools (qvl-run's progress and --dump-*), on the engine's thread:
@@ -464,6 +500,10 @@ std::string json_quote(std::string_view s);
 // A finite double as JSON (NaN and infinities become 0).
 std::string json_number(double v);
 
+// A whole file (kNotFound, kIo, or kOutOfRange past max_bytes, each naming the path).
+Result<std::string> read_text_file(const std::string& path,
+                                   std::uint64_t max_bytes = std::uint64_t(1) << 30);
+
 // kInvalidArgument naming the first byte that is not UTF-8.
 Status check_utf8(std::string_view text);
 
@@ -477,6 +517,10 @@ Status write_png(const std::string& path, const RgbImage& image);
 // A float32 array as a NumPy .npy file (C order).
 Status write_npy(const std::string& path, std::span<const float> data,
                  const std::vector<std::int64_t>& shape);
+
+// The compute threads `threads = 0` means: the physical cores among the CPUs this process may
+// run on, within its cgroup CPU quota; *reason (may be null) says so in words.
+int default_threads(std::string* reason = nullptr);
 
 enum class LogLevel { kDebug, kInfo, kWarning, kError, kSilent };
 void set_log_level(LogLevel level);  // the engine's messages on stderr; default kWarning

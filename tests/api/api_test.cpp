@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "api/public_tiny.h"
 #include "base/status.h"
 #include "io/image.h"
 #include "support/golden.h"
@@ -15,17 +16,9 @@
 namespace qvl {
 namespace {
 
-const std::string kTiny = (test::test_data_dir() / "tiny-qwen3vl").string();
-const std::string kPng = (test::test_data_dir() / "golden" / "images" / "img_64x64.png").string();
-
-const Model& tiny() {
-    static const Model model = [] {
-        Result<Model> m = Model::load(kTiny);
-        EXPECT_TRUE(m.ok()) << m.status().message();
-        return std::move(m).value();
-    }();
-    return model;
-}
+using test::kPng;
+using test::kTiny;
+using test::tiny;
 
 TEST(PublicApi, ErrorCodesMirrorTheEngine) {
     EXPECT_EQ(int(ErrorCode::kInternal), int(base::ErrorCode::kInternal));
@@ -150,6 +143,45 @@ TEST(PublicApi, PenaltiesReachTheSampler) {
     const Result<Generation> bad = s->generate(p.value(), options);
     ASSERT_FALSE(bad.ok());
     EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+}
+
+// logit_bias forces a token; logprobs report each token with its alternatives (greedy: the
+// token is its own best); out-of-range values are refused.
+TEST(PublicApi, LogitBiasAndLogprobs) {
+    Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 128});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    Result<Prompt> p = s->prepare({{.role = "user", .content = {ContentPart::from_text("hello")}}});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    GenerateOptions options{.n_predict = 5, .ignore_eos = true, .sampling = Sampling{}};
+    options.sampling->logprobs = 3;
+    Result<Generation> g = s->generate(p.value(), options);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    ASSERT_EQ(g->logprobs.size(), g->tokens.size());
+    for (std::size_t i = 0; i < g->tokens.size(); ++i) {
+        const TokenLogprob& t = g->logprobs[i];
+        EXPECT_EQ(t.token, g->tokens[i]);
+        ASSERT_EQ(t.top.size(), 3u);
+        EXPECT_EQ(t.top[0].first, t.token);
+        EXPECT_EQ(t.top[0].second, t.logprob);
+        EXPECT_LT(t.logprob, 0.0);
+    }
+    const std::int32_t forced = g->tokens[0] == 1000 ? 1001 : 1000;
+    options.sampling->logprobs = -1;
+    options.sampling->logit_bias = {{forced, 100.0f}};
+    s->reset();
+    g = s->generate(p.value(), options);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_TRUE(g->logprobs.empty());
+    for (const std::int32_t t : g->tokens) EXPECT_EQ(t, forced);
+    for (const Sampling& bad :
+         {Sampling{.logit_bias = {{forced, 101.0f}}}, Sampling{.logit_bias = {{-1, 1.0f}}},
+          Sampling{.logit_bias = {{151936, 1.0f}}}, Sampling{.logprobs = 21}}) {
+        s->reset();
+        options.sampling = bad;
+        const Result<Generation> refused = s->generate(p.value(), options);
+        ASSERT_FALSE(refused.ok());
+        EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+    }
 }
 
 TEST(PublicApi, Int8WeightsLoadAndGenerate) {

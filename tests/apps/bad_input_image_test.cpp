@@ -1,5 +1,6 @@
 // qvl-run on broken images: missing, empty, not an image, truncated, corrupt, headers over the
-// pixel limit (exit 4 for every format), degenerate sizes (tools in bad_input_support.h).
+// pixel limit (exit 4 for every format: JPEG, PNG, WebP, GIF), degenerate sizes (tools in
+// bad_input_support.h).
 #include <gtest/gtest.h>
 
 #include "bad_input_support.h"
@@ -84,6 +85,43 @@ TEST_F(BadInput, ImageJpegClaimsHugeSize) {
     const RunResult r = run_qvl(args(kTiny, {"-i", image("huge.jpg", jpg).string()}));
     expect_refused(r, kInput, "huge.jpg");
     EXPECT_NE(r.err.find("exceeds the limit"), std::string::npos) << r.err;
+}
+
+const fs::path kImages = fs::path(QVL_TEST_DATA_DIR) / "images";
+
+TEST_F(BadInput, ImageTruncatedWebpAndGif) {
+    for (const char* file : {"rgba_lossy.webp", "rgb_lossless.webp", "palette16.gif"}) {
+        const std::string bytes = read_file(kImages / file);
+        const std::string cut = std::string("cut-") + file;
+        expect_refused(
+            run_qvl(args(kTiny, {"-i", image(cut, bytes.substr(0, bytes.size() / 2)).string()})),
+            kInput, cut);
+        const std::string head = std::string("head-") + file;
+        expect_refused(run_qvl(args(kTiny, {"-i", image(head, bytes.substr(0, 14)).string()})),
+                       kInput, head);
+    }
+}
+
+TEST_F(BadInput, ImageWebpAndGifClaimHugeSize) {
+    // An animated WebP's VP8X canvas (24-bit width - 1, height - 1 at bytes 24 and 27) set to
+    // 40000 x 40000 (libwebp itself refuses 2^32 pixels) and a GIF's logical screen (16-bit
+    // width, height at bytes 6 and 8) set to its maximum.
+    std::string webp = read_file(kImages / "animated.webp");
+    ASSERT_EQ(webp.substr(12, 4), "VP8X");
+    for (std::size_t k : {24, 27}) webp.replace(k, 3, "\x3f\x9c\x00", 3);
+    std::string gif = read_file(kImages / "palette16.gif");
+    for (std::size_t k = 6; k < 10; ++k) gif[k] = '\xff';
+    for (const auto& [name, bytes] : {std::pair{"huge.webp", webp}, std::pair{"huge.gif", gif}}) {
+        const RunResult r = run_qvl(args(kTiny, {"-i", image(name, bytes).string()}));
+        expect_refused(r, kInput, name);
+        EXPECT_NE(r.err.find("exceeds the limit"), std::string::npos) << r.err;
+    }
+}
+
+TEST_F(BadInput, ImageWebpAndGifWork) {
+    for (const char* file : {"rgba_lossless.webp", "animated.gif", "offset_frame_trns.gif"}) {
+        expect_success(run_qvl(args(kTiny, {"-i", (kImages / file).string()})));
+    }
 }
 
 TEST_F(BadInput, ImageThin1x1000) {

@@ -1,6 +1,6 @@
-// Fuzzes io/image.h decode_image (JPEG and PNG, sniffed from the bytes) and, for what decodes,
-// model/image_preprocess.h preprocess_image. Pixel limits are small so one input stays fast and
-// memory stays bounded; the output shapes must agree with each other.
+// Fuzzes io/image.h decode_image (JPEG, PNG, WebP and GIF, sniffed from the bytes) and, for what
+// decodes, model/image_preprocess.h preprocess_image. Pixel limits are small so one input stays
+// fast and memory stays bounded; the output shapes must agree with each other.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,7 @@
-// Decoding tests: every PNG/JPEG flavour against PIL's convert("RGB") bytes (written by
-// tests/data/images/make_test_images.py), a table of bad files with their exact error codes,
-// and truncation/bit-flip sweeps that must never crash (run under ASan/UBSan in CI).
+// Decoding tests: every PNG/JPEG/WebP/GIF flavour against PIL's convert("RGB") bytes (written by
+// tests/data/images/make_test_images.py and make_webp_gif_images.py), a table of bad files with
+// their exact error codes, and truncation/bit-flip sweeps that must never crash (run under
+// ASan/UBSan in CI).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,7 +75,16 @@ INSTANTIATE_TEST_SUITE_P(
                       GoodCase{"tiny1x1.png", 1, 1}, GoodCase{"thin1x1000.png", 1, 1000},
                       GoodCase{"baseline420.jpg", 37, 23}, GoodCase{"baseline444.jpg", 37, 23},
                       GoodCase{"progressive.jpg", 37, 23}, GoodCase{"gray.jpg", 37, 23},
-                      GoodCase{"cmyk.jpg", 37, 23}),
+                      GoodCase{"cmyk.jpg", 37, 23}, GoodCase{"rgb_lossy.webp", 37, 23},
+                      GoodCase{"rgb_lossless.webp", 37, 23}, GoodCase{"rgba_lossy.webp", 37, 23},
+                      GoodCase{"rgba_lossless.webp", 37, 23}, GoodCase{"animated.webp", 37, 23},
+                      GoodCase{"palette16.png", 37, 23}, GoodCase{"palette16.webp", 37, 23},
+                      GoodCase{"palette16.gif", 37, 23}, GoodCase{"palette16_trns.gif", 37, 23},
+                      GoodCase{"gray.gif", 37, 23}, GoodCase{"animated.gif", 37, 23},
+                      GoodCase{"offset_frame.gif", 42, 27},
+                      GoodCase{"offset_frame_trns.gif", 42, 27},
+                      GoodCase{"past_screen.gif", 41, 26}, GoodCase{"past_palette.gif", 37, 23},
+                      GoodCase{"no_palette.gif", 37, 23}, GoodCase{"local_palette.gif", 37, 23}),
     [](const auto& info) {
         std::string name = info.param.file;
         for (char& ch : name)
@@ -142,12 +152,45 @@ std::vector<BadCase> bad_cases() {
                      text_bytes("hello, this is not an image\n"),
                      {},
                      ErrorCode::kUnsupported,
-                     "not a jpeg or png image"});
-    cases.push_back({"gif",
+                     "not a jpeg, png, webp or gif image"});
+    cases.push_back({"gif_screen_only",
                      text_bytes("GIF89a\x01\x00\x01\x00"),
                      {},
+                     ErrorCode::kCorruptFile,
+                     "gif"});
+    cases.push_back({"bmp",
+                     text_bytes("BM\x10\x00\x00\x00"),
+                     {},
                      ErrorCode::kUnsupported,
-                     "gif images are not supported"});
+                     "bmp images are not supported (only jpeg, png, webp and gif)"});
+    const auto webp = read_bytes(kImages / "rgba_lossy.webp");
+    const auto gif = read_bytes(kImages / "palette16.gif");
+    cases.push_back(
+        {"webp_cut", prefix(webp, webp.size() / 2), {}, ErrorCode::kCorruptFile, "truncated webp"});
+    cases.push_back({"webp_riff_only", prefix(webp, 12), {}, ErrorCode::kCorruptFile, "webp"});
+    cases.push_back(
+        {"gif_cut", prefix(gif, gif.size() - 40), {}, ErrorCode::kCorruptFile, "truncated gif"});
+    cases.push_back(
+        {"gif_cut_in_palette", prefix(gif, 40), {}, ErrorCode::kCorruptFile, "truncated gif"});
+    auto no_image = prefix(read_bytes(kImages / "no_palette.gif"), 13);  // no global palette
+    no_image.push_back(std::byte{';'});
+    cases.push_back({"gif_without_image", no_image, {}, ErrorCode::kCorruptFile, "no image"});
+    cases.push_back({"webp_over_custom_pixel_limit", webp, ImageLimits{.max_pixels = 850},
+                     ErrorCode::kOutOfRange, "webp image of 37x23 = 851 pixels exceeds"});
+    cases.push_back({"gif_over_custom_pixel_limit", gif, ImageLimits{.max_pixels = 850},
+                     ErrorCode::kOutOfRange, "gif image of 37x23 = 851 pixels exceeds"});
+    auto huge_webp = read_bytes(kImages / "animated.webp");
+    for (std::size_t k : {24, 27}) {  // 40000 - 1, 24-bit little-endian (libwebp's own cap: 2^32)
+        huge_webp[k] = std::byte{0x3f};
+        huge_webp[k + 1] = std::byte{0x9c};
+        huge_webp[k + 2] = std::byte{0};
+    }
+    cases.push_back(
+        {"webp_canvas_40000_squared", huge_webp, {}, ErrorCode::kOutOfRange, "40000x40000"});
+    auto huge_gif = gif;
+    for (std::size_t k = 6; k < 10; ++k) huge_gif[k] = std::byte{0xff};
+    cases.push_back(
+        {"gif_screen_65535_squared", huge_gif, {}, ErrorCode::kOutOfRange, "65535x65535"});
     cases.push_back({"png_header_claims_100000x100000",
                      read_bytes(kImages / "huge_dims.png"),
                      {},
@@ -200,7 +243,8 @@ TEST(DecodeImageInto, ReusedImageMatchesFreshDecodes) {
         "cmyk.jpg",        "gray16.png",        "baseline420.jpg",
         "tiny1x1.png",     "progressive.jpg",   "gray4_interlaced.png",
         "baseline444.jpg", "palette8_trns.png", "rgba8.png",
-        "rgb8.png"};
+        "rgba_lossy.webp", "offset_frame.gif",  "rgb_lossless.webp",
+        "no_palette.gif",  "rgb8.png"};
     for (bool reverse : {false, true}) {
         if (reverse) std::reverse(files.begin(), files.end());
         Image reused;
@@ -260,8 +304,10 @@ TEST(LoadImage, FileLimitCheckedBeforeReading) {
 // Every prefix and a spread of single-byte corruptions of each format: the decoder returns
 // (an image or an error from the documented set), never crashes or reads out of bounds.
 TEST(DecodeImage, TruncationsAndBitFlipsNeverCrash) {
-    for (const char* file : {"rgb8.png", "rgb8_interlaced.png", "palette4.png", "gray16.png",
-                             "baseline420.jpg", "progressive.jpg", "gray.jpg", "cmyk.jpg"}) {
+    for (const char* file :
+         {"rgb8.png", "rgb8_interlaced.png", "palette4.png", "gray16.png", "baseline420.jpg",
+          "progressive.jpg", "gray.jpg", "cmyk.jpg", "rgb_lossy.webp", "rgba_lossless.webp",
+          "animated.webp", "palette16.gif", "animated.gif", "offset_frame_trns.gif"}) {
         const auto bytes = read_bytes(kImages / file);
         auto check = [&](const std::vector<std::byte>& b, const std::string& what) {
             auto image = decode_image(b, ImageLimits{}, what);

@@ -18,10 +18,15 @@
 #include "runtime/image_cache.h"
 #include "runtime/session.h"
 #include "support/golden.h"
+#include "support/reference_generate.h"
 #include "tiny_case.h"
 
 namespace qvl::runtime {
 namespace {
+
+using test::generate;
+using test::GenerateHooks;
+using test::GenerateResult;
 
 // Collects results; wait() blocks until n requests are done.
 struct Results {

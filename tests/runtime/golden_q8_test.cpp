@@ -18,9 +18,14 @@
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "support/golden.h"
+#include "support/reference_generate.h"
 
 namespace qvl::runtime {
 namespace {
+
+using test::generate;
+using test::GenerateHooks;
+using test::GenerateResult;
 
 const model::Model& model_with(model::WeightFormat format, int block) {
     static std::map<int, std::unique_ptr<model::Model>> cache;

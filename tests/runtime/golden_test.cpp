@@ -18,10 +18,15 @@
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "support/alloc_counter.h"
+#include "support/reference_generate.h"
 #include "support/tiny_model.h"
 
 namespace qvl::runtime {
 namespace {
+
+using test::generate;
+using test::GenerateHooks;
+using test::GenerateResult;
 
 using test::GoldenArray;
 

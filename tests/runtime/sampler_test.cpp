@@ -323,6 +323,15 @@ TEST(Sampler, ScreenedSamplingMatchesTheFullLogits) {
          .seed = 8,
          .repetition_penalty = 0.8f,
          .presence_penalty = -1.5f},
+        // logit_bias: a forced id, a banned one, a small push, on greedy and top-k, with a
+        // penalty on a biased prompt id (40)
+        {.logit_bias = {{17, 100.0f}}},
+        {.logit_bias = {{123, 2.5f}, {40, -3.0f}, {2999, -100.0f}}},
+        {.temperature = 0.9f,
+         .top_k = 10,
+         .seed = 9,
+         .repetition_penalty = 1.4f,
+         .logit_bias = {{40, 4.0f}, {7, 1.5f}, {7, 6.0f}}},
     };
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> width(0.0f, 1.5f);
@@ -356,6 +365,36 @@ TEST(Sampler, ScreenedSamplingMatchesTheFullLogits) {
             screened.accept(got);
         }
     }
+}
+
+// logit_bias adds to the logits before the penalties (vLLM's order): the distribution is the
+// reference's for the biased logits; a later pair for the same id replaces the earlier one; ids
+// outside the vocabulary are ignored; +100 forces an id, -100 bans it under greedy decoding.
+TEST(Sampler, LogitBiasAddsBeforeThePenalties) {
+    const int vocab = 50;
+    std::vector<float> logits = random_logits(vocab, 11);
+    const SamplingParams p{.temperature = 0.8f,
+                           .repetition_penalty = 1.5f,
+                           .logit_bias = {{3, 2.0f}, {9, -1.0f}, {3, 0.5f}, {77, 5.0f}, {-1, 1.f}}};
+    const History h{.prompt = {3, 4}, .generated = {9}};
+    std::vector<float> biased = logits;
+    biased[3] += 0.5f;
+    biased[9] -= 1.0f;
+    SamplingParams unbiased = p;
+    unbiased.logit_bias.clear();
+    const std::vector<double> want = reference_distribution(biased, h, unbiased);
+    Sampler s(vocab, p);
+    s.begin(h.prompt);
+    for (const std::int32_t id : h.generated) s.accept(id);
+    std::vector<double> got(vocab);
+    s.probabilities(logits, got);
+    for (int i = 0; i < vocab; ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+
+    const std::int32_t best = argmax(logits);
+    Sampler forced(vocab, {.logit_bias = {{(best + 1) % vocab, 100.0f}}});
+    EXPECT_EQ(forced.sample(logits), (best + 1) % vocab);
+    Sampler banned(vocab, {.logit_bias = {{best, -100.0f}}});
+    EXPECT_NE(banned.sample(logits), best);
 }
 
 TEST(Sampler, ScreeningDeclinesWhatItCannotDecide) {

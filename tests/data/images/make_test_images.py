@@ -12,6 +12,8 @@ import zlib
 import numpy as np
 from PIL import Image
 
+from pil_reference import reference_rgb
+
 W, H = 37, 23
 rng = np.random.default_rng(6)
 
@@ -81,17 +83,7 @@ def write_png(path, samples, color_type, bit_depth, palette=None, trns=None, int
 
 
 def save_expected(name):
-    im = Image.open(name)
-    im.load()
-    # transformers' convert_to_rgb for a PIL image (oracle load_image_rgb): transparency is
-    # composited onto opaque white; anything else non-RGB is converted.
-    if "A" in im.getbands() or im.info.get("transparency") is not None:
-        rgba = im.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        im = Image.alpha_composite(white, rgba).convert("RGB")
-    elif im.mode != "RGB":
-        im = im.convert("RGB")
-    a = np.asarray(im, dtype=np.uint8)
+    a = reference_rgb(name)
     assert a.shape == (H, W, 3) or name.startswith("tiny") or name.startswith("thin"), a.shape
     with open(name.rsplit(".", 1)[0] + "_" + name.rsplit(".", 1)[1] + ".rgb", "wb") as f:
         f.write(a.tobytes())
