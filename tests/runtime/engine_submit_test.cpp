@@ -17,8 +17,7 @@ TEST(EngineSubmit, RefusesAnEmptyPromptAndAPenaltyStartPastIt) {
     eo.precision = Precision::kF32;
     auto engine = Engine::create(test_util::tiny_model(), eo);
     ASSERT_TRUE(engine.ok()) << engine.status().message();
-    EXPECT_EQ(engine.value()->submit(Request{}).status().code(),
-              base::ErrorCode::kInvalidArgument);
+    EXPECT_EQ(engine.value()->submit(Request{}).status().code(), base::ErrorCode::kInvalidArgument);
     Request past;
     past.prompt = test_util::case_prompt("golden/text_only");
     past.penalty_from = past.prompt.ids.size() + 1;

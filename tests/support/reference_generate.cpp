@@ -59,7 +59,8 @@ base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& pr
         }
         r.tokens.push_back(token);
         if (params.top_logprobs >= 0) {
-            r.logprobs.push_back(runtime::token_logprobs(session.logits(0), token, params.top_logprobs));
+            r.logprobs.push_back(
+                runtime::token_logprobs(session.logits(0), token, params.top_logprobs));
         }
         sampler.accept(token);
         const std::string_view piece = stream.push(token);
