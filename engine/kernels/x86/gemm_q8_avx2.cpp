@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "kernels/gemm_q8_internal.h"
 #include "kernels/x86/static_count.h"
@@ -179,20 +178,17 @@ void q8_quantize_row_avx2(const float* x, int k, int block, std::int8_t* q, floa
     const int vecs = block / 8;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    alignas(32) float tail[128];   // the last, partial block (no allocation: decode calls this)
-    std::vector<float> long_tail;  // ... unless it is a row-long block (q8_row_block)
+    // The last, partial block, up to a row-long one (q8_row_block). On the stack: decode calls
+    // this, and a std::vector here would emit its AVX2-compiled members as symbols the baseline
+    // tier shares (isa_symbol_isolation).
+    alignas(32) float tail[kQ8MaxBlock];
     for (int b = 0; b < kb; ++b) {
         const int k0 = b * block;
         const float* src = x + k0;
         if (k - k0 < block) {
-            float* t = tail;
-            if (block > 128) {
-                long_tail.resize(std::size_t(block));
-                t = long_tail.data();
-            }
-            std::fill(t, t + block, 0.0f);
-            std::copy(src, src + (k - k0), t);
-            src = t;
+            std::fill(tail, tail + block, 0.0f);
+            std::copy(src, src + (k - k0), tail);
+            src = tail;
         }
         __m256 amax = _mm256_setzero_ps();
         for (int i = 0; i < vecs; ++i)
