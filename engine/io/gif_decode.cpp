@@ -101,6 +101,7 @@ base::Status find_first_frame(GifFileType* gif, std::string_view name, int* tran
 base::Status read_frame(GifFileType* gif, std::string_view name, int canvas_width,
                         std::vector<std::uint8_t>& canvas) {
     const GifImageDesc& d = gif->Image;
+    if (d.Width <= 0 || d.Height <= 0) return {};  // an empty frame: the canvas stays background
     std::vector<GifPixelType> line(std::size_t(d.Width));
     auto read_row = [&](int y) -> base::Status {
         if (DGifGetLine(gif, line.data(), d.Width) == GIF_ERROR) return gif_failure(name, gif);
