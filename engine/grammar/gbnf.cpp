@@ -242,7 +242,7 @@ class Parser {
             case '-':
             case '/':
             case '^':
-                cp = std::uint32_t(e);
+                cp = std::uint32_t(static_cast<unsigned char>(e));
                 return {};
             default:
                 i_ -= 2;

@@ -317,8 +317,10 @@ base::Result<std::string> Compiler::object(const JsonValue& s, const std::string
               "\n";
     for (std::size_t i = n; i-- > 0;) {
         const auto& [key, schema] = props->members()[i];
-        QVL_ASSIGN_OR_RETURN(std::string value,
-                             visit(schema, at + "/properties/" + key, depth + 1));
+        std::string path = at;
+        path += "/properties/";
+        path += key;
+        QVL_ASSIGN_OR_RETURN(std::string value, visit(schema, path, depth + 1));
         const std::string kv =
             add_rule(fmt::format("{} ws \":\" ws {} ws", gbnf_literal(io::json_quote(key)), value));
         for (int f = 0; f < 2; ++f) {

@@ -23,7 +23,7 @@ void sort_unique(std::vector<std::int32_t>& v) {
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocab> vocab,
                  std::vector<std::int32_t> end_ids)
     : g_(std::move(grammar)), vocab_(std::move(vocab)), end_ids_(std::move(end_ids)) {
-    levels_.resize(std::size_t(std::max(vocab_->max_depth(), 2) + 1));
+    levels_.resize(std::size_t(std::max(vocab_->max_depth(), 2)) + 1);
     std::vector<std::int32_t>& start = levels_[0].stacks;
     const std::size_t root = std::size_t(g_->root);
     for (std::int32_t a = g_->rule_alts[root]; a < g_->rule_alts[root + 1]; ++a) {
@@ -166,7 +166,7 @@ void Matcher::walk(std::vector<std::uint64_t>& bits) {
             continue;
         }
         for (std::int32_t k = 0; k < node.n_tokens; ++k) {
-            const std::int32_t id = ids[std::size_t(node.tokens + k)];
+            const std::int32_t id = ids[std::size_t(node.tokens) + std::size_t(k)];
             bits[std::size_t(id) >> 6] |= std::uint64_t(1) << (id & 63);
         }
         ++i;
