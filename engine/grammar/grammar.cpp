@@ -11,7 +11,7 @@ using base::ErrorCode;
 bool Grammar::may_match(const Elem& e, std::uint32_t lo, std::uint32_t hi) const {
     if (!e.negated) {
         for (std::int32_t i = 0; i < e.n_ranges; ++i) {
-            const auto& r = ranges[std::size_t(e.ranges + i)];
+            const auto& r = ranges[std::size_t(e.ranges) + std::size_t(i)];
             if (r.first <= hi && r.second >= lo) return true;
         }
         return false;
@@ -21,7 +21,7 @@ bool Grammar::may_match(const Elem& e, std::uint32_t lo, std::uint32_t hi) const
     for (bool moved = true; moved && cur <= hi;) {
         moved = false;
         for (std::int32_t i = 0; i < e.n_ranges; ++i) {
-            const auto& r = ranges[std::size_t(e.ranges + i)];
+            const auto& r = ranges[std::size_t(e.ranges) + std::size_t(i)];
             if (r.first <= cur && r.second >= cur) {
                 if (r.second >= hi) return false;
                 cur = r.second + 1;

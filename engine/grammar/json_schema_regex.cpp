@@ -86,7 +86,9 @@ class RegexCompiler {
             }
             QVL_ASSIGN_OR_RETURN(std::string atom, this->atom(depth));
             QVL_ASSIGN_OR_RETURN(std::string rep, quantifier());
-            out += " " + atom + rep;
+            out += " ";
+            out += atom;
+            out += rep;
         }
         return out;
     }

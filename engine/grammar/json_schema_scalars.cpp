@@ -140,7 +140,7 @@ std::string integer_range(std::int64_t lo, std::int64_t hi) {
 std::string number_range(std::int64_t lo, std::int64_t hi) {
     // Magnitudes in [a, b]: an integer part in [a, b - 1] with any fraction, or b with a zero one.
     auto magnitude = [](std::int64_t a, std::int64_t b) {
-        const std::string top = fmt::format("\"{}\" ( \".\" \"0\"{{1,15}} )?", b);
+        std::string top = fmt::format("\"{}\" ( \".\" \"0\"{{1,15}} )?", b);
         if (a > b - 1) return top;
         return fmt::format("( {} frac? | {} )", integer_range(a, b - 1), top);
     };
