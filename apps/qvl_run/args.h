@@ -3,6 +3,8 @@
 // missing model folder (exit 3) or a missing image / prompt / messages file (exit 4) itself.
 #pragma once
 
+#include <qvl/qvl.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -10,8 +12,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "grammar/grammar.h"
 
 namespace qvl::app {
 
@@ -64,9 +64,9 @@ struct RunOptions {
     std::vector<std::pair<std::int32_t, float>> logit_bias;
 
     // Constrained output (at most one): --json-schema FILE, --grammar FILE (GBNF); the compiled
-    // grammar is filled in by load_output_grammar (run_support.h) before the run.
+    // constraint is filled in by load_output_grammar (run_support.h) before the run.
     std::string json_schema_file, grammar_file;
-    std::shared_ptr<const grammar::Grammar> grammar;
+    OutputConstraint constraint;
 };
 
 struct ParseOutcome {

@@ -1,12 +1,11 @@
 #include "args_logits.h"
 
 #include <fmt/format.h>
+#include <qvl/qvl.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-
-#include "runtime/logprobs.h"
 
 namespace qvl::app {
 
@@ -26,9 +25,9 @@ std::optional<std::string> convert_logits_flags(const std::string& logprobs,
                                                 RunOptions* options) {
     if (!logprobs.empty()) {
         int n = 0;
-        if (!parse_whole(logprobs, &n) || n < 0 || n > runtime::kMaxTopLogprobs) {
+        if (!parse_whole(logprobs, &n) || n < 0 || n > kMaxLogprobs) {
             return fmt::format("--logprobs: '{}' is not an integer in [0, {}]", logprobs,
-                               runtime::kMaxTopLogprobs);
+                               kMaxLogprobs);
         }
         if (!options->json) {
             return std::string(

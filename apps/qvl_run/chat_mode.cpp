@@ -8,11 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine_turn.h"
-#include "exit_codes.h"
-#include "io/image.h"
+#include "common/exit_codes.h"
 #include "run_support.h"
-#include "runtime/kv_cache.h"
 
 namespace qvl::app {
 namespace {
@@ -31,16 +28,14 @@ void note(const RunOptions& o, const std::string& text) {
 
 }  // namespace
 
-int run_chat(const RunOptions& o, const model::Model& model, runtime::Engine& engine,
-             const image::PreprocessConfig& preprocess, const runtime::GenerateParams& params,
+int run_chat(const RunOptions& o, Engine& engine, const Sampling& sampling,
              std::atomic<bool>* interrupted) {
     const bool terminal = ::isatty(STDIN_FILENO) != 0;
-    std::vector<text::ChatMessage> start;
+    std::vector<Message> start;
     if (!o.system.empty()) {
-        start.push_back(
-            {.role = "system", .parts = {{.kind = text::ChatPart::Kind::kText, .text = o.system}}});
+        start.push_back({.role = "system", .content = {ContentPart::from_text(o.system)}});
     }
-    std::vector<text::ChatMessage> conversation = start;
+    std::vector<Message> conversation = start;
     std::vector<std::string> pending_images = o.images;
     bool first_from_flag = o.prompt_given;
     int turn = 0;
@@ -81,54 +76,53 @@ int run_chat(const RunOptions& o, const model::Model& model, runtime::Engine& en
             continue;
         }
 
-        text::ChatMessage user{.role = "user"};
+        Message user{.role = "user"};
         for (const std::string& path : pending_images) {
-            user.parts.push_back({.kind = text::ChatPart::Kind::kImage, .image_path = path});
+            user.content.push_back(ContentPart::image_file(path));
         }
-        user.parts.push_back({.kind = text::ChatPart::Kind::kText, .text = line});
+        user.content.push_back(ContentPart::from_text(line));
         conversation.push_back(std::move(user));
-        base::Result<runtime::PreparedPrompt> prompt =
-            runtime::prepare_chat_prompt(model, conversation, preprocess, io::ImageLimits{});
+        Result<Prompt> prompt = engine.prepare(conversation);
         if (!prompt.ok()) {
             conversation.pop_back();  // the turn is dropped; its images stay pending
             note(o, "error: " + prompt.status().message());
             continue;
         }
         pending_images.clear();
-        const int prompt_tokens = int(prompt.value().ids.size());
-        base::Status fits = runtime::check_context_fits(
-            0, std::int64_t(prompt_tokens) + params.n_predict, engine.ctx_size(),
-            fmt::format("the prompt of {} tokens plus {} new", prompt_tokens, params.n_predict));
+        const int prompt_tokens = int(prompt.value().token_ids().size());
+        Status fits = check_fits(
+            std::int64_t(prompt_tokens) + o.n_predict, engine.context_size(),
+            fmt::format("the prompt of {} tokens plus {} new", prompt_tokens, o.n_predict));
         // The engine reuses the slot's KV for the prefix this prompt shares with the previous
         // turn (its prompt and answer): the answer is the one a fresh run of the whole
         // conversation gives, at the cost of the new tokens only.
-        runtime::Request request;
-        request.prompt = std::move(prompt).value();
-        request.params = params;
-        request.on_text = [](std::string_view piece, std::int32_t) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
+        Request request{.prompt = std::move(prompt).value(),
+                        .max_tokens = o.n_predict,
+                        .ignore_eos = o.ignore_eos,
+                        .sampling = sampling};
+        request.on_piece = [](const Piece& piece) {
+            std::fwrite(piece.text.data(), 1, piece.text.size(), stdout);
             std::fflush(stdout);
         };
         interrupted->store(false);  // a Ctrl-C while waiting for the line stops nothing
-        base::Result<runtime::RequestResult> result =
-            fits.ok() ? run_turn(engine, std::move(request), interrupted)
-                      : base::Result<runtime::RequestResult>(std::move(fits));
+        Result<Generation> result = fits.ok() ? engine.generate(std::move(request), interrupted)
+                                              : Result<Generation>(std::move(fits));
         if (!result.ok()) {
             conversation.pop_back();
             std::fputs("\n", stdout);
             note(o, "error: " + result.status().message() +
-                        (result.status().code() == base::ErrorCode::kOutOfRange
+                        (result.status().code() == ErrorCode::kOutOfRange
                              ? " (/clear starts a new conversation; -c raises the context)"
                              : ""));
             continue;
         }
-        const runtime::RequestResult& r = result.value();
+        const Generation& r = result.value();
         ++turn;
         if (o.verbosity > 0) {
             note(o, fmt::format("turn {}: {} prompt tokens, {} reused from the cache, {} "
                                 "prefilled; first token after {:.1f} ms",
-                                turn, prompt_tokens, r.cached_prompt_tokens,
-                                prompt_tokens - r.cached_prompt_tokens, r.timings.ttft));
+                                turn, prompt_tokens, r.timings.cached_prompt_tokens,
+                                prompt_tokens - r.timings.cached_prompt_tokens, r.timings.ttft_ms));
         }
         if (r.finish_reason == "cancelled") {
             interrupted->store(false);
@@ -136,8 +130,7 @@ int run_chat(const RunOptions& o, const model::Model& model, runtime::Engine& en
         }
         std::fputs("\n\n", stdout);
         std::fflush(stdout);
-        conversation.push_back({.role = "assistant",
-                                .parts = {{.kind = text::ChatPart::Kind::kText, .text = r.text}}});
+        conversation.push_back({.role = "assistant", .content = {ContentPart::from_text(r.text)}});
     }
     return kExitOk;
 }

@@ -5,13 +5,11 @@
 // still holds the previous turns' KV, so only the new suffix (the new user turn) is prefilled.
 #pragma once
 
+#include <qvl/qvl.h>
+
 #include <atomic>
 
 #include "args.h"
-#include "image/image_preprocess.h"
-#include "model/model.h"
-#include "runtime/engine.h"
-#include "runtime/generate.h"
 
 namespace qvl::app {
 
@@ -22,9 +20,9 @@ namespace qvl::app {
 // conversation that outgrew -c) is reported on stderr and dropped; the chat goes on. When
 // *interrupted becomes true (Ctrl-C) the current answer stops and the chat goes on. With -v each
 // turn reports on stderr its prompt tokens, how many of them came from the cache and its time to
-// the first token. `engine` has one slot. Returns the process exit code (0 at the end of input).
-int run_chat(const RunOptions& o, const model::Model& model, runtime::Engine& engine,
-             const image::PreprocessConfig& preprocess, const runtime::GenerateParams& params,
+// the first token. `engine` has one slot; every turn samples with `sampling`. Returns the
+// process exit code (0 at the end of input).
+int run_chat(const RunOptions& o, Engine& engine, const Sampling& sampling,
              std::atomic<bool>* interrupted);
 
 }  // namespace qvl::app

@@ -17,8 +17,7 @@ constexpr std::array<std::array<std::uint8_t, 3>, 8> kPalette = {{{230, 25, 75},
                                                                   {240, 50, 230},
                                                                   {255, 225, 25}}};
 
-void fill_rect(io::Image* im, int x0, int y0, int x1, int y1,
-               const std::array<std::uint8_t, 3>& c) {
+void fill_rect(RgbImage* im, int x0, int y0, int x1, int y1, const std::array<std::uint8_t, 3>& c) {
     x0 = std::max(x0, 0);
     y0 = std::max(y0, 0);
     x1 = std::min(x1, im->width);
@@ -31,7 +30,7 @@ void fill_rect(io::Image* im, int x0, int y0, int x1, int y1,
 
 }  // namespace
 
-void draw_grounding(const std::vector<GroundingItem>& items, int image_index, io::Image* image) {
+void draw_grounding(const std::vector<GroundingItem>& items, int image_index, RgbImage* image) {
     const int width = std::max(2, std::min(image->width, image->height) / 250);
     int colour = 0;
     for (const GroundingItem& it : items) {

@@ -3,16 +3,17 @@
 // listed in --json (`boxes`); the picture carries no text.
 #pragma once
 
+#include <qvl/qvl.h>
+
 #include <vector>
 
 #include "grounding.h"
-#include "io/image.h"
 
 namespace qvl::app {
 
 // Draws the items whose `image` is image_index onto *image (pixel coordinates as converted by
 // find_grounding for this image's size). Line width grows with the image (1/250 of its shorter
 // side, at least 2 pixels); everything is clipped to the image.
-void draw_grounding(const std::vector<GroundingItem>& items, int image_index, io::Image* image);
+void draw_grounding(const std::vector<GroundingItem>& items, int image_index, RgbImage* image);
 
 }  // namespace qvl::app

@@ -5,69 +5,45 @@
 #include <algorithm>
 #include <string>
 
-#include "exit_codes.h"
-#include "io/json_write.h"
+#include "common/exit_codes.h"
 #include "json_out.h"
 #include "run_support.h"
-#include "runtime/cost_model.h"
-#include "runtime/memory_budget.h"
 
 namespace qvl::app {
-namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
-}  // namespace
-
-int run_dry(const RunOptions& o, const runtime::SessionOptions& so, const model::Model& model,
-            const runtime::PreparedPrompt& prompt) {
-    const model::ModelConfig& cfg = model.config();
-    runtime::RunShape shape{.prompt_tokens = int(prompt.ids.size()),
-                            .n_predict = o.n_predict,
-                            .kv_type = runtime::session_kv_type(so)};
-    for (const image::PreprocessedImage& im : prompt.images) {
-        shape.image_patches.push_back(im.grid_t * im.grid_h * im.grid_w);
-    }
-    // Memory the run touches: every weight page, the KV rows of prompt + answer, the arena of its
-    // largest graph, the visual features of its images, and what the process holds already
-    // (tokenizer, libraries) now that the model folder is open.
-    const int tokens = shape.prompt_tokens + o.n_predict;
-    const double weights_mb = double(model.weights().mapped_bytes()) / kMiB;
-    const double kv_mb =
-        double(tokens) * runtime::kv_bytes_per_token(cfg.text, shape.kv_type) / kMiB;
-    int image_tokens = 0;
-    for (const runtime::ImageInfo& info : prompt.infos) image_tokens += info.tokens;
-    const double visual_mb = double(image_tokens) * cfg.text.hidden_size * sizeof(float) *
-                             (1 + cfg.vision.deepstack_visual_indexes.size()) / kMiB;
-    const double activations_mb =
-        double(runtime::activation_bytes(model, shape)) / kMiB + visual_mb;
+int run_dry(const RunOptions& o, const SessionOptions& so, const Model& model,
+            const Prompt& prompt) {
+    // What the process holds already (tokenizer, libraries) now that the model folder is open,
+    // read before the estimate's probe allocates; loading may have peaked higher than the run
+    // will (the tokenizer's parse is transient).
     const double process_mb = current_rss_mb();
-    // Loading may have peaked higher than the run will (the tokenizer's parse is transient).
+    const double peak_mb = peak_rss_mb();
+    const Result<RunEstimate> estimate = estimate_run(model, prompt, o.n_predict, so);
+    if (!estimate.ok()) return fail(kExitOther, estimate.status());
+    const RunEstimate& e = estimate.value();
+    const int prompt_tokens = int(prompt.token_ids().size());
+    const int tokens = prompt_tokens + o.n_predict;
     const double total_mb =
-        std::max(peak_rss_mb(), process_mb + weights_mb + kv_mb + activations_mb);
-
-    const runtime::MachineRates rates = runtime::probe_rates(so);
-    const runtime::CostEstimate est = runtime::estimate_cost(cfg, shape, rates);
+        std::max(peak_mb, process_mb + e.weights_mb + e.kv_mb + e.activations_mb);
 
     std::string problem;
-    const double available_mb = double(runtime::available_memory_bytes()) / kMiB;
     if (tokens > o.ctx_size) {
         problem =
             fmt::format("prompt of {} tokens plus -n {} does not fit the context of {} tokens",
-                        shape.prompt_tokens, o.n_predict, o.ctx_size);
-    } else if (available_mb > 0 && kv_mb + activations_mb > available_mb) {
+                        prompt_tokens, o.n_predict, o.ctx_size);
+    } else if (e.available_mb > 0 && e.kv_mb + e.activations_mb > e.available_mb) {
         problem = fmt::format("needs {:.0f} MB of anonymous memory; {:.0f} MB are available",
-                              kv_mb + activations_mb, available_mb);
+                              e.kv_mb + e.activations_mb, e.available_mb);
     }
 
     if (o.json) {
         std::string images = "[";
-        for (std::size_t i = 0; i < prompt.infos.size(); ++i) {
-            const runtime::ImageInfo& im = prompt.infos[i];
+        for (std::size_t i = 0; i < prompt.images().size(); ++i) {
+            const ImageInfo& im = prompt.images()[i];
             images += fmt::format(
                 "{}{{\"path\": {}, \"width\": {}, \"height\": {}, \"resized_width\": {}, "
                 "\"resized_height\": {}, \"tokens\": {}}}",
-                i ? ", " : "", io::json_quote(im.path), im.width, im.height, im.resized_width,
+                i ? ", " : "", json_quote(im.name), im.width, im.height, im.resized_width,
                 im.resized_height, im.tokens);
         }
         fmt::print(
@@ -77,14 +53,14 @@ int run_dry(const RunOptions& o, const runtime::SessionOptions& so, const model:
             "\"prefill\": {:.1f}, \"ttft\": {:.1f}, \"decode_per_token\": {:.2f}}}, "
             "\"gflop\": {{\"vision\": {:.2f}, \"prefill\": {:.2f}}}, \"probe\": "
             "{{\"matmul_gflops\": {:.1f}, \"weights_gbps\": {:.1f}}}, \"fits\": {}{}}}\n",
-            images, shape.prompt_tokens, o.n_predict, o.ctx_size, weights_mb, kv_mb, activations_mb,
-            process_mb, total_mb, est.vision_ms, est.prefill_ms, est.ttft_ms,
-            est.decode_ms_per_token, est.vision_gflop, est.prefill_gflop, rates.matmul_gflops,
-            rates.weights_gbps, problem.empty() ? "true" : "false",
-            problem.empty() ? "" : ", \"problem\": " + io::json_quote(problem));
+            images, prompt_tokens, o.n_predict, o.ctx_size, e.weights_mb, e.kv_mb, e.activations_mb,
+            process_mb, total_mb, e.vision_ms, e.prefill_ms, e.ttft_ms, e.decode_ms_per_token,
+            e.vision_gflop, e.prefill_gflop, e.matmul_gflops, e.weights_gbps,
+            problem.empty() ? "true" : "false",
+            problem.empty() ? "" : ", \"problem\": " + json_quote(problem));
     } else {
-        for (const runtime::ImageInfo& im : prompt.infos) {
-            fmt::print("image {}: {}x{} -> {}x{}, {} tokens\n", im.path, im.width, im.height,
+        for (const ImageInfo& im : prompt.images()) {
+            fmt::print("image {}: {}x{} -> {}x{}, {} tokens\n", im.name, im.width, im.height,
                        im.resized_width, im.resized_height, im.tokens);
         }
         fmt::print(
@@ -95,10 +71,10 @@ int run_dry(const RunOptions& o, const runtime::SessionOptions& so, const model:
             "decode {:.1f} ms/token\n"
             "  ({:.1f} + {:.1f} GFLOP at {:.0f} GFLOP/s; {:.2f} GB/token at {:.1f} GB/s, measured "
             "now)\n",
-            shape.prompt_tokens, o.n_predict, o.ctx_size, total_mb, weights_mb, kv_mb,
-            activations_mb, process_mb, est.vision_ms, est.prefill_ms, est.ttft_ms,
-            est.decode_ms_per_token, est.vision_gflop, est.prefill_gflop, rates.matmul_gflops,
-            est.decode_gbytes_per_token, rates.weights_gbps);
+            prompt_tokens, o.n_predict, o.ctx_size, total_mb, e.weights_mb, e.kv_mb,
+            e.activations_mb, process_mb, e.vision_ms, e.prefill_ms, e.ttft_ms,
+            e.decode_ms_per_token, e.vision_gflop, e.prefill_gflop, e.matmul_gflops,
+            e.decode_gbytes_per_token, e.weights_gbps);
         if (!problem.empty()) fmt::print("does not fit: {}\n", problem);
     }
     return problem.empty() ? kExitOk : kExitResource;

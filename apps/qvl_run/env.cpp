@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "exit_codes.h"
+#include "common/exit_codes.h"
 
 namespace qvl::app {
 namespace {
@@ -23,18 +23,17 @@ int read_env_options(EnvOptions* out, std::FILE* err, const EnvLookup& lookup) {
     };
     if (const std::string_view v = get("QVL_PRECISION"); !v.empty()) {
         // "auto" is the default, not a value to ask for: the documented set is the named ones.
-        const std::optional<runtime::Precision> p = runtime::precision_from_name(v);
-        if (!p || *p == runtime::Precision::kAuto) {
-            return unknown_value(err, "QVL_PRECISION", v, runtime::precision_choices().c_str());
+        const std::optional<Precision> p = precision_from_name(v);
+        if (!p || *p == Precision::kAuto) {
+            return unknown_value(err, "QVL_PRECISION", v, precision_choices().c_str());
         }
         out->precision = *p;
     }
     if (const std::string_view v = get("QVL_ISA"); !v.empty()) {
-        kernels::Isa isa{};
-        if (!kernels::parse_isa(v, &isa)) {
+        if (!kernel_tier(v).ok()) {
             return unknown_value(err, "QVL_ISA", v, "scalar, avx2, avx512, avx512bf16");
         }
-        out->isa = isa;
+        out->isa = std::string(v);
     }
     if (const std::string_view v = get("QVL_PROFILE"); !v.empty()) {
         if (v != "0" && v != "1") return unknown_value(err, "QVL_PROFILE", v, "0, 1");
@@ -48,11 +47,21 @@ int read_env_options(EnvOptions* out, std::FILE* err, const EnvLookup& lookup) {
     return -1;
 }
 
-void apply_env_options(const EnvOptions& env, runtime::SessionOptions* session) {
+void apply_env_options(const EnvOptions& env, SessionOptions* session) {
     if (env.precision) session->precision = *env.precision;
     session->isa = env.isa;
     session->profile = env.profile;
     session->trace_dir = env.trace_dir;
+}
+
+SessionOptions session_options(const RunOptions& o, const EnvOptions& env) {
+    SessionOptions so;
+    so.threads = o.threads;
+    so.ctx_size = o.ctx_size;
+    so.min_image_tokens = o.image_min_tokens.value_or(0);
+    so.max_image_tokens = o.image_max_tokens.value_or(0);
+    apply_env_options(env, &so);
+    return so;
 }
 
 }  // namespace qvl::app

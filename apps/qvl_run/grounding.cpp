@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/json.h"
-#include "io/json_write.h"
 #include "json_out.h"
 
 namespace qvl::app {
@@ -42,10 +40,10 @@ std::vector<std::string_view> object_spans(std::string_view text) {
     return spans;
 }
 
-std::optional<std::vector<double>> numbers(const io::JsonValue* v, std::size_t count) {
+std::optional<std::vector<double>> numbers(const JsonValue* v, std::size_t count) {
     if (v == nullptr || !v->is_array() || v->items().size() != count) return std::nullopt;
     std::vector<double> out;
-    for (const io::JsonValue& x : v->items()) {
+    for (const JsonValue& x : v->items()) {
         if (!x.is_number() || !std::isfinite(x.as_double())) return std::nullopt;
         out.push_back(x.as_double());
     }
@@ -75,17 +73,17 @@ std::vector<GroundingItem> find_grounding(std::string_view answer,
                                           const std::vector<ImageSize>& images) {
     std::vector<std::pair<std::size_t, GroundingItem>> found;  // (offset, item)
     for (std::string_view span : object_spans(answer)) {
-        base::Result<io::JsonValue> parsed = io::parse_json(span, "answer");
+        Result<JsonValue> parsed = parse_json(span, "answer");
         if (!parsed.ok() || !parsed.value().is_object()) continue;
-        const io::JsonValue& obj = parsed.value();
+        const JsonValue& obj = parsed.value();
         GroundingItem item;
         item.bbox_2d = numbers(obj.find("bbox_2d"), 4);
         item.point_2d = numbers(obj.find("point_2d"), 2);
         if (!item.bbox_2d && !item.point_2d) continue;
-        if (const io::JsonValue* label = obj.find("label"); label && label->is_string()) {
+        if (const JsonValue* label = obj.find("label"); label && label->is_string()) {
             item.label = label->as_string();
         }
-        const io::JsonValue* index = obj.find("image");
+        const JsonValue* index = obj.find("image");
         if (index == nullptr) index = obj.find("image_index");
         if (index != nullptr) {
             if (!index->is_integer()) continue;
@@ -120,8 +118,8 @@ std::string grounding_json(const std::vector<GroundingItem>& items) {
     std::string out = "[";
     for (std::size_t i = 0; i < items.size(); ++i) {
         const GroundingItem& it = items[i];
-        out += fmt::format("{}{{\"label\": {}, \"image\": {}", i ? ", " : "",
-                           io::json_quote(it.label), it.image);
+        out += fmt::format("{}{{\"label\": {}, \"image\": {}", i ? ", " : "", json_quote(it.label),
+                           it.image);
         if (it.bbox_2d) {
             out += fmt::format(", \"bbox_2d\": {}, \"bbox_px\": {}", number_list(*it.bbox_2d),
                                int_list(it.bbox_px));

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "io/json_write.h"
-
 namespace qvl::app {
 
 std::string json_int_array(std::span<const std::int32_t> ids) {
@@ -19,28 +17,33 @@ namespace {
 
 double per_s(double count, double ms) { return ms > 0 ? 1000.0 * count / ms : 0.0; }
 
-std::string token_entry(std::int32_t id, double logprob, const text::Tokenizer& tokenizer) {
-    const std::string_view bytes = tokenizer.token_bytes(id);
+// The Engine's "cancelled" is the contract's "interrupted" (cli.md).
+const std::string& finish_reason(const Generation& g) {
+    static const std::string kInterrupted = "interrupted";
+    return g.finish_reason == "cancelled" ? kInterrupted : g.finish_reason;
+}
+
+std::string token_entry(std::int32_t id, double logprob, const Model& model) {
+    const std::string_view bytes = model.token_bytes(id);
     std::string list = "[";
     for (std::size_t i = 0; i < bytes.size(); ++i) {
         list += fmt::format("{}{}", i ? ", " : "", int(static_cast<unsigned char>(bytes[i])));
     }
     return fmt::format("\"id\": {}, \"token\": {}, \"bytes\": {}], \"logprob\": {}", id,
-                       io::json_quote(bytes), list, io::json_number(logprob));
+                       json_quote(bytes), list, json_number(logprob));
 }
 
 }  // namespace
 
-std::string logprobs_json(std::span<const runtime::TokenLogprobs> logprobs,
-                          const text::Tokenizer& tokenizer) {
+std::string logprobs_json(std::span<const TokenLogprob> logprobs, const Model& model) {
     std::string out = "[";
     for (std::size_t i = 0; i < logprobs.size(); ++i) {
-        const runtime::TokenLogprobs& t = logprobs[i];
+        const TokenLogprob& t = logprobs[i];
         out += fmt::format("{}{{{}, \"top_logprobs\": [", i ? ", " : "",
-                           token_entry(t.token, t.logprob, tokenizer));
+                           token_entry(t.token, t.logprob, model));
         for (std::size_t k = 0; k < t.top.size(); ++k) {
             out += fmt::format("{}{{{}}}", k ? ", " : "",
-                               token_entry(t.top[k].first, t.top[k].second, tokenizer));
+                               token_entry(t.top[k].first, t.top[k].second, model));
         }
         out += "]}";
     }
@@ -48,22 +51,24 @@ std::string logprobs_json(std::span<const runtime::TokenLogprobs> logprobs,
 }
 
 std::string format_json_report(const RunReport& r) {
-    const runtime::GenerateResult& g = *r.result;
-    const runtime::PreparedPrompt& p = *r.prompt;
+    const Generation& g = *r.result;
+    const PromptFacts& p = *r.prompt;
+    const Timings& t = g.timings;
+    const std::vector<ImageInfo>& infos = p.images;
     std::string images = "[";
-    for (std::size_t i = 0; i < p.infos.size(); ++i) {
-        const runtime::ImageInfo& im = p.infos[i];
+    for (std::size_t i = 0; i < infos.size(); ++i) {
+        const ImageInfo& im = infos[i];
         images += fmt::format(
             "{}{{\"path\": {}, \"width\": {}, \"height\": {}, \"resized_width\": {}, "
             "\"resized_height\": {}, \"tokens\": {}}}",
-            i ? ", " : "", io::json_quote(im.path), im.width, im.height, im.resized_width,
+            i ? ", " : "", json_quote(im.name), im.width, im.height, im.resized_width,
             im.resized_height, im.tokens);
     }
     images += "]";
     std::string boxes;
     if (!r.boxes_json.empty()) boxes = ", \"boxes\": " + r.boxes_json;
-    if (r.logprobs_tokenizer != nullptr) {
-        boxes += ", \"logprobs\": " + logprobs_json(g.logprobs, *r.logprobs_tokenizer);
+    if (r.logprobs_model != nullptr) {
+        boxes += ", \"logprobs\": " + logprobs_json(g.logprobs, *r.logprobs_model);
     }
     return fmt::format(
         "{{\"prompt_tokens\": {}, \"tokens\": {}, \"text\": {}, \"finish_reason\": \"{}\", "
@@ -76,19 +81,20 @@ std::string format_json_report(const RunReport& r) {
         "{{\"temperature\": {}, \"top_k\": {}, \"top_p\": {}, "
         "\"seed\": {}, \"repetition_penalty\": {}, \"presence_penalty\": {}, "
         "\"frequency_penalty\": {}}}{}}}",
-        json_int_array(p.ids), json_int_array(g.tokens), io::json_quote(g.text), g.finish_reason,
-        images, r.load_ms, p.image_decode_ms, p.preprocess_ms, g.vision_ms, g.prefill_ms,
-        g.decode_ms, p.image_decode_ms + p.preprocess_ms + g.ttft_ms, r.total_ms,
-        per_s(double(p.ids.size()), g.prefill_ms), per_s(g.decoded_steps, g.decode_ms),
-        r.peak_rss_mb, r.threads, io::json_quote(r.threads_reason), r.weights, r.isa, r.precision,
-        r.sampling.temperature, r.sampling.top_k, r.sampling.top_p, r.sampling.seed,
-        r.sampling.repetition_penalty, r.sampling.presence_penalty, r.sampling.frequency_penalty,
+        json_int_array(p.ids), json_int_array(g.tokens), json_quote(g.text), finish_reason(g),
+        images, r.load_ms, p.image_decode_ms, p.preprocess_ms, t.vision_ms, t.prefill_ms,
+        t.decode_ms, p.image_decode_ms + p.preprocess_ms + t.ttft_ms, r.total_ms,
+        per_s(double(p.ids.size()), t.prefill_ms), per_s(t.decoded_steps, t.decode_ms),
+        r.peak_rss_mb, r.threads, json_quote(r.threads_reason), r.weights, r.isa, r.precision,
+        g.sampling.temperature, g.sampling.top_k, g.sampling.top_p, g.sampling.seed,
+        g.sampling.repetition_penalty, g.sampling.presence_penalty, g.sampling.frequency_penalty,
         boxes);
 }
 
 std::string format_timing_block(const RunReport& r) {
-    const runtime::GenerateResult& g = *r.result;
-    const runtime::PreparedPrompt& p = *r.prompt;
+    const Timings& t = r.result->timings;
+    const PromptFacts& p = *r.prompt;
+    const std::size_t n = p.ids.size();
     return fmt::format(
         "\n--- qvl-run timings ({} threads) ---\n"
         "load            {:10.1f} ms\n"
@@ -101,9 +107,9 @@ std::string format_timing_block(const RunReport& r) {
         "total           {:10.1f} ms\n"
         "peak RSS        {:10.1f} MB\n"
         "kernels         {} ({} precision, {} weights)\n",
-        r.threads, r.load_ms, p.image_decode_ms, p.preprocess_ms, g.vision_ms, g.prefill_ms,
-        p.ids.size(), per_s(double(p.ids.size()), g.prefill_ms), g.decode_ms, g.decoded_steps,
-        per_s(g.decoded_steps, g.decode_ms), p.image_decode_ms + p.preprocess_ms + g.ttft_ms,
+        r.threads, r.load_ms, p.image_decode_ms, p.preprocess_ms, t.vision_ms, t.prefill_ms, n,
+        per_s(double(n), t.prefill_ms), t.decode_ms, t.decoded_steps,
+        per_s(t.decoded_steps, t.decode_ms), p.image_decode_ms + p.preprocess_ms + t.ttft_ms,
         r.total_ms, r.peak_rss_mb, r.isa, r.precision, r.weights);
 }
 

@@ -1,6 +1,8 @@
 // qvl-run: answers a prompt about images with a Qwen3-VL model folder. The command-line
-// contract (flags, output, exit codes) is stable: scripts depend on it (README, cli.md).
+// contract (flags, output, exit codes) is stable: scripts depend on it (README, cli.md). Built
+// on the public API (qvl/qvl.h) alone.
 #include <fmt/format.h>
+#include <qvl/qvl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,40 +11,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "args.h"
-#include "base/cpu_budget.h"
-#include "base/log.h"
-#include "base/npy.h"
-#include "base/status.h"
-#include "base/timer.h"
-#include "base/version.h"
 #include "batch.h"
 #include "chat_mode.h"
+#include "common/exit_codes.h"
+#include "common/stopwatch.h"
 #include "draw_boxes.h"
 #include "dry_run.h"
-#include "engine_turn.h"
 #include "env.h"
-#include "exit_codes.h"
 #include "grounding.h"
-#include "io/json.h"
-#include "io/png_encode.h"
 #include "json_out.h"
-#include "model/model.h"
 #include "progress.h"
 #include "run_support.h"
-#include "runtime/engine.h"
-#include "runtime/generate.h"
-#include "runtime/session.h"
-#include "text/tokenizer.h"
 
 namespace qvl::app {
 namespace {
-
-using base::ErrorCode;
 
 // Set by SIGINT: the request is cancelled (it stops within one token), the text so far is
 // flushed and qvl-run exits 130 (the shell's code for an interrupted program); in chat mode only
@@ -51,40 +37,16 @@ std::atomic<bool> g_interrupted{false};
 void on_sigint(int) { g_interrupted.store(true); }
 constexpr int kExitInterrupted = 130;
 
-// The session's settings: the flags, then the QVL_* environment. One SessionOptions serves both
-// the images' preprocessing and the session, so the two agree.
-runtime::SessionOptions session_options(const RunOptions& o, const EnvOptions& env) {
-    runtime::SessionOptions so;
-    so.threads = o.threads;
-    so.ctx_size = o.ctx_size;
-    so.min_image_tokens = o.image_min_tokens.value_or(0);
-    so.max_image_tokens = o.image_max_tokens.value_or(0);
-    apply_env_options(env, &so);
-    return so;
-}
-
-runtime::GenerateParams generate_params(const RunOptions& o, const model::Model& m) {
-    runtime::GenerateParams gp;
-    gp.n_predict = o.n_predict;
-    gp.ignore_eos = o.ignore_eos;
-    gp.sampling = sampling_from(o, m.generation());
-    gp.top_logprobs = o.logprobs;
-    gp.stop_ids = runtime::default_stop_ids(m);
-    gp.grammar = o.grammar;
-    return gp;
-}
-
 // One slot: qvl-run serves one conversation. The one-shot run needs no image-feature cache (its
 // image is seen once); chat mode keeps the default so a picture asked about again after /clear
 // skips the vision tower.
-base::Result<std::unique_ptr<runtime::Engine>> create_engine(const model::Model& m,
-                                                             const runtime::SessionOptions& so,
-                                                             bool image_cache) {
-    runtime::EngineOptions eo;
+Result<Engine> create_engine(const Model& m, const SessionOptions& so, bool image_cache) {
+    EngineOptions eo;
+    eo.session = so;
     eo.slots = 1;
     eo.max_queue = 1;
     if (!image_cache) eo.image_cache_mb = 0;
-    return runtime::Engine::create(m, eo, so);
+    return Engine::create(m, eo);
 }
 
 // SA_RESTART: a Ctrl-C while chat mode waits for a line must not end the read.
@@ -96,37 +58,35 @@ void install_sigint() {
     sigaction(SIGINT, &sa, nullptr);
 }
 
-int session_error(const base::Status& st) {
+int session_error(const Status& st) {
     return fail(st.code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther, st,
                 "lower -c/--ctx-size or --image-max-tokens");
 }
 
 // Chat mode: one engine slot for the whole chat (its KV carries the conversation from turn to
 // turn); the turns come from stdin.
-int run_interactive(const RunOptions& o, const model::Model& m, const runtime::SessionOptions& so,
-                    const image::PreprocessConfig& pp) {
-    base::Result<std::unique_ptr<runtime::Engine>> engine = create_engine(m, so, true);
+int run_interactive(const RunOptions& o, const Model& m, const SessionOptions& so) {
+    Result<Engine> engine = create_engine(m, so, true);
     if (!engine.ok()) return session_error(engine.status());
     install_sigint();
-    return run_chat(o, m, *engine.value(), pp, generate_params(o, m), &g_interrupted);
+    return run_chat(o, engine.value(), sampling_from(o, m), &g_interrupted);
 }
 
 // --draw-boxes: the first image, decoded again as the user gave it, with the boxes drawn.
-base::Status draw_boxes_file(const RunOptions& o, const runtime::PreparedPrompt& prompt,
-                             const std::vector<std::uint8_t>& stdin_image,
-                             const std::vector<GroundingItem>& boxes) {
-    if (prompt.infos.empty()) {
-        return base::error(ErrorCode::kInvalidArgument, "--draw-boxes: the prompt has no image");
+Status draw_boxes_file(const RunOptions& o, const PromptFacts& prompt,
+                       const std::vector<std::uint8_t>& stdin_image,
+                       const std::vector<GroundingItem>& boxes) {
+    if (prompt.images.empty()) {
+        return Status(ErrorCode::kInvalidArgument, "--draw-boxes: the prompt has no image");
     }
-    const std::string& path = prompt.infos[0].path;
-    base::Result<io::Image> image =
-        path == "stdin" && !stdin_image.empty()
-            ? io::decode_image(std::as_bytes(std::span(stdin_image)), io::ImageLimits{}, path)
-            : io::load_image(path, io::ImageLimits{});
-    QVL_TRY(image.status());
-    io::Image& im = image.value();
+    const std::string& path = prompt.images[0].name;
+    Result<RgbImage> image = decode_image(path == "stdin" && !stdin_image.empty()
+                                              ? ContentPart::image_bytes(stdin_image, path)
+                                              : ContentPart::image_file(path));
+    if (!image.ok()) return image.status();
+    RgbImage& im = image.value();
     draw_grounding(boxes, 0, &im);
-    QVL_TRY(io::write_png(o.draw_boxes, im));
+    if (Status st = write_png(o.draw_boxes, im); !st.ok()) return st;
     if (o.verbosity >= 0 && !o.json) {
         std::fprintf(
             stderr, "qvl-run: %zu grounding item(s) drawn into %s\n",
@@ -134,215 +94,213 @@ base::Status draw_boxes_file(const RunOptions& o, const runtime::PreparedPrompt&
                                       [](const GroundingItem& b) { return b.image == 0; })),
             o.draw_boxes.c_str());
     }
-    return base::Status();
+    return {};
 }
 
-int run(const RunOptions& o, const EnvOptions& env) {
-    if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
-    if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
-    if (!o.batch_file.empty()) return run_batch(o, env, sampling_from);
-    const base::Timer total;
-
-    // The user's text first: a missing prompt file is an input error before any loading.
-    std::string text = o.prompt;
+// The user's text (-p or -f), checked to be UTF-8 before anything is loaded: a missing prompt
+// file is an input error before any loading.
+int read_user_text(const RunOptions& o, std::string* text) {
+    *text = o.prompt;
     if (!o.prompt_file.empty()) {
-        base::Result<std::string> file = io::read_text_file(o.prompt_file, 64u << 20);
+        Result<std::string> file = read_text_file(o.prompt_file, 64u << 20);
         if (!file.ok()) return fail(kExitInput, file.status());
-        text = std::move(file).value();
+        *text = std::move(file).value();
     }
     // Offsets must point into what the user wrote, not into the rendered chat prompt.
-    if (base::Status utf8 = text::Tokenizer::check_utf8(text); !utf8.ok()) {
+    if (Status utf8 = check_utf8(*text); !utf8.ok()) {
         return fail(kExitInput, fmt::format("{}: {}", o.prompt_file.empty() ? "-p" : o.prompt_file,
                                             utf8.message()));
     }
+    return -1;
+}
 
+// --tokenize: the prompt's ids, as JSON or space-separated.
+int print_tokens(const RunOptions& o, const std::vector<std::int32_t>& ids) {
+    if (o.json) {
+        std::printf("{\"prompt_tokens\": %s}\n", json_int_array(ids).c_str());
+    } else {
+        for (std::size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
+        std::printf("\n");
+    }
+    return kExitOk;
+}
+
+// --dump-pixels: the first image's normalized patches.
+int dump_pixels(const RunOptions& o, const Prompt& prompt) {
+    if (prompt.images().empty()) return fail(kExitUsage, "--dump-pixels needs an image");
+    int rows = 0, cols = 0;
+    const std::span<const float> pixels = prompt.pixel_values(0, &rows, &cols);
+    const Status st = write_npy(o.dump_pixels, pixels, {rows, cols});
+    return st.ok() ? -1 : fail(kExitOther, st.message());
+}
+
+// The progress line and the --dump-vision / --dump-logits files, through the request's tool
+// hooks (they run on the engine's thread while this one waits in Engine::generate).
+struct RunHooks {
+    Progress* progress = nullptr;
+    std::string dump_error;
+
+    void attach(const RunOptions& o, const SessionOptions& so, Request* r) {
+        const bool show_blocks = Progress::wanted(o.json, o.verbosity) &&
+                                 !r->prompt.images().empty() && so.trace_dir.empty();
+        if (show_blocks) {
+            progress->phase("vision tower");
+            r->on_vision_progress = [this](int done, int total) {
+                progress->step("vision tower: block", done, total);
+                if (done == total) progress->phase("reading the prompt");
+            };
+        }
+        if (!o.dump_vision.empty()) {
+            r->on_image_features = [this, &o](std::span<const float> f, int rows, int cols) {
+                dump_error = f.empty() ? "--dump-vision needs an image"
+                                       : write_npy(o.dump_vision, f, {rows, cols}).message();
+            };
+        }
+        if (!o.dump_logits.empty()) {
+            r->on_prompt_logits = [this, &o](std::span<const float> logits) {
+                const std::string err =
+                    write_npy(o.dump_logits, logits, {std::int64_t(logits.size())}).message();
+                if (dump_error.empty()) dump_error = err;
+            };
+        }
+    }
+};
+
+// The answer: streamed to stdout (without --json) as it comes, then the report.
+int generate_and_report(const RunOptions& o, const Model& m, const SessionOptions& so,
+                        Prompt prompt, const std::vector<std::uint8_t>& stdin_image, double load_ms,
+                        const Stopwatch& total, Progress& progress) {
+    Result<Engine> created = create_engine(m, so, false);
+    if (!created.ok()) return session_error(created.status());
+    Engine& engine = created.value();
+    const PromptFacts facts = PromptFacts::of(prompt);
+    Request request{.prompt = std::move(prompt),
+                    .max_tokens = o.n_predict,
+                    .ignore_eos = o.ignore_eos,
+                    .sampling = sampling_from(o, m),
+                    .constraint = o.constraint};
+    if (!o.json) {
+        request.on_piece = [&progress](const Piece& piece) {
+            progress.clear();
+            std::fwrite(piece.text.data(), 1, piece.text.size(), stdout);
+            std::fflush(stdout);
+        };
+    }
+    RunHooks hooks{.progress = &progress};
+    hooks.attach(o, so, &request);
+    install_sigint();
+    Result<Generation> done = engine.generate(std::move(request), &g_interrupted);
+    progress.clear();
+    if (!done.ok()) {
+        return fail(done.status().code() == ErrorCode::kOutOfRange ? kExitResource : kExitOther,
+                    done.status());
+    }
+    if (!hooks.dump_error.empty()) return fail(kExitOther, hooks.dump_error);
+    const Generation& r = done.value();
+    if (r.finish_reason == "cancelled") {
+        std::fflush(stdout);
+        std::fprintf(stderr, "\nqvl-run: interrupted after %zu tokens\n", r.tokens.size());
+        return kExitInterrupted;
+    }
+    std::vector<ImageSize> sizes;
+    for (const ImageInfo& info : facts.images) sizes.push_back({info.width, info.height});
+    const std::vector<GroundingItem> boxes = find_grounding(r.text, sizes);
+    if (!o.draw_boxes.empty()) {
+        if (Status st = draw_boxes_file(o, facts, stdin_image, boxes); !st.ok()) {
+            return fail(st.code() == ErrorCode::kIo ? kExitOther : input_exit(st), st);
+        }
+    }
+    std::string threads_reason = "--threads";
+    if (o.threads <= 0) default_threads(&threads_reason);
+    const std::string isa = engine.isa();
+    const RunReport report{.prompt = &facts,
+                           .result = &r,
+                           .threads = engine.threads(),
+                           .threads_reason = threads_reason,
+                           .weights = m.weights() == Weights::kQ8   ? "q8"
+                                      : m.weights() == Weights::kQ4 ? "q4"
+                                                                    : "bf16",
+                           .isa = isa.c_str(),
+                           .precision = precision_name(engine.precision()),
+                           .load_ms = load_ms,
+                           .total_ms = total.elapsed_ms(),
+                           .peak_rss_mb = peak_rss_mb(),
+                           .boxes_json = boxes.empty() ? std::string() : grounding_json(boxes),
+                           .logprobs_model = o.logprobs >= 0 ? &m : nullptr};
+    std::printf("%s\n", o.json ? format_json_report(report).c_str() : "");
+    if (o.verbosity >= 0) std::fprintf(stderr, "%s", format_timing_block(report).c_str());
+    if (so.profile) std::fprintf(stderr, "%s", engine.profile_report().c_str());
+    return kExitOk;
+}
+
+// Everything after the model is loaded: the prompt, then --tokenize, --dump-pixels, --dry-run
+// or the answer.
+int run_prompt(const RunOptions& o, const Model& m, const SessionOptions& so,
+               const std::string& text, const std::vector<std::uint8_t>& stdin_image,
+               double load_ms, const Stopwatch& total, Progress& progress) {
+    Result<Prompt> prepared = Prompt();
+    if (o.raw) {
+        prepared = m.prepare_raw(text);
+    } else {
+        Result<std::vector<Message>> messages = build_messages(o, text, stdin_image);
+        if (!messages.ok()) return fail(kExitInput, messages.status());
+        prepared = m.prepare(messages.value(), so, !o.dump_pixels.empty());
+    }
+    if (!prepared.ok()) return fail(input_exit(prepared.status()), prepared.status());
+    Prompt& prompt = prepared.value();
+    if (o.tokenize) return print_tokens(o, prompt.token_ids());
+    if (!o.dump_pixels.empty()) {
+        if (const int code = dump_pixels(o, prompt); code >= 0) return code;
+    }
+    if (o.dry_run) return run_dry(o, so, m, prompt);
+    const std::size_t n = prompt.token_ids().size();
+    if (Status fits = check_fits(std::int64_t(n) + o.n_predict, o.ctx_size,
+                                 fmt::format("the prompt of {} tokens plus -n {}", n, o.n_predict));
+        !fits.ok()) {
+        return fail(kExitResource, fits,
+                    "raise -c/--ctx-size, lower -n, or lower --image-max-tokens");
+    }
+    return generate_and_report(o, m, so, std::move(prompt), stdin_image, load_ms, total, progress);
+}
+
+int run(const RunOptions& o, const EnvOptions& env) {
+    if (o.verbosity < 0) set_log_level(LogLevel::kError);
+    if (o.verbosity > 0) set_log_level(LogLevel::kInfo);
+    if (!o.batch_file.empty()) return run_batch(o, env);
+    const Stopwatch total;
+    std::string text;
+    if (const int code = read_user_text(o, &text); code >= 0) return code;
     std::vector<std::uint8_t> stdin_image;
     if (std::find(o.images.begin(), o.images.end(), "-") != o.images.end()) {
-        base::Result<std::vector<std::uint8_t>> bytes = read_stdin_image();
+        Result<std::vector<std::uint8_t>> bytes = read_stdin_image();
         if (!bytes.ok()) return fail(input_exit(bytes.status()), bytes.status());
         stdin_image = std::move(bytes).value();
     }
 
     Progress progress(Progress::wanted(o.json, o.verbosity));
     progress.phase("loading the model");
-    base::Timer t;
-    // A dry run reads no weights: no read-ahead, and the stored layout (the panel rearrangement
-    // would make the process hold the text decoder's weights, counted again in its estimate).
-    base::Result<std::unique_ptr<model::Model>> loaded =
-        model::Model::load(o.model_dir, {.weights = o.weights_q4   ? model::WeightFormat::kQ4
-                                                    : o.weights_q8 ? model::WeightFormat::kQ8
-                                                                   : model::WeightFormat::kBF16,
-                                         .vision_q8 = o.vision_q8,
-                                         .panels = !o.dry_run,
-                                         .logits_screen = env.logits_screen && !o.dry_run,
-                                         .read_ahead = !o.dry_run});
+    const Stopwatch load;
+    // A dry run reads no weights (ModelOptions::for_generation).
+    Result<Model> loaded =
+        Model::load(o.model_dir, model_options(o, env.logits_screen, !o.dry_run));
     if (!loaded.ok()) {
         return fail(kExitModel, loaded.status(),
                     "-m takes a Hugging Face Qwen3-VL folder (config.json, model.safetensors, "
                     "tokenizer.json)");
     }
-    const model::Model& m = *loaded.value();
-    const double load_ms = t.elapsed_ms();
+    const Model& m = loaded.value();
+    const double load_ms = load.elapsed_ms();
     for (const auto& [id, bias] : o.logit_bias) {
-        if (id >= m.config().text.vocab_size) {
+        if (id >= m.vocab_size()) {
             return fail(kExitUsage, fmt::format("--logit-bias: token id {} is outside the "
                                                 "vocabulary of {} ids",
-                                                id, m.config().text.vocab_size));
+                                                id, m.vocab_size()));
         }
     }
     progress.clear();
-
-    const runtime::SessionOptions so = session_options(o, env);
-    image::PreprocessConfig pp = runtime::effective_preprocess(m, so);
-    // Without --dump-pixels only a model whose channels need the unfused patch embedding gets
-    // pixel_values (image::fused_patch_embed_possible decides); the fused one reads the pixels.
-    pp.pixel_values = !o.dump_pixels.empty();
-    if (o.interactive) return run_interactive(o, m, so, pp);
-    base::Result<runtime::PreparedPrompt> prepared = base::Status();
-    if (o.raw) {
-        prepared = runtime::prepare_raw_prompt(m, text);
-    } else {
-        base::Result<std::vector<text::ChatMessage>> messages =
-            build_messages(o, text, stdin_image);
-        if (!messages.ok()) return fail(kExitInput, messages.status());
-        prepared = runtime::prepare_chat_prompt(m, messages.value(), pp, io::ImageLimits{});
-    }
-    if (!prepared.ok()) return fail(input_exit(prepared.status()), prepared.status());
-    runtime::PreparedPrompt& prompt = prepared.value();
-
-    if (o.tokenize) {
-        if (o.json) {
-            std::printf("{\"prompt_tokens\": %s}\n", json_int_array(prompt.ids).c_str());
-        } else {
-            for (std::size_t i = 0; i < prompt.ids.size(); ++i) {
-                std::printf(i ? " %d" : "%d", prompt.ids[i]);
-            }
-            std::printf("\n");
-        }
-        return kExitOk;
-    }
-    if (!o.dump_pixels.empty()) {
-        if (prompt.images.empty()) return fail(kExitUsage, "--dump-pixels needs an image");
-        const image::PreprocessedImage& im = prompt.images[0];
-        const std::int64_t rows = std::int64_t(im.grid_t) * im.grid_h * im.grid_w;
-        const std::string err = base::write_npy_f32(
-            o.dump_pixels, im.pixel_values,
-            {rows, std::int64_t(im.pixel_values.size()) / std::max<std::int64_t>(rows, 1)});
-        if (!err.empty()) return fail(kExitOther, err);
-    }
-    if (o.dry_run) return run_dry(o, so, m, prompt);
-    if (base::Status fits = runtime::check_context_fits(
-            0, std::int64_t(prompt.ids.size()) + o.n_predict, o.ctx_size,
-            fmt::format("the prompt of {} tokens plus -n {}", prompt.ids.size(), o.n_predict));
-        !fits.ok()) {
-        return fail(kExitResource, fits,
-                    "raise -c/--ctx-size, lower -n, or lower --image-max-tokens");
-    }
-
-    base::Result<std::unique_ptr<runtime::Engine>> created = create_engine(m, so, false);
-    if (!created.ok()) return session_error(created.status());
-    runtime::Engine& engine = *created.value();
-
-    // The images move to the request (the report needs only their infos): no second copy of
-    // their pixels.
-    const int image_count = int(prompt.images.size());
-    runtime::Request request;
-    request.prompt.images = std::move(prompt.images);
-    prompt.images.clear();
-    request.prompt.ids = prompt.ids;
-    request.prompt.infos = prompt.infos;
-    request.prompt.image_decode_ms = prompt.image_decode_ms;
-    request.prompt.preprocess_ms = prompt.preprocess_ms;
-    request.params = generate_params(o, m);
-    install_sigint();
-    std::string dump_error;
-    if (!o.json) {
-        request.on_text = [](std::string_view piece, std::int32_t) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-        };
-    }
-    // The vision tower's blocks, counted as they finish (only while it runs: no cost to decode).
-    // The callbacks run on the engine's thread while this one waits in run_turn.
-    const int vision_blocks = m.config().vision.depth * image_count;
-    const bool show_blocks =
-        Progress::wanted(o.json, o.verbosity) && vision_blocks > 0 && so.trace_dir.empty();
-    if (show_blocks) {
-        progress.phase("vision tower");
-        request.on_vision_node = [&progress, vision_blocks, done = 0](const std::string& name,
-                                                                      const float*, int, int,
-                                                                      std::ptrdiff_t) mutable {
-            if (name.rfind("vision.blocks.", 0) == 0 && name.size() > 4 &&
-                name.compare(name.size() - 4, 4, ".out") == 0) {
-                progress.step("vision tower: block", ++done, vision_blocks);
-            }
-        };
-    }
-    request.after_vision = [&](const runtime::Session& sess) {
-        if (show_blocks) progress.phase("reading the prompt");
-        if (o.dump_vision.empty()) return;
-        const std::span<const float> f = sess.image_features(0);
-        const std::int64_t hidden = m.config().text.hidden_size;
-        dump_error = f.empty() ? "--dump-vision needs an image"
-                               : base::write_npy_f32(o.dump_vision, f,
-                                                     {std::int64_t(f.size()) / hidden, hidden});
-    };
-    request.after_prefill = [&](const runtime::Session& s, int at) {
-        progress.clear();
-        if (o.dump_logits.empty()) return;
-        const std::span<const float> logits = s.logits(at);
-        const std::string err =
-            base::write_npy_f32(o.dump_logits, logits, {std::int64_t(logits.size())});
-        if (dump_error.empty()) dump_error = err;
-    };
-    const runtime::SamplingParams sampling = request.params.sampling;
-    base::Result<runtime::RequestResult> done =
-        run_turn(engine, std::move(request), &g_interrupted);
-    progress.clear();
-    if (!done.ok()) {
-        return fail(done.status().code() == ErrorCode::kOutOfRange ? kExitResource : kExitOther,
-                    done.status());
-    }
-    if (!dump_error.empty()) return fail(kExitOther, dump_error);
-    const runtime::GenerateResult r = generate_result(done.value());
-    if (r.finish_reason == "interrupted") {
-        std::fflush(stdout);
-        std::fprintf(stderr, "\nqvl-run: interrupted after %zu tokens\n", r.tokens.size());
-        return kExitInterrupted;
-    }
-    std::vector<ImageSize> sizes;
-    for (const runtime::ImageInfo& info : prompt.infos) sizes.push_back({info.width, info.height});
-    const std::vector<GroundingItem> boxes = find_grounding(r.text, sizes);
-    if (!o.draw_boxes.empty()) {
-        if (base::Status st = draw_boxes_file(o, prompt, stdin_image, boxes); !st.ok()) {
-            return fail(st.code() == ErrorCode::kIo ? kExitOther : input_exit(st), st);
-        }
-    }
-
-    RunReport report{.prompt = &prompt,
-                     .result = &r,
-                     .sampling = sampling,
-                     .threads = engine.threads(),
-                     .threads_reason = o.threads > 0 ? std::string("--threads")
-                                                     : base::default_thread_budget().reason,
-                     .weights = m.weight_format() == model::WeightFormat::kQ8   ? "q8"
-                                : m.weight_format() == model::WeightFormat::kQ4 ? "q4"
-                                                                                : "bf16",
-                     .isa = runtime::kernel_isa_name(engine.isa()),
-                     .precision = runtime::precision_name(engine.precision()),
-                     .load_ms = load_ms,
-                     .total_ms = total.elapsed_ms(),
-                     .peak_rss_mb = peak_rss_mb(),
-                     .boxes_json = boxes.empty() ? std::string() : grounding_json(boxes),
-                     .logprobs_tokenizer = o.logprobs >= 0 ? &m.tokenizer() : nullptr};
-    if (o.json) {
-        std::printf("%s\n", format_json_report(report).c_str());
-    } else {
-        std::printf("\n");
-    }
-    if (o.verbosity >= 0) std::fprintf(stderr, "%s", format_timing_block(report).c_str());
-    if (so.profile) std::fprintf(stderr, "%s", engine.profile().format().c_str());
-    return kExitOk;
+    const SessionOptions so = session_options(o, env);
+    if (o.interactive) return run_interactive(o, m, so);
+    return run_prompt(o, m, so, text, stdin_image, load_ms, total, progress);
 }
 
 }  // namespace
@@ -359,8 +317,8 @@ int main(int argc, char** argv) try {
     qvl::app::EnvOptions env;
     if (const int code = qvl::app::read_env_options(&env, stderr); code >= 0) return code;
     if (options.version) {
-        std::printf("qvl-run %s (isa %s)\n", qvl::base::version(),
-                    qvl::runtime::kernel_isa_name(env.isa));
+        const qvl::Result<std::string> isa = qvl::kernel_tier(env.isa);
+        std::printf("qvl-run %s (isa %s)\n", qvl::version(), isa.ok() ? isa.value().c_str() : "?");
         return 0;
     }
     return qvl::app::run(options, env);

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "base/timer.h"
+#include "common/stopwatch.h"
 
 namespace qvl::app {
 
@@ -26,7 +26,7 @@ class Progress {
     void show(const std::string& line);
     bool enabled_ = false;
     bool shown_ = false;
-    base::Timer phase_timer_;
+    Stopwatch phase_timer_;
 };
 
 }  // namespace qvl::app

@@ -8,14 +8,10 @@
 #include <cstring>
 #include <random>
 
-#include "exit_codes.h"
-#include "grammar/output_grammar.h"
-#include "io/image.h"
-#include "io/json.h"
+#include "common/exit_codes.h"
+#include "common/status.h"
 
 namespace qvl::app {
-
-using base::ErrorCode;
 
 int fail(int code, const std::string& message, const char* hint) {
     std::fprintf(stderr, "qvl-run: error: %s\n", message.c_str());
@@ -23,11 +19,15 @@ int fail(int code, const std::string& message, const char* hint) {
     return code;
 }
 
-int fail(int code, const base::Status& st, const char* hint) {
-    return fail(code, st.message(), hint);
+int fail(int code, const Status& st, const char* hint) { return fail(code, st.message(), hint); }
+
+Status check_fits(std::int64_t n_new, std::int64_t capacity, const std::string& what) {
+    if (n_new >= 0 && n_new <= capacity) return {};
+    return error(ErrorCode::kOutOfRange, "{} ({} tokens) does not fit the context of {} tokens",
+                 what, n_new, capacity);
 }
 
-int input_exit(const base::Status& st) {
+int input_exit(const Status& st) {
     return st.code() == ErrorCode::kResourceExhausted ? kExitResource : kExitInput;
 }
 
@@ -47,8 +47,8 @@ double current_rss_mb() {
     return double(pages_resident) * double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
-base::Result<std::vector<std::uint8_t>> read_stdin_image() {
-    const std::uint64_t limit = io::ImageLimits{}.max_file_bytes;
+Result<std::vector<std::uint8_t>> read_stdin_image() {
+    const std::uint64_t limit = ImageLimits{}.max_file_bytes;
     std::vector<std::uint8_t> bytes;
     std::uint8_t buf[1 << 16];
     for (;;) {
@@ -56,61 +56,48 @@ base::Result<std::vector<std::uint8_t>> read_stdin_image() {
         if (n == 0) break;
         if (n < 0) {
             if (errno == EINTR) continue;
-            return base::error(ErrorCode::kIo, "stdin: cannot read the image: {}",
-                               std::strerror(errno));
+            return error(ErrorCode::kIo, "stdin: cannot read the image: {}", std::strerror(errno));
         }
         if (bytes.size() + std::size_t(n) > limit) {
-            return base::error(ErrorCode::kOutOfRange, "stdin: the image is over {} bytes", limit);
+            return error(ErrorCode::kOutOfRange, "stdin: the image is over {} bytes", limit);
         }
         bytes.insert(bytes.end(), buf, buf + n);
     }
-    if (bytes.empty()) return base::error(ErrorCode::kCorruptFile, "stdin: no image data (-i -)");
+    if (bytes.empty()) return error(ErrorCode::kCorruptFile, "stdin: no image data (-i -)");
     return bytes;
 }
 
-text::ChatMessage user_turn(const RunOptions& o, const std::string& text,
-                            const std::vector<std::uint8_t>& stdin_image) {
-    text::ChatMessage user{.role = "user"};
+Message user_turn(const RunOptions& o, const std::string& text,
+                  const std::vector<std::uint8_t>& stdin_image) {
+    Message user{.role = "user"};
     for (const std::string& path : o.images) {
-        text::ChatPart part{.kind = text::ChatPart::Kind::kImage, .image_path = path};
-        if (path == "-") {
-            part.image_path = "stdin";
-            part.image_bytes = stdin_image;
-        }
-        user.parts.push_back(std::move(part));
+        user.content.push_back(path == "-" ? ContentPart::image_bytes(stdin_image, "stdin")
+                                           : ContentPart::image_file(path));
     }
-    user.parts.push_back({.kind = text::ChatPart::Kind::kText, .text = text});
+    user.content.push_back(ContentPart::from_text(text));
     return user;
 }
 
-base::Result<std::vector<text::ChatMessage>> build_messages(
-    const RunOptions& o, const std::string& text, const std::vector<std::uint8_t>& stdin_image) {
-    if (!o.messages_file.empty()) return text::load_messages_file(o.messages_file);
-    std::vector<text::ChatMessage> messages;
+Result<std::vector<Message>> build_messages(const RunOptions& o, const std::string& text,
+                                            const std::vector<std::uint8_t>& stdin_image) {
+    if (!o.messages_file.empty()) return load_messages_file(o.messages_file);
+    std::vector<Message> messages;
     if (!o.system.empty()) {
-        messages.push_back(
-            {.role = "system", .parts = {{.kind = text::ChatPart::Kind::kText, .text = o.system}}});
+        messages.push_back({.role = "system", .content = {ContentPart::from_text(o.system)}});
     }
     messages.push_back(user_turn(o, text, stdin_image));
     return messages;
 }
 
-runtime::SamplingParams sampling_from(const RunOptions& o, const model::GenerationConfig& gen) {
-    runtime::SamplingParams s;
-    if (gen.do_sample) {
-        s.temperature = gen.temperature;
-        s.top_k = gen.top_k;
-        s.top_p = gen.top_p;
-    }
-    // A logits processor, not a sampling warper: Hugging Face applies it to greedy runs too.
-    s.repetition_penalty = gen.repetition_penalty;
-    if (o.temperature) s.temperature = *o.temperature;
-    if (o.top_k) s.top_k = *o.top_k;
-    if (o.top_p) s.top_p = *o.top_p;
-    if (o.repeat_penalty) s.repetition_penalty = *o.repeat_penalty;
-    if (o.presence_penalty) s.presence_penalty = *o.presence_penalty;
+Sampling sampling_from(const RunOptions& o, const Model& model) {
+    Sampling s = model.sampling({.temperature = o.temperature,
+                                 .top_p = o.top_p,
+                                 .top_k = o.top_k,
+                                 .seed = o.seed,
+                                 .repetition_penalty = o.repeat_penalty,
+                                 .presence_penalty = o.presence_penalty});
     s.logit_bias = o.logit_bias;
-    s.seed = o.seed ? *o.seed : std::random_device{}();
+    s.logprobs = o.logprobs;
     return s;
 }
 
@@ -120,14 +107,23 @@ int load_output_grammar(RunOptions* o) {
         return fail(kExitUsage, "--json-schema and --grammar are exclusive: give one");
     }
     const std::string& path = o->json_schema_file.empty() ? o->grammar_file : o->json_schema_file;
-    base::Result<std::string> text = io::read_text_file(path, 64u << 20);
+    Result<std::string> text = read_text_file(path, 64u << 20);
     if (!text.ok()) return fail(kExitInput, text.status());
-    base::Result<std::shared_ptr<const grammar::Grammar>> g = grammar::compile_output_grammar(
-        o->json_schema_file.empty() ? grammar::OutputConstraint{.gbnf = text.value()}
-                                    : grammar::OutputConstraint{.json_schema = text.value()});
-    if (!g.ok()) return fail(kExitInput, g.status().with_context(path + ": "));
-    o->grammar = std::move(g).value();
+    Result<OutputConstraint> c = o->json_schema_file.empty()
+                                     ? OutputConstraint::gbnf(text.value())
+                                     : OutputConstraint::json_schema(text.value());
+    if (!c.ok()) return fail(kExitInput, path + ": " + c.status().message());
+    o->constraint = std::move(c).value();
     return -1;
+}
+
+ModelOptions model_options(const RunOptions& o, bool logits_screen, bool for_generation) {
+    return {.weights = o.weights_q4   ? Weights::kQ4
+                       : o.weights_q8 ? Weights::kQ8
+                                      : Weights::kBF16,
+            .vision_weights = o.vision_q8 ? VisionWeights::kQ8 : VisionWeights::kBF16,
+            .logits_screen = logits_screen,
+            .for_generation = for_generation};
 }
 
 }  // namespace qvl::app

@@ -7,12 +7,12 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "common/status.h"
 
 namespace qvl::serve {
 
 // Decodes `text`; padding ('=') is optional but, when present, must end the text. Errors
 // (kInvalidArgument) say what is wrong and where, e.g. "invalid base64 character '%' at offset 12".
-base::Result<std::vector<std::byte>> decode_base64(std::string_view text);
+Result<std::vector<std::uint8_t>> decode_base64(std::string_view text);
 
 }  // namespace qvl::serve

@@ -9,25 +9,20 @@
 #include <cmath>
 
 #include "base64.h"
-#include "io/json.h"
 #include "response_format.h"
-#include "runtime/logprobs.h"
 
 namespace qvl::serve {
 namespace {
 
-using base::ErrorCode;
-using io::JsonValue;
-
-base::Status bad(std::string_view where, std::string_view what) {
-    return base::Status(ErrorCode::kInvalidArgument, fmt::format("{}: {}", where, what));
+Status bad(std::string_view where, std::string_view what) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("{}: {}", where, what));
 }
 
 std::string type_of(const JsonValue& v) { return JsonValue::type_name(v.type()); }
 
 // Numbers: the optional<T> is left empty for a JSON null (the model's default applies).
-base::Status read_float(const JsonValue& root, std::string_view key, double lo, double hi,
-                        bool lo_open, std::optional<float>* out) {
+Status read_float(const JsonValue& root, std::string_view key, double lo, double hi, bool lo_open,
+                  std::optional<float>* out) {
     const JsonValue* v = root.find(key);
     if (v == nullptr || v->is_null()) return {};
     if (!v->is_number()) return bad(key, fmt::format("must be a number, not {}", type_of(*v)));
@@ -44,8 +39,8 @@ base::Status read_float(const JsonValue& root, std::string_view key, double lo, 
     return {};
 }
 
-base::Status read_int(const JsonValue& root, std::string_view key, std::int64_t lo, std::int64_t hi,
-                      std::optional<int>* out) {
+Status read_int(const JsonValue& root, std::string_view key, std::int64_t lo, std::int64_t hi,
+                std::optional<int>* out) {
     const JsonValue* v = root.find(key);
     if (v == nullptr || v->is_null()) return {};
     if (!v->is_integer()) return bad(key, fmt::format("must be an integer, not {}", type_of(*v)));
@@ -56,7 +51,7 @@ base::Status read_int(const JsonValue& root, std::string_view key, std::int64_t 
     return {};
 }
 
-base::Status read_bool(const JsonValue& root, std::string_view key, bool* out) {
+Status read_bool(const JsonValue& root, std::string_view key, bool* out) {
     const JsonValue* v = root.find(key);
     if (v == nullptr || v->is_null()) return {};
     if (!v->is_bool()) return bad(key, fmt::format("must be true or false, not {}", type_of(*v)));
@@ -64,8 +59,8 @@ base::Status read_bool(const JsonValue& root, std::string_view key, bool* out) {
     return {};
 }
 
-base::Status parse_image_url(const JsonValue& part, const std::string& where,
-                             const ParseLimits& limits, ImageRef* out) {
+Status parse_image_url(const JsonValue& part, const std::string& where, const ParseLimits& limits,
+                       ImageRef* out) {
     const JsonValue* iu = part.find("image_url");
     if (iu == nullptr) return bad(where, "an image_url part needs \"image_url\": {\"url\": ...}");
     const JsonValue* url = iu->is_string() ? iu : iu->find("url");
@@ -88,7 +83,7 @@ base::Status parse_image_url(const JsonValue& part, const std::string& where,
             return bad(url_where, fmt::format("data: URI of type '{}' is not an image",
                                               header.substr(0, header.size() - 7)));
         }
-        base::Result<std::vector<std::byte>> bytes = decode_base64(u.substr(comma + 1));
+        Result<std::vector<std::uint8_t>> bytes = decode_base64(u.substr(comma + 1));
         if (!bytes.ok()) return bad(url_where, bytes.status().message());
         if (bytes.value().empty()) return bad(url_where, "the image is empty");
         out->bytes = std::move(bytes).value();
@@ -125,8 +120,8 @@ base::Status parse_image_url(const JsonValue& part, const std::string& where,
                "--allowed-media-dir)");
 }
 
-base::Status parse_content(const JsonValue& content, const std::string& where,
-                           const ParseLimits& limits, RequestMessage* msg, int* images) {
+Status parse_content(const JsonValue& content, const std::string& where, const ParseLimits& limits,
+                     RequestMessage* msg, int* images) {
     if (content.is_null()) return {};
     if (content.is_string()) {
         msg->parts.push_back({.kind = RequestPart::Kind::kText, .text = content.as_string()});
@@ -164,7 +159,7 @@ base::Status parse_content(const JsonValue& content, const std::string& where,
                            fmt::format("more than {} images in one request", limits.max_images));
             }
             RequestPart p{.kind = RequestPart::Kind::kImage};
-            QVL_TRY(parse_image_url(part, pw, limits, &p.image));
+            APP_TRY(parse_image_url(part, pw, limits, &p.image));
             msg->parts.push_back(std::move(p));
         } else {
             return bad(pw, fmt::format("unsupported part type '{}' (text and image_url are)", t));
@@ -173,7 +168,7 @@ base::Status parse_content(const JsonValue& content, const std::string& where,
     return {};
 }
 
-base::Status parse_messages(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+Status parse_messages(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
     const JsonValue* messages = root.find("messages");
     if (messages == nullptr) return bad("body", "\"messages\" is missing");
     if (!messages->is_array()) {
@@ -200,13 +195,13 @@ base::Status parse_messages(const JsonValue& root, const ParseLimits& limits, Ch
         }
         const JsonValue* content = m.find("content");
         if (content == nullptr) return bad(where, "needs \"content\"");
-        QVL_TRY(parse_content(*content, where + ".content", limits, &msg, &out->image_count));
+        APP_TRY(parse_content(*content, where + ".content", limits, &msg, &out->image_count));
         out->messages.push_back(std::move(msg));
     }
     return {};
 }
 
-base::Status parse_stop(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+Status parse_stop(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
     const JsonValue* stop = root.find("stop");
     if (stop == nullptr || stop->is_null()) return {};
     std::vector<const JsonValue*> items;
@@ -234,18 +229,18 @@ base::Status parse_stop(const JsonValue& root, const ParseLimits& limits, ChatRe
     return {};
 }
 
-base::Status parse_sampling(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+Status parse_sampling(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
     std::optional<int> max_tokens, max_completion_tokens;
-    QVL_TRY(read_int(root, "max_tokens", 1, limits.max_tokens_limit, &max_tokens));
-    QVL_TRY(read_int(root, "max_completion_tokens", 1, limits.max_tokens_limit,
+    APP_TRY(read_int(root, "max_tokens", 1, limits.max_tokens_limit, &max_tokens));
+    APP_TRY(read_int(root, "max_completion_tokens", 1, limits.max_tokens_limit,
                      &max_completion_tokens));
     out->max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
-    QVL_TRY(read_float(root, "temperature", 0.0, 100.0, false, &out->temperature));
-    QVL_TRY(read_float(root, "top_p", 0.0, 1.0, true, &out->top_p));
-    QVL_TRY(read_int(root, "top_k", 0, 1 << 30, &out->top_k));
-    QVL_TRY(read_float(root, "presence_penalty", -2.0, 2.0, false, &out->presence_penalty));
-    QVL_TRY(read_float(root, "frequency_penalty", -2.0, 2.0, false, &out->frequency_penalty));
-    QVL_TRY(read_float(root, "repetition_penalty", 0.0, 100.0, true, &out->repetition_penalty));
+    APP_TRY(read_float(root, "temperature", 0.0, 100.0, false, &out->temperature));
+    APP_TRY(read_float(root, "top_p", 0.0, 1.0, true, &out->top_p));
+    APP_TRY(read_int(root, "top_k", 0, 1 << 30, &out->top_k));
+    APP_TRY(read_float(root, "presence_penalty", -2.0, 2.0, false, &out->presence_penalty));
+    APP_TRY(read_float(root, "frequency_penalty", -2.0, 2.0, false, &out->frequency_penalty));
+    APP_TRY(read_float(root, "repetition_penalty", 0.0, 100.0, true, &out->repetition_penalty));
     if (const JsonValue* seed = root.find("seed"); seed != nullptr && !seed->is_null()) {
         if (!seed->is_integer()) {
             return bad("seed", fmt::format("must be an integer, not {}", type_of(*seed)));
@@ -256,7 +251,7 @@ base::Status parse_sampling(const JsonValue& root, const ParseLimits& limits, Ch
 }
 
 // logit_bias: {"<token id>": bias, ...}, as OpenAI sends it (ids as object keys).
-base::Status parse_logit_bias(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+Status parse_logit_bias(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
     const JsonValue* lb = root.find("logit_bias");
     if (lb == nullptr || lb->is_null()) return {};
     if (!lb->is_object()) {
@@ -283,19 +278,19 @@ base::Status parse_logit_bias(const JsonValue& root, const ParseLimits& limits, 
     return {};
 }
 
-base::Status parse_choices(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+Status parse_choices(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
     std::optional<int> n;
     const JsonValue* nv = root.find("n");
     if (limits.max_n == 1 && nv != nullptr && nv->is_integer() && nv->as_int() > 1) {
         return bad(
             "n", fmt::format("{} choices: this server gives one choice per request", nv->as_int()));
     }
-    QVL_TRY(read_int(root, "n", 1, limits.max_n, &n));
+    APP_TRY(read_int(root, "n", 1, limits.max_n, &n));
     out->n = n.value_or(1);
     bool logprobs = false;
-    QVL_TRY(read_bool(root, "logprobs", &logprobs));
+    APP_TRY(read_bool(root, "logprobs", &logprobs));
     std::optional<int> top;
-    QVL_TRY(read_int(root, "top_logprobs", 0, runtime::kMaxTopLogprobs, &top));
+    APP_TRY(read_int(root, "top_logprobs", 0, kMaxLogprobs, &top));
     if (top && !logprobs) return bad("top_logprobs", "needs \"logprobs\": true");
     out->top_logprobs = logprobs ? top.value_or(0) : -1;
     return parse_logit_bias(root, limits, out);
@@ -325,7 +320,7 @@ constexpr std::array<std::string_view, 22> kKnownFields = {"messages",
                                                            "metadata",
                                                            "response_format"};
 
-base::Status check_fields(const JsonValue& root) {
+Status check_fields(const JsonValue& root) {
     for (const auto& [key, value] : root.members()) {
         if (value.is_null()) continue;
         if (key == "tools" || key == "tool_choice" || key == "parallel_tool_calls") {
@@ -373,31 +368,31 @@ std::string url_host(std::string_view url) {
     return host;
 }
 
-base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits) {
-    base::Result<JsonValue> parsed = io::parse_json(body, "request body");
+Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits) {
+    Result<JsonValue> parsed = parse_json(body, "request body");
     if (!parsed.ok()) {
-        return base::Status(ErrorCode::kInvalidArgument,
-                            fmt::format("malformed JSON: {}", parsed.status().message()));
+        return Status(ErrorCode::kInvalidArgument,
+                      fmt::format("malformed JSON: {}", parsed.status().message()));
     }
     const JsonValue& root = parsed.value();
     if (!root.is_object()) {
         return bad("body", fmt::format("must be a JSON object, not {}", type_of(root)));
     }
-    QVL_TRY(check_fields(root));
+    APP_TRY(check_fields(root));
     ChatRequest out;
     if (const JsonValue* model = root.find("model"); model != nullptr && !model->is_null()) {
         if (!model->is_string()) return bad("model", "must be a string");
         out.model = model->as_string();
     }
-    QVL_TRY(parse_messages(root, limits, &out));
-    QVL_TRY(parse_sampling(root, limits, &out));
-    QVL_TRY(parse_choices(root, limits, &out));
-    QVL_TRY(parse_response_format(root, &out.grammar));
-    QVL_TRY(read_bool(root, "stream", &out.stream));
-    QVL_TRY(read_bool(root, "ignore_eos", &out.ignore_eos));
+    APP_TRY(parse_messages(root, limits, &out));
+    APP_TRY(parse_sampling(root, limits, &out));
+    APP_TRY(parse_choices(root, limits, &out));
+    APP_TRY(parse_response_format(root, &out.constraint));
+    APP_TRY(read_bool(root, "stream", &out.stream));
+    APP_TRY(read_bool(root, "ignore_eos", &out.ignore_eos));
     if (const JsonValue* so = root.find("stream_options"); so != nullptr && !so->is_null()) {
         if (!so->is_object()) return bad("stream_options", "must be an object");
-        QVL_TRY(read_bool(*so, "include_usage", &out.include_usage));
+        APP_TRY(read_bool(*so, "include_usage", &out.include_usage));
     }
     return out;
 }

@@ -17,16 +17,15 @@
 #include <utility>
 #include <vector>
 
-#include "base/status.h"
-#include "grammar/grammar.h"
+#include "common/status.h"
 
 namespace qvl::serve {
 
 struct ImageRef {
-    std::vector<std::byte> bytes;  // from a data: URI, base64-decoded
-    std::string file_path;         // from a file:// URL; checked against --allowed-media-dir later
-    std::string remote_url;        // an http(s) URL whose host is allowed; fetched later
-    std::string where;             // "messages[1].content[0]", for error messages
+    std::vector<std::uint8_t> bytes;  // from a data: URI, base64-decoded
+    std::string file_path;   // from a file:// URL; checked against --allowed-media-dir later
+    std::string remote_url;  // an http(s) URL whose host is allowed; fetched later
+    std::string where;       // "messages[1].content[0]", for error messages
 };
 
 struct RequestPart {
@@ -60,8 +59,8 @@ struct ChatRequest {
     int n = 1;                                               // choices
     // logprobs: -1 off (logprobs false or absent), else top_logprobs (0..20).
     int top_logprobs = -1;
-    // response_format json_object / json_schema: the grammar the answer follows (else empty).
-    std::shared_ptr<const grammar::Grammar> grammar;
+    // response_format json_object / json_schema: the constraint the answer follows (else empty).
+    OutputConstraint constraint;
 };
 
 struct ParseLimits {
@@ -81,6 +80,6 @@ struct ParseLimits {
 // the URL has none (or is not http(s)). "http://User@Example.com:8080/x" -> "example.com".
 std::string url_host(std::string_view url);
 
-base::Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits);
+Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits);
 
 }  // namespace qvl::serve

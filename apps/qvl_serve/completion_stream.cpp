@@ -11,7 +11,7 @@ void CompletionStream::push_text(std::string_view piece) {
     cv_.notify_all();
 }
 
-void CompletionStream::push_logprobs(const runtime::TokenLogprobs& entry) {
+void CompletionStream::push_logprobs(const TokenLogprob& entry) {
     {
         std::lock_guard lock(mu_);
         pending_logprobs_.push_back(entry);
@@ -19,7 +19,7 @@ void CompletionStream::push_logprobs(const runtime::TokenLogprobs& entry) {
     cv_.notify_all();
 }
 
-void CompletionStream::finish(const BackendResult& result) {
+void CompletionStream::finish(const Generation& result) {
     {
         std::lock_guard lock(mu_);
         if (!first_token_ && !result.tokens.empty()) first_token_ = Clock::now();

@@ -9,12 +9,12 @@
 #include "chat_html.h"
 #include "completion_reply.h"
 #include "completion_stream.h"
+#include "engine_request.h"
 #include "openai_format.h"
 
 namespace qvl::serve {
 namespace {
 
-using base::ErrorCode;
 using Clock = std::chrono::steady_clock;
 // How often a waiting response checks that its client is still there: a client that goes away
 // is noticed within this, and its request cancelled.
@@ -30,14 +30,14 @@ bool same_secret(std::string_view a, std::string_view b) {
     return diff == 0;
 }
 
-ResponseTimings response_timings(const CompletionStream& stream, const BackendResult& r) {
+ResponseTimings response_timings(const CompletionStream& stream, const Generation& r) {
     const double ttft = stream.ttft_seconds();
-    return ResponseTimings{.backend = r.timings, .ttft_ms = ttft < 0 ? 0 : ttft * 1000.0};
+    return ResponseTimings{.engine = r.timings, .ttft_ms = ttft < 0 ? 0 : ttft * 1000.0};
 }
 
 // What a result that did not complete tells its client (a connected one: a client that went away
 // is the other cause of "cancelled", and nobody hears about it).
-ApiError late_error(const BackendResult& r) {
+ApiError late_error(const Generation& r) {
     if (r.finish_reason == "cancelled") {
         return {.status = 503,
                 .type = "server_error",
@@ -75,8 +75,9 @@ http::Limits transport_limits(const ServerConfig& c) {
 
 }  // namespace
 
-HttpServer::HttpServer(Backend& backend, ServerConfig config)
-    : backend_(backend),
+HttpServer::HttpServer(Engine& engine, const Model& model, ServerConfig config)
+    : engine_(engine),
+      model_(model),
       config_(std::move(config)),
       http_(std::make_unique<http::Transport>(
           transport_limits(config_),
@@ -168,27 +169,26 @@ void HttpServer::install_routes() {
 }
 
 std::string HttpServer::metrics_text() const {
-    const Backend::Stats st = backend_.stats();
+    const Engine::Stats st = engine_.stats();
     return metrics_.format(st.slots_busy, st.slots, st.queue_length);
 }
 
-std::optional<BackendRequest> HttpServer::prepare_request(ChatRequest& chat,
-                                                          CompletionReply& reply) {
+std::optional<Request> HttpServer::prepare_request(ChatRequest& chat, CompletionReply& reply) {
     const auto fail = [&](const ApiError& e, const char* outcome) {
         reply.error(e);
         metrics_.record({.outcome = outcome});
     };
-    const model::Model& model = backend_.model();
-    // Image decoding can take seconds: a streamed reply gets keep-alives meanwhile.
-    std::optional<base::Result<runtime::PreparedPrompt>> built = reply.run([&] {
+    // Image decoding (and fetching) can take seconds: a streamed reply gets keep-alives
+    // meanwhile.
+    std::optional<Result<Prompt>> built = reply.run([&] {
         const SemaphoreGuard guard(decode_slots_);
-        return build_prompt(model, chat, config_.prompt);
+        return engine_.prepare(engine_messages(chat));
     });
     if (!built) {
         metrics_.record({.outcome = "cancelled"});
         return std::nullopt;
     }
-    base::Result<runtime::PreparedPrompt>& prompt = *built;
+    Result<Prompt>& prompt = *built;
     if (!prompt.ok()) {
         const bool internal = prompt.status().code() == ErrorCode::kInternal ||
                               prompt.status().code() == ErrorCode::kResourceExhausted;
@@ -198,16 +198,19 @@ std::optional<BackendRequest> HttpServer::prepare_request(ChatRequest& chat,
              internal ? "error" : "client_error");
         return std::nullopt;
     }
-    base::Result<runtime::GenerateParams> params =
-        build_generate_params(model, chat, int(prompt.value().ids.size()), backend_.ctx_size());
-    if (!params.ok()) {
-        fail({.code = "context_length_exceeded", .message = params.status().message()},
+    const Result<int> max_tokens =
+        new_tokens(chat, int(prompt.value().token_ids().size()), engine_.context_size());
+    if (!max_tokens.ok()) {
+        fail({.code = "context_length_exceeded", .message = max_tokens.status().message()},
              "client_error");
         return std::nullopt;
     }
-    return BackendRequest{.prompt = std::move(prompt).value(),
-                          .params = std::move(params).value(),
-                          .stop_strings = chat.stop};
+    return Request{.prompt = std::move(prompt).value(),
+                   .max_tokens = max_tokens.value(),
+                   .ignore_eos = chat.ignore_eos,
+                   .sampling = request_sampling(model_, chat),
+                   .stop = chat.stop,
+                   .constraint = chat.constraint};
 }
 
 void HttpServer::handle_completion(const http::Request& req, http::Responder& res) {
@@ -221,33 +224,31 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
                     "rejected", {{"Retry-After", "1"}});
         return;
     }
-    base::Result<ChatRequest> parsed = parse_chat_request(req.body, config_.parse_limits);
+    Result<ChatRequest> parsed = parse_chat_request(req.body, config_.parse_limits);
     if (!parsed.ok()) {
         reply_error(res, {.message = parsed.status().message()}, "client_error");
         return;
     }
     ChatRequest& chat = parsed.value();
     CompletionReply reply(res, chat.stream, config_.sse_keepalive_s);
-    std::optional<BackendRequest> prepared = prepare_request(chat, reply);
+    std::optional<Request> prepared = prepare_request(chat, reply);
     if (!prepared) return;
     std::vector<std::shared_ptr<CompletionStream>> streams;
-    std::vector<BackendRequest> group;
+    std::vector<Request> group;
     for (int i = 0; i < chat.n; ++i) {
         auto stream = std::make_shared<CompletionStream>(received);
-        BackendRequest br = i + 1 < chat.n ? *prepared : std::move(*prepared);
-        br.params.sampling.seed += std::uint64_t(i);  // choice i: seed + i, reproducible
-        br.on_text = [stream](std::string_view piece, std::int32_t) { stream->push_text(piece); };
+        Request br = i + 1 < chat.n ? *prepared : std::move(*prepared);
+        br.sampling.seed += std::uint64_t(i);  // choice i: seed + i, reproducible
+        br.on_piece = [stream](const Piece& piece) { stream->push_text(piece.text); };
         if (chat.top_logprobs >= 0) {
-            br.on_logprobs = [stream](const runtime::TokenLogprobs& e) {
-                stream->push_logprobs(e);
-            };
+            br.on_logprob = [stream](const TokenLogprob& e) { stream->push_logprobs(e); };
         }
-        br.on_done = [this, stream, i](const BackendResult& r) { on_choice_done(*stream, r, i); };
+        br.on_done = [this, stream, i](const Generation& r) { on_choice_done(*stream, r, i); };
         streams.push_back(std::move(stream));
         group.push_back(std::move(br));
     }
     in_flight_.fetch_add(1);
-    base::Result<std::vector<RequestId>> submitted = backend_.submit_group(std::move(group));
+    Result<std::vector<RequestId>> submitted = submit(std::move(group));
     if (!submitted.ok()) {
         in_flight_.fetch_sub(1);
         refuse_submit(reply, submitted.status());
@@ -267,7 +268,7 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
                               : whole_answer(reply, streams, header, logprobs);
     // A client gone before the end cancels its requests, and their slots free at once.
     if (!complete) {
-        for (const RequestId id : ids) backend_.cancel(id);
+        for (const RequestId id : ids) engine_.cancel(id);
     }
     {
         std::lock_guard lock(active_mu_);
@@ -276,7 +277,7 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
     in_flight_.fetch_sub(1);
 }
 
-void HttpServer::on_choice_done(CompletionStream& stream, const BackendResult& r, int index) {
+void HttpServer::on_choice_done(CompletionStream& stream, const Generation& r, int index) {
     stream.finish(r);
     const double duration = std::chrono::duration<double>(Clock::now() - stream.received()).count();
     const bool cancelled = r.finish_reason == "cancelled";
@@ -285,15 +286,15 @@ void HttpServer::on_choice_done(CompletionStream& stream, const BackendResult& r
                                 : cancelled                  ? "cancelled"
                                 : r.finish_reason == "error" ? "error"
                                                              : "ok",
-                     .prompt_tokens = index == 0 ? r.prompt_tokens : 0,  // once per request
+                     .prompt_tokens = index == 0 ? r.timings.prompt_tokens : 0,  // once
                      .generated_tokens = int(r.tokens.size()),
-                     .cached_prompt_tokens = r.cached_prompt_tokens,
-                     .image_cache_hits = r.image_cache_hits,
+                     .cached_prompt_tokens = r.timings.cached_prompt_tokens,
+                     .image_cache_hits = r.timings.image_cache_hits,
                      .ttft_s = stream.ttft_seconds(),
                      .duration_s = duration});
 }
 
-void HttpServer::refuse_submit(CompletionReply& reply, const base::Status& status) {
+void HttpServer::refuse_submit(CompletionReply& reply, const Status& status) {
     const ErrorCode code = status.code();
     if (code == ErrorCode::kResourceExhausted) {
         reply.error({.status = 503,
@@ -313,12 +314,12 @@ bool HttpServer::whole_answer(CompletionReply& reply,
                               const std::vector<std::shared_ptr<CompletionStream>>& streams,
                               const CompletionHeader& header, bool logprobs) {
     // Nothing is sent before the outcome is known: a late failure is an HTTP 5xx.
-    std::vector<BackendResult> results(streams.size());
+    std::vector<Generation> results(streams.size());
     std::size_t done = 0;
     while (done < streams.size()) {
         CompletionStream::Update u = streams[done]->take(kPollInterval);
         if (u.result) {
-            const BackendResult& r = *u.result;
+            const Generation& r = *u.result;
             if (r.finish_reason == "cancelled" || r.finish_reason == "error") {
                 reply.error(late_error(r));
                 return true;
@@ -330,8 +331,8 @@ bool HttpServer::whole_answer(CompletionReply& reply,
     }
     std::vector<std::string> lps;
     lps.reserve(results.size());
-    for (const BackendResult& r : results) {
-        lps.push_back(logprobs ? logprobs_json(r.logprobs, backend_.model().tokenizer()) : "");
+    for (const Generation& r : results) {
+        lps.push_back(logprobs ? logprobs_json(r.logprobs, model_) : "");
     }
     reply.send_json(
         200, completion_json(header, results, response_timings(*streams[0], results[0]), lps));
@@ -343,7 +344,7 @@ bool HttpServer::stream_answer(CompletionReply& reply,
                                const CompletionHeader& header, bool include_usage, bool logprobs) {
     if (!reply.commit()) return false;
     const std::size_t n = streams.size();
-    std::vector<BackendResult> results(n);
+    std::vector<Generation> results(n);
     std::vector<bool> first(n, true), ended(n, false);
     std::size_t done = 0;
     const auto wait = n == 1 ? kPollInterval : kPollInterval / 4;
@@ -354,13 +355,12 @@ bool HttpServer::stream_answer(CompletionReply& reply,
             CompletionStream::Update u = streams[i]->take(wait);
             std::string out;
             if (!u.text.empty() || !u.logprobs.empty() || (u.result && first[i])) {
-                const std::string lp =
-                    logprobs ? logprobs_json(u.logprobs, backend_.model().tokenizer()) : "";
+                const std::string lp = logprobs ? logprobs_json(u.logprobs, model_) : "";
                 out = chunk_event(header, int(i), u.text, first[i], lp);
                 first[i] = false;
             }
             if (u.result) {
-                const BackendResult& r = *u.result;
+                const Generation& r = *u.result;
                 if (r.finish_reason == "cancelled" || r.finish_reason == "error") {
                     if (!out.empty() && !reply.write(out)) return false;
                     reply.error(late_error(r));  // the error event, then [DONE]
@@ -386,11 +386,21 @@ bool HttpServer::stream_answer(CompletionReply& reply,
     return true;
 }
 
-base::Result<int> HttpServer::bind(const std::string& host, int port) {
+Result<int> HttpServer::bind(const std::string& host, int port) {
     std::string error;
     const int bound = http_->bind(host, port, &error);
-    if (bound < 0) return base::error(ErrorCode::kIo, "{}", error);
+    if (bound < 0) return app::error(ErrorCode::kIo, "{}", error);
     return bound;
+}
+
+Result<std::vector<RequestId>> HttpServer::submit(std::vector<Request> group) {
+    const Engine::Stats s = engine_.stats();
+    if (s.slots_busy + s.queue_length + int(group.size()) > s.slots + config_.max_queue) {
+        return app::error(ErrorCode::kResourceExhausted,
+                          "the server is busy: {} requests are waiting (--max-queue {})",
+                          s.queue_length, config_.max_queue);
+    }
+    return engine_.submit_group(std::move(group));
 }
 
 void HttpServer::run() { http_->run(); }
@@ -404,7 +414,7 @@ void HttpServer::cancel_all() {
         ids = active_;
     }
     cutting_.store(true);  // before the cancels: their results count as cut
-    for (RequestId id : ids) backend_.cancel(id);
+    for (RequestId id : ids) engine_.cancel(id);
 }
 
 void HttpServer::stop() { http_->stop(); }

@@ -1,8 +1,10 @@
 // qvl-serve's HTTP side (shared docs/serve.md): routes, API key, OpenAI error bodies, Server-Sent
 // Events, metrics, and the drain that graceful shutdown needs, over the transport of
-// http_transport.h (connections, limits, deadlines). The model work goes through a Backend; this
-// class never touches a Session.
+// http_transport.h (connections, limits, deadlines). The model work goes through the public
+// qvl::Engine (prepare, submit, stream, cancel, stats).
 #pragma once
+
+#include <qvl/qvl.h>
 
 #include <atomic>
 #include <cstdint>
@@ -13,14 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
 #include "chat_request.h"
 #include "completion_reply.h"
 #include "completion_stream.h"
 #include "http_transport.h"
 #include "metrics.h"
 #include "openai_format.h"
-#include "prompt_builder.h"
 #include "serve_options.h"
 
 namespace qvl::serve {
@@ -36,16 +36,19 @@ struct ServerConfig {
     double sse_keepalive_s = 15;  // 0: off
     bool log_requests = false;
     ParseLimits parse_limits;
-    PromptOptions prompt;
+    // --max-queue: requests that may wait while every slot is busy. The Engine counts a request
+    // as waiting until its scheduler admits it, even into a free slot, so the Engine's own
+    // bound is set `slots` higher and this one is checked here.
+    int max_queue = 64;
 };
 
 class HttpServer {
   public:
-    HttpServer(Backend& backend, ServerConfig config);
+    HttpServer(Engine& engine, const Model& model, ServerConfig config);
     ~HttpServer();
 
     // Binds host:port (port 0: any free port) and returns the port bound.
-    base::Result<int> bind(const std::string& host, int port);
+    Result<int> bind(const std::string& host, int port);
     // Serves until stop(); blocks.
     void run();
     // Graceful shutdown, first half: new completion requests get 503, running ones continue.
@@ -65,7 +68,9 @@ class HttpServer {
     bool authorized(const http::Request& req, http::Responder& res);
     void handle_completion(const http::Request& req, http::Responder& res);
     // The prompt (images decoded) and generation settings; nullopt after answering the error.
-    std::optional<BackendRequest> prepare_request(ChatRequest& chat, CompletionReply& reply);
+    std::optional<Request> prepare_request(ChatRequest& chat, CompletionReply& reply);
+    // Engine::submit_group behind the --max-queue check (kResourceExhausted when full).
+    Result<std::vector<RequestId>> submit(std::vector<Request> group);
     void reply_error(http::Responder& res, const ApiError& e, const char* outcome,
                      const http::Headers& extra = {});
     // The answer of the request's choices once submitted; false when the client went away
@@ -77,12 +82,13 @@ class HttpServer {
                        const std::vector<std::shared_ptr<CompletionStream>>& streams,
                        const CompletionHeader& header, bool include_usage, bool logprobs);
     // A choice's result: its stream ends, the metrics count it (the prompt once per request).
-    void on_choice_done(CompletionStream& stream, const BackendResult& r, int index);
+    void on_choice_done(CompletionStream& stream, const Generation& r, int index);
     // The answer to a refused submit (503 when the queue is full, else 400).
-    void refuse_submit(CompletionReply& reply, const base::Status& status);
+    void refuse_submit(CompletionReply& reply, const Status& status);
     std::string metrics_text() const;
 
-    Backend& backend_;
+    Engine& engine_;
+    Model model_;
     ServerConfig config_;
     std::unique_ptr<http::Transport> http_;
     Metrics metrics_;

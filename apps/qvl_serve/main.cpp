@@ -2,6 +2,7 @@
 // contract (flags, endpoints, errors, readiness line, exit codes) is the shared docs/serve.md.
 #include <malloc.h>
 #include <pthread.h>
+#include <qvl/qvl.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -15,15 +16,11 @@
 #include <string>
 #include <thread>
 
-#include "base/cpu_budget.h"
-#include "base/log.h"
-#include "base/version.h"
-#include "engine_backend.h"
+#include "common/exit_codes.h"
+#include "common/status.h"
+#include "engine_request.h"
 #include "http_server.h"
 #include "media_fetch.h"
-#include "model/model.h"
-#include "qvl_run/exit_codes.h"
-#include "runtime/session.h"
 #include "serve_options.h"
 
 namespace qvl::serve {
@@ -57,14 +54,14 @@ int fail(int code, const std::string& message) {
 }
 
 // QVL_PRECISION as qvl-run reads it; an unknown value is a usage error naming the variable.
-base::Result<runtime::Precision> precision_from_env() {
+Result<Precision> precision_from_env() {
     const char* p = std::getenv("QVL_PRECISION");
-    if (p == nullptr || *p == '\0') return runtime::Precision::kAuto;
-    const std::optional<runtime::Precision> precision = runtime::precision_from_name(p);
+    if (p == nullptr || *p == '\0') return Precision::kAuto;
+    const std::optional<Precision> precision = precision_from_name(p);
     if (!precision) {
-        return base::error(base::ErrorCode::kInvalidArgument,
-                           "QVL_PRECISION: unknown value '{}' (expected {})", p,
-                           runtime::precision_choices());
+        return app::error(ErrorCode::kInvalidArgument,
+                          "QVL_PRECISION: unknown value '{}' (expected {})", p,
+                          precision_choices());
     }
     return *precision;
 }
@@ -76,47 +73,25 @@ std::string folder_name(const std::string& dir) {
 }
 
 // The multi-sequence Engine: slots, batched decode, chunked prefill, prefix and image caches.
-base::Result<std::unique_ptr<Backend>> make_backend(const model::Model& m, const ServeOptions& o,
-                                                    runtime::Precision precision) {
-    runtime::EngineOptions eo;
-    eo.threads = o.threads;
+// Its own queue bound is `slots` above --max-queue (ServerConfig::max_queue says why).
+EngineOptions engine_options(const ServeOptions& o, Precision precision,
+                             const std::filesystem::path& media_dir) {
+    EngineOptions eo;
+    eo.session.threads = o.threads;
+    eo.session.ctx_size = o.ctx_size;
+    eo.session.max_image_tokens = o.image_max_tokens;
+    eo.session.precision = precision;
     eo.slots = o.parallel;
-    eo.ctx_size = o.ctx_size;
-    eo.max_image_tokens = o.image_max_tokens;
-    eo.precision = precision;
+    eo.max_queue = o.max_queue + o.parallel;
     eo.admission_budget_ms = o.admission_budget_ms;
-    QVL_ASSIGN_OR_RETURN(std::unique_ptr<EngineBackend> engine,
-                         EngineBackend::create(m, eo, o.max_queue));
-    return std::unique_ptr<Backend>(std::move(engine));
+    eo.image_limits.max_pixels = o.max_image_pixels;
+    eo.image_limits.max_file_bytes = std::uint64_t(o.max_body_mb) << 20;
+    eo.resolve_media = media_resolver(media_dir, {.max_bytes = std::size_t(o.max_body_mb) << 20,
+                                                  .timeout_s = o.media_fetch_timeout_s});
+    return eo;
 }
 
-int serve(const ServeOptions& o) {
-    // glibc gives each thread that allocates its own heap arena (up to 8 per core), and with
-    // dozens of handler threads the RSS crept up by a few MB per new arena through a soak (165
-    // -> 190 MB in 60 s on the tiny model); two arenas kept it flat (109.5 -> 110.9 MB). The
-    // model's weights and KV are mapped, not malloc'd. MALLOC_ARENA_MAX still overrides this.
-    if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
-    if (o.verbosity < 0) base::set_log_level(base::LogLevel::kError);
-    if (o.verbosity > 0) base::set_log_level(base::LogLevel::kInfo);
-    // Signals are taken by sigwait in this thread only: every thread started below inherits
-    // the mask, so a signal never interrupts a worker.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    signal(SIGPIPE, SIG_IGN);  // a client that goes away is an error return, not a signal
-
-    const base::Result<runtime::Precision> precision = precision_from_env();
-    if (!precision.ok()) return fail(app::kExitUsage, precision.status().message());
-    base::Result<std::unique_ptr<model::Model>> loaded =
-        model::Model::load(o.model_dir, {.weights = o.weights_q4   ? model::WeightFormat::kQ4
-                                                    : o.weights_q8 ? model::WeightFormat::kQ8
-                                                                   : model::WeightFormat::kBF16,
-                                         .vision_q8 = o.vision_q8});
-    if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
-    const model::Model& m = *loaded.value();
-
+ServerConfig server_config(const ServeOptions& o, const Model& m) {
     ServerConfig config;
     config.model_id = folder_name(o.model_dir);
     config.api_key = o.api_key;
@@ -131,67 +106,97 @@ int serve(const ServeOptions& o) {
     config.log_requests = o.verbosity > 0;
     config.parse_limits.max_images = o.max_images;
     config.parse_limits.allow_file_urls = !o.allowed_media_dir.empty();
-    config.parse_limits.vocab_size = m.config().text.vocab_size;
+    config.parse_limits.vocab_size = m.vocab_size();
     config.parse_limits.allowed_media_hosts = o.allowed_media_hosts;
     // n choices share one prefill when --parallel slots are free for them; more wait.
     config.parse_limits.max_n = 16;
-    config.prompt.fetch = {.max_bytes = std::size_t(o.max_body_mb) << 20,
-                           .timeout_s = o.media_fetch_timeout_s};
-    runtime::SessionOptions budget;
-    budget.max_image_tokens = o.image_max_tokens;
-    config.prompt.preprocess = runtime::effective_preprocess(m, budget);
-    config.prompt.preprocess.pixel_values = false;  // the vision tower reads the resized image
-    config.prompt.image_limits.max_pixels = o.max_image_pixels;
-    config.prompt.image_limits.max_file_bytes = config.max_body_bytes;
+    config.max_queue = o.max_queue;
+    return config;
+}
+
+// After SIGINT or SIGTERM: running requests get --shutdown-grace-s to finish, then are cut.
+int drain_and_stop(const ServeOptions& o, HttpServer& server, int sig) {
+    server.begin_drain();  // first, so that the line below is already true when it is read
+    std::fprintf(stderr, "qvl-serve: %s: finishing running requests\n",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(o.shutdown_grace_s));
+    while (server.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (server.in_flight() > 0) {
+        server.cancel_all();
+        const auto cancel_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (server.in_flight() > 0 && std::chrono::steady_clock::now() < cancel_deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    const int cut = server.answers_cut();
+    server.stop();
+    return cut;
+}
+
+int serve(const ServeOptions& o) {
+    // glibc gives each thread that allocates its own heap arena (up to 8 per core), and with
+    // dozens of handler threads the RSS crept up by a few MB per new arena through a soak (165
+    // -> 190 MB in 60 s on the tiny model); two arenas kept it flat (109.5 -> 110.9 MB). The
+    // model's weights and KV are mapped, not malloc'd. MALLOC_ARENA_MAX still overrides this.
+    if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
+    if (o.verbosity < 0) set_log_level(LogLevel::kError);
+    if (o.verbosity > 0) set_log_level(LogLevel::kInfo);
+    // Signals are taken by sigwait in this thread only: every thread started below inherits
+    // the mask, so a signal never interrupts a worker.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a client that goes away is an error return, not a signal
+
+    const Result<Precision> precision = precision_from_env();
+    if (!precision.ok()) return fail(app::kExitUsage, precision.status().message());
+    Result<Model> loaded = Model::load(
+        o.model_dir, {.weights = o.weights_q4   ? Weights::kQ4
+                                 : o.weights_q8 ? Weights::kQ8
+                                                : Weights::kBF16,
+                      .vision_weights = o.vision_q8 ? VisionWeights::kQ8 : VisionWeights::kBF16});
+    if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
+    const Model& m = loaded.value();
+    std::filesystem::path media_dir;
     if (!o.allowed_media_dir.empty()) {
         std::error_code ec;
-        config.prompt.allowed_media_dir = std::filesystem::canonical(o.allowed_media_dir, ec);
+        media_dir = std::filesystem::canonical(o.allowed_media_dir, ec);
         if (ec) return fail(app::kExitUsage, "--allowed-media-dir: " + ec.message());
     }
-
-    base::Result<std::unique_ptr<Backend>> backend = make_backend(m, o, precision.value());
-    if (!backend.ok()) {
-        const bool budget = backend.status().code() == base::ErrorCode::kResourceExhausted;
+    Result<Engine> created = Engine::create(m, engine_options(o, precision.value(), media_dir));
+    if (!created.ok()) {
+        const bool budget = created.status().code() == ErrorCode::kResourceExhausted;
         return fail(budget ? kExitResource : kExitOther,
-                    backend.status().message() +
+                    created.status().message() +
                         (budget ? " (lower -c/--ctx-size, --parallel or --image-max-tokens)" : ""));
     }
+    auto engine = std::make_unique<Engine>(std::move(created).value());
 
-    const int threads = o.threads > 0 ? o.threads : base::default_threads();
+    std::string threads_reason = "--threads";
+    if (o.threads <= 0) default_threads(&threads_reason);
     raise_open_file_limit(o.max_connections);
-    auto server = std::make_unique<HttpServer>(*backend.value(), std::move(config));
-    base::Result<int> port = server->bind(o.host, o.port);
+    auto server = std::make_unique<HttpServer>(*engine, m, server_config(o, m));
+    Result<int> port = server->bind(o.host, o.port);
     if (!port.ok()) return fail(kExitOther, port.status().message());
     std::thread listener([&] { server->run(); });
     const bool ipv6 = o.host.find(':') != std::string::npos;
-    std::fprintf(stderr, "qvl-serve: %d compute threads (%s)\n", threads,
-                 o.threads > 0 ? "--threads" : base::default_thread_budget().reason.c_str());
+    std::fprintf(stderr, "qvl-serve: %d compute threads (%s)\n", engine->threads(),
+                 threads_reason.c_str());
     std::fprintf(stderr, "qvl-serve: listening on http://%s%s%s:%d\n", ipv6 ? "[" : "",
                  o.host.c_str(), ipv6 ? "]" : "", port.value());
     std::fflush(stderr);
 
     int sig = 0;
     sigwait(&signals, &sig);
-    server->begin_drain();  // first, so that the line below is already true when it is read
-    std::fprintf(stderr, "qvl-serve: %s: finishing running requests\n",
-                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(o.shutdown_grace_s));
-    while (server->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (server->in_flight() > 0) {
-        server->cancel_all();
-        const auto cancel_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-        while (server->in_flight() > 0 && std::chrono::steady_clock::now() < cancel_deadline) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-    }
-    const int cut = server->answers_cut();
-    server->stop();
+    const int cut = drain_and_stop(o, *server, sig);
     listener.join();
-    backend.value().reset();  // ends anything left; its callbacks still reach the server
+    engine.reset();  // ends anything left; its callbacks still reach the server
     server.reset();
     std::fprintf(stderr, "qvl-serve: stopped (%d answers cut at the deadline)\n", cut);
     return kExitOk;
@@ -206,8 +211,7 @@ int main(int argc, char** argv) try {
     if (parsed >= 0) return parsed;
     qvl::serve::media_fetch_init();
     if (options.version) {
-        std::printf("qvl-serve %s (isa %s)\n", qvl::base::version(),
-                    qvl::runtime::kernel_isa_name());
+        std::printf("qvl-serve %s (isa %s)\n", qvl::version(), qvl::kernel_tier().value().c_str());
         return 0;
     }
     return qvl::serve::serve(options);

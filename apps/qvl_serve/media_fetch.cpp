@@ -12,11 +12,10 @@ namespace qvl::serve {
 
 namespace {
 
-using base::ErrorCode;
 using Clock = std::chrono::steady_clock;
 
 struct Sink {
-    std::vector<std::byte> bytes;
+    std::vector<std::uint8_t> bytes;
     std::size_t max_bytes = 0;
     bool too_big = false;
 };
@@ -28,7 +27,7 @@ std::size_t write_body(char* data, std::size_t size, std::size_t n, void* user) 
         sink->too_big = true;
         return 0;  // aborts the transfer
     }
-    const auto* p = reinterpret_cast<const std::byte*>(data);
+    const auto* p = reinterpret_cast<const std::uint8_t*>(data);
     sink->bytes.insert(sink->bytes.end(), p, p + len);
     return len;
 }
@@ -37,16 +36,16 @@ struct CurlDeleter {
     void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
 
-base::Status refuse(const std::string& url, const std::string& what) {
-    return base::error(ErrorCode::kInvalidArgument, "{}: {}", url, what);
+Status refuse(const std::string& url, const std::string& what) {
+    return app::error(ErrorCode::kInvalidArgument, "{}: {}", url, what);
 }
 
 // One GET without following redirects, within `left_ms`: *status and, for a redirect,
 // *location.
-base::Status get_once(const std::string& url, const FetchLimits& limits, long left_ms, Sink* sink,
-                      long* status, std::string* location) {
+Status get_once(const std::string& url, const FetchLimits& limits, long left_ms, Sink* sink,
+                long* status, std::string* location) {
     std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-    if (!curl) return base::error(ErrorCode::kResourceExhausted, "{}: libcurl: no handle", url);
+    if (!curl) return app::error(ErrorCode::kResourceExhausted, "{}: libcurl: no handle", url);
     CURL* c = curl.get();
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -75,8 +74,7 @@ base::Status get_once(const std::string& url, const FetchLimits& limits, long le
 
 void media_fetch_init() { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-base::Result<std::vector<std::byte>> fetch_media(const std::string& url,
-                                                 const FetchLimits& limits) {
+Result<std::vector<std::uint8_t>> fetch_media(const std::string& url, const FetchLimits& limits) {
     const Clock::time_point end =
         Clock::now() + std::chrono::milliseconds(std::int64_t(limits.timeout_s * 1000));
     const std::string host = url_host(url);
@@ -90,7 +88,7 @@ base::Result<std::vector<std::byte>> fetch_media(const std::string& url,
         if (left <= 0) {
             return refuse(url, fmt::format("fetching took longer than {} s", limits.timeout_s));
         }
-        QVL_TRY(get_once(current, limits, left, &sink, &status, &location));
+        APP_TRY(get_once(current, limits, left, &sink, &status, &location));
         if (status >= 300 && status < 400 && !location.empty()) {
             if (hop == limits.max_redirects) {
                 return refuse(url, fmt::format("more than {} redirects", limits.max_redirects));

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "common/status.h"
 
 namespace qvl::serve {
 
@@ -27,6 +27,6 @@ struct FetchLimits {
 void media_fetch_init();
 
 // `url` is http:// or https:// (its host already checked against the allowed list).
-base::Result<std::vector<std::byte>> fetch_media(const std::string& url, const FetchLimits& limits);
+Result<std::vector<std::uint8_t>> fetch_media(const std::string& url, const FetchLimits& limits);
 
 }  // namespace qvl::serve

@@ -5,35 +5,32 @@
 #include <atomic>
 #include <random>
 
-#include "io/json_write.h"
-
 namespace qvl::serve {
-
-using io::json_number;
-using io::json_quote;
 
 namespace {
 
-std::string usage_json(std::span<const BackendResult> results) {
-    const BackendResult& r = results[0];
+std::string usage_json(std::span<const Generation> results) {
+    const Generation& r = results[0];
     int completion = 0;
-    for (const BackendResult& c : results) completion += int(c.tokens.size());
+    for (const Generation& c : results) completion += int(c.tokens.size());
     return fmt::format(
         "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{},"
         "\"prompt_tokens_details\":{{\"cached_tokens\":{}}}}}",
-        r.prompt_tokens, completion, r.prompt_tokens + completion, r.cached_prompt_tokens);
+        r.timings.prompt_tokens, completion, r.timings.prompt_tokens + completion,
+        r.timings.cached_prompt_tokens);
 }
 
-std::string timings_json(std::span<const BackendResult> results, const ResponseTimings& t) {
-    const BackendTimings& b = t.backend;
+std::string timings_json(std::span<const Generation> results, const ResponseTimings& t) {
+    const Timings& b = t.engine;
     int prefilled = 0;
-    for (const BackendResult& c : results) prefilled += c.prompt_tokens - c.cached_prompt_tokens;
+    for (const Generation& c : results)
+        prefilled += c.timings.prompt_tokens - c.timings.cached_prompt_tokens;
     return fmt::format(
         "{{\"queue_ms\":{},\"image_decode_ms\":{},\"vision_ms\":{},\"prefill_ms\":{},"
         "\"ttft_ms\":{},\"decode_ms\":{},\"cached_prompt_tokens\":{},\"prefilled_tokens\":{}}}",
-        json_number(b.queue), json_number(b.image_decode), json_number(b.vision),
-        json_number(b.prefill), json_number(t.ttft_ms), json_number(b.decode),
-        results[0].cached_prompt_tokens, prefilled);
+        json_number(b.queue_ms), json_number(b.image_decode_ms), json_number(b.vision_ms),
+        json_number(b.prefill_ms), json_number(t.ttft_ms), json_number(b.decode_ms),
+        results[0].timings.cached_prompt_tokens, prefilled);
 }
 
 std::string header_json(const CompletionHeader& h, const char* object) {
@@ -49,10 +46,9 @@ std::string error_json(const ApiError& e) {
                        e.code.empty() ? "null" : json_quote(e.code));
 }
 
-std::string logprobs_json(std::span<const runtime::TokenLogprobs> entries,
-                          const text::Tokenizer& tokenizer) {
+std::string logprobs_json(std::span<const TokenLogprob> entries, const Model& model) {
     const auto token = [&](std::int32_t id, double logprob) {
-        const std::string_view bytes = tokenizer.token_bytes(id);
+        const std::string_view bytes = model.token_bytes(id);
         std::string list;
         for (const char c : bytes) {
             list +=
@@ -63,7 +59,7 @@ std::string logprobs_json(std::span<const runtime::TokenLogprobs> entries,
     };
     std::string out = "{\"content\":[";
     for (std::size_t i = 0; i < entries.size(); ++i) {
-        const runtime::TokenLogprobs& e = entries[i];
+        const TokenLogprob& e = entries[i];
         out += fmt::format("{}{{{},\"top_logprobs\":[", i ? "," : "", token(e.token, e.logprob));
         for (std::size_t k = 0; k < e.top.size(); ++k) {
             out += fmt::format("{}{{{}}}", k ? "," : "", token(e.top[k].first, e.top[k].second));
@@ -73,7 +69,7 @@ std::string logprobs_json(std::span<const runtime::TokenLogprobs> entries,
     return out + "]}";
 }
 
-std::string completion_json(const CompletionHeader& h, std::span<const BackendResult> results,
+std::string completion_json(const CompletionHeader& h, std::span<const Generation> results,
                             const ResponseTimings& t, std::span<const std::string> logprobs) {
     std::string choices;
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -106,7 +102,7 @@ std::string final_chunk_event(const CompletionHeader& h, int index,
         header_json(h, "chat.completion.chunk"), index, json_quote(finish_reason));
 }
 
-std::string usage_chunk_event(const CompletionHeader& h, std::span<const BackendResult> results,
+std::string usage_chunk_event(const CompletionHeader& h, std::span<const Generation> results,
                               const ResponseTimings& t) {
     return fmt::format("data: {{{},\"choices\":[],\"usage\":{},\"timings\":{}}}\n\n",
                        header_json(h, "chat.completion.chunk"), usage_json(results),

@@ -2,13 +2,12 @@
 // docs/serve.md): completion objects, streamed chunks, errors, the model list.
 #pragma once
 
+#include <qvl/qvl.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include "backend.h"
-#include "text/tokenizer.h"
 
 namespace qvl::serve {
 
@@ -30,21 +29,20 @@ struct CompletionHeader {
 
 // Extension timings: queue_ms ... ttft_ms (measured from the request's arrival).
 struct ResponseTimings {
-    BackendTimings backend;
+    Timings engine;  // the Engine's queue_ms ... decode_ms
     double ttft_ms = 0;
 };
 
 // OpenAI's choice logprobs object, {"content": [{"token", "logprob", "bytes",
 // "top_logprobs": [{"token", "logprob", "bytes"}]}]}: token is the token's bytes as text
 // (a byte sequence that is not whole UTF-8 shows U+FFFD; bytes has them exactly).
-std::string logprobs_json(std::span<const runtime::TokenLogprobs> entries,
-                          const text::Tokenizer& tokenizer);
+std::string logprobs_json(std::span<const TokenLogprob> entries, const Model& model);
 
 // choices[i] is results[i] (OpenAI's n); logprobs[i] its logprobs object, or "" for null (an
 // empty span: null for all). usage counts the prompt once and every choice's tokens; t is
 // choice 0's (the timings extension adds prefilled_tokens: prompt tokens prefilled for all the
 // choices together, the prompt once when the others started from its prefill).
-std::string completion_json(const CompletionHeader& h, std::span<const BackendResult> results,
+std::string completion_json(const CompletionHeader& h, std::span<const Generation> results,
                             const ResponseTimings& t, std::span<const std::string> logprobs = {});
 
 // One SSE event "data: {chunk}\n\n" of choice `index`. first: the delta carries role
@@ -56,7 +54,7 @@ std::string chunk_event(const CompletionHeader& h, int index, std::string_view c
 std::string final_chunk_event(const CompletionHeader& h, int index, std::string_view finish_reason);
 // With stream_options.include_usage, after the final chunks: "choices": [] with usage (and the
 // timings extension), as OpenAI sends it.
-std::string usage_chunk_event(const CompletionHeader& h, std::span<const BackendResult> results,
+std::string usage_chunk_event(const CompletionHeader& h, std::span<const Generation> results,
                               const ResponseTimings& t);
 
 std::string models_json(std::string_view model_id, std::int64_t created);

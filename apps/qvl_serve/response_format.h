@@ -1,20 +1,15 @@
 // The request's response_format (OpenAI structured outputs): {"type": "text"} (no constraint),
 // {"type": "json_object"} (any JSON object) or {"type": "json_schema", "json_schema": {"name",
 // "schema", "strict", "description"}} (JSON valid against the schema), compiled to the grammar
-// the engine decodes under (grammar/json_schema.h). A schema feature the compiler does not
+// the engine decodes under (qvl::OutputConstraint). A schema feature the compiler does not
 // support is a 400 naming it.
 #pragma once
 
-#include <memory>
-
-#include "base/status.h"
-#include "grammar/grammar.h"
-#include "io/json.h"
+#include <qvl/qvl.h>
 
 namespace qvl::serve {
 
 // Reads root's response_format into *out (left empty for text or absent); errors name the field.
-base::Status parse_response_format(const io::JsonValue& root,
-                                   std::shared_ptr<const grammar::Grammar>* out);
+Status parse_response_format(const JsonValue& root, OutputConstraint* out);
 
 }  // namespace qvl::serve

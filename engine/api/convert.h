@@ -22,8 +22,14 @@ Precision from_engine(runtime::Precision precision);
 // The messages as the chat template sees them (image parts keep their path or name).
 std::vector<text::ChatMessage> to_engine(const std::vector<Message>& messages);
 
-// Decodes (or copies) the index-th image part of `messages` under `limits`.
-base::Result<io::Image> load_image_part(const std::vector<Message>& messages, int index,
-                                        const io::ImageLimits& limits);
+// Decodes (or copies) an image part under `limits`; a kImageUrl part goes through `resolve`
+// first (unset: file:// URLs only).
+base::Result<io::Image> load_image_part(const ContentPart& part, const io::ImageLimits& limits,
+                                        const MediaResolver& resolve);
+
+// The index-th image part of `messages`, or nullptr.
+const ContentPart* image_part(const std::vector<Message>& messages, int index);
+
+io::ImageLimits to_engine(const ImageLimits& limits);
 
 }  // namespace qvl::api

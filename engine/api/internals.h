@@ -1,10 +1,15 @@
-// The private halves of the public API's pimpl classes (include/qvl/qvl.h).
+// The private halves of the public API's pimpl classes (include/qvl/qvl.h), and the pieces the
+// Session and the Engine share: one road from messages to a prompt, one conversion of a
+// finished request into a Generation.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "grammar/grammar.h"
+#include "image/image_preprocess.h"
+#include "io/image.h"
 #include "model/model.h"
 #include "qvl/qvl.h"
 #include "runtime/engine.h"
@@ -17,16 +22,70 @@ struct Model::Impl {
     std::string dir;
 };
 
+struct OutputConstraint::Impl {
+    std::shared_ptr<const grammar::Grammar> grammar;
+};
+
 struct Prompt::Impl {
     runtime::PreparedPrompt prepared;
     std::vector<ImageInfo> infos;
 };
 
-struct Session::Impl {
-    std::shared_ptr<const Model::Impl> model;  // keeps the model alive as long as the session
-    std::unique_ptr<runtime::Engine> engine;   // one slot: this conversation
-    image::PreprocessConfig preprocess;        // effective_preprocess of the session's options
+namespace api {
+
+// How a session or an engine turns messages into prompts: the model, the preprocessing of its
+// image budget, the decoder's limits and the resolver of URL parts.
+struct PromptRoad {
+    const model::Model* model = nullptr;
+    image::PreprocessConfig preprocess;
+    io::ImageLimits limits;
+    MediaResolver resolve_media;
+
+    // The road of an engine with these options (session: its image budget).
+    static PromptRoad make(const model::Model& model, const runtime::SessionOptions& session,
+                           const EngineOptions& options);
+    Result<Prompt> prepare(const std::vector<Message>& messages) const;
+    Result<Prompt> prepare_raw(std::string_view text) const;
+};
+
+// The public result of a finished request (finish_reason as the runtime names it).
+Generation to_generation(runtime::RequestResult&& r, const Sampling& sampling);
+
+// The runtime's request for a public one (its prompt is moved out).
+base::Result<runtime::Request> runtime_request(Request&& in, const model::Model& m);
+
+// runtime::SamplingParams of a public Sampling; kInvalidArgument for values out of range
+// (logit_bias ids are checked against the vocabulary).
+base::Result<runtime::SamplingParams> to_engine(const Sampling& s, int vocab);
+
+}  // namespace api
+
+namespace api {
+
+// What the Engine and the Session both are: a runtime::Engine over a model, and its road to
+// prompts.
+struct Core {
+    std::shared_ptr<const Model::Impl> model;  // keeps the model alive as long as the engine
+    std::unique_ptr<runtime::Engine> engine;
+    PromptRoad road;
     bool profile = false;
+
+    static base::Result<Core> create(const Model& model, const EngineOptions& options);
+    // Submits and blocks until the request finishes (its on_done is replaced). When
+    // *interrupt (may be null) becomes true the request is cancelled, even mid-prefill. A request
+    // that is refused or fails returns its error.
+    base::Result<runtime::RequestResult> wait_for(runtime::Request request,
+                                                  const std::atomic<bool>* interrupt) const;
+};
+
+}  // namespace api
+
+struct Engine::Impl {
+    api::Core core;
+};
+
+struct Session::Impl {
+    api::Core core;  // one slot: this conversation
     // The conversation so far, as the context has taken it in: every prompt's ids and every
     // answer token that was decoded, and the prompts' images. Each generate() resends it ahead
     // of the new prompt; the Engine finds it in the slot's KV (prefix reuse) and prefills only

@@ -1,19 +1,25 @@
 // qvl::Model, qvl::Prompt and ContentPart of the public header: owners of engine objects.
+#include <algorithm>
 #include <exception>
+#include <random>
 
 #include "api/convert.h"
 #include "api/internals.h"
-#include "base/version.h"
 
 namespace qvl {
 
 Result<Model> Model::load(const std::string& dir, const ModelOptions& options) {
     try {
+        // A model not meant to generate reads no weights: no read-ahead, and the stored layout
+        // (the panel rearrangement would make the process hold the text decoder's weights).
         base::Result<std::unique_ptr<model::Model>> m = model::Model::load(
             dir, {.weights = options.weights == Weights::kQ8   ? model::WeightFormat::kQ8
                              : options.weights == Weights::kQ4 ? model::WeightFormat::kQ4
                                                                : model::WeightFormat::kBF16,
-                  .vision_q8 = options.vision_weights == VisionWeights::kQ8});
+                  .vision_q8 = options.vision_weights == VisionWeights::kQ8,
+                  .panels = options.for_generation,
+                  .logits_screen = options.logits_screen && options.for_generation,
+                  .read_ahead = options.for_generation});
         if (!m.ok()) return api::from_engine(m.status());
         auto impl = std::make_shared<Impl>();
         impl->model = std::move(m).value();
@@ -26,6 +32,36 @@ Result<Model> Model::load(const std::string& dir, const ModelOptions& options) {
 
 const std::string& Model::dir() const { return impl_->dir; }
 int Model::vocab_size() const { return impl_->model->config().text.vocab_size; }
+Weights Model::weights() const {
+    return impl_->model->weight_format() == model::WeightFormat::kQ8 ? Weights::kQ8
+                                                                     : Weights::kBF16;
+}
+int Model::hidden_size() const { return impl_->model->config().text.hidden_size; }
+int Model::vision_blocks() const { return impl_->model->config().vision.depth; }
+std::string_view Model::token_bytes(std::int32_t id) const {
+    if (id < 0 || id >= impl_->model->config().text.vocab_size) return {};
+    return impl_->model->tokenizer().token_bytes(id);
+}
+
+Sampling Model::sampling(const SamplingOverrides& o) const {
+    Sampling s;
+    const model::GenerationConfig& gen = impl_->model->generation();
+    if (gen.do_sample) {
+        s.temperature = gen.temperature;
+        s.top_k = gen.top_k;
+        s.top_p = gen.top_p;
+    }
+    // A logits processor, not a sampling warper: Hugging Face applies it to greedy runs too.
+    s.repetition_penalty = gen.repetition_penalty;
+    s.temperature = o.temperature.value_or(s.temperature);
+    s.top_k = o.top_k.value_or(s.top_k);
+    s.top_p = o.top_p.value_or(s.top_p);
+    s.repetition_penalty = o.repetition_penalty.value_or(s.repetition_penalty);
+    s.presence_penalty = o.presence_penalty.value_or(s.presence_penalty);
+    s.frequency_penalty = o.frequency_penalty.value_or(s.frequency_penalty);
+    s.seed = o.seed ? *o.seed : std::random_device{}();
+    return s;
+}
 
 ContentPart ContentPart::from_text(std::string text) {
     return {.kind = Kind::kText, .text = std::move(text)};
@@ -36,6 +72,9 @@ ContentPart ContentPart::image_file(std::string path) {
 ContentPart ContentPart::image_bytes(std::vector<std::uint8_t> bytes, std::string name) {
     return {.kind = Kind::kImageBytes, .path = std::move(name), .data = std::move(bytes)};
 }
+ContentPart ContentPart::image_url(std::string url, std::string name) {
+    return {.kind = Kind::kImageUrl, .path = std::move(name), .url = std::move(url)};
+}
 ContentPart ContentPart::image_rgb(int width, int height, std::vector<std::uint8_t> rgb,
                                    std::string name) {
     return {.kind = Kind::kImageRgb,
@@ -45,7 +84,15 @@ ContentPart ContentPart::image_rgb(int width, int height, std::vector<std::uint8
             .height = height};
 }
 
+Prompt::Prompt() : impl_(std::make_unique<Impl>()) {}
 Prompt::Prompt(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+// A moved-from prompt copies as an empty one.
+Prompt::Prompt(const Prompt& other)
+    : impl_(other.impl_ ? std::make_unique<Impl>(*other.impl_) : std::make_unique<Impl>()) {}
+Prompt& Prompt::operator=(const Prompt& other) {
+    if (this != &other) *this = Prompt(other);
+    return *this;
+}
 Prompt::Prompt(Prompt&&) noexcept = default;
 Prompt& Prompt::operator=(Prompt&&) noexcept = default;
 Prompt::~Prompt() = default;
@@ -53,7 +100,14 @@ const std::vector<std::int32_t>& Prompt::token_ids() const { return impl_->prepa
 const std::vector<ImageInfo>& Prompt::images() const { return impl_->infos; }
 double Prompt::image_decode_ms() const { return impl_->prepared.image_decode_ms; }
 double Prompt::preprocess_ms() const { return impl_->prepared.preprocess_ms; }
-
-const char* version() { return base::version(); }
+std::span<const float> Prompt::pixel_values(int image, int* rows, int* cols) const {
+    *rows = *cols = 0;
+    if (image < 0 || std::size_t(image) >= impl_->prepared.images.size()) return {};
+    const image::PreprocessedImage& im = impl_->prepared.images[std::size_t(image)];
+    if (im.pixel_values.empty()) return {};
+    *rows = im.grid_t * im.grid_h * im.grid_w;
+    *cols = int(im.pixel_values.size()) / std::max(*rows, 1);
+    return im.pixel_values;
+}
 
 }  // namespace qvl

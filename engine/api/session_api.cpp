@@ -1,7 +1,7 @@
-// qvl::Session of the public header: an adapter over a runtime::Engine with one slot (the
-// runtime qvl-run and the server use). generate() resends the conversation the session holds
-// ahead of the new prompt; the Engine's prefix reuse keeps it in the slot's KV, so only the new
-// ids are prefilled and the answer is the one an appended generation gives.
+// qvl::Session of the public header: the Engine's core with one slot. generate() resends the
+// conversation the session holds ahead of the new prompt; the Engine's prefix reuse keeps it in
+// the slot's KV, so only the new ids are prefilled and the answer is the one an appended
+// generation gives.
 #include <fmt/format.h>
 
 #include <exception>
@@ -10,7 +10,6 @@
 #include "api/internals.h"
 #include "grammar/output_grammar.h"
 #include "runtime/kv_cache.h"
-#include "runtime/run_request.h"
 
 namespace qvl {
 namespace {
@@ -26,75 +25,6 @@ Result<T> guarded(const char* what, Fn&& fn) {
     }
 }
 
-Result<Prompt> wrap_prompt(base::Result<runtime::PreparedPrompt> prepared) {
-    if (!prepared.ok()) return api::from_engine(prepared.status());
-    auto impl = std::make_unique<Prompt::Impl>();
-    impl->prepared = std::move(prepared).value();
-    for (const runtime::ImageInfo& i : impl->prepared.infos) {
-        impl->infos.push_back({.name = i.path,
-                               .width = i.width,
-                               .height = i.height,
-                               .resized_width = i.resized_width,
-                               .resized_height = i.resized_height,
-                               .tokens = i.tokens});
-    }
-    return Prompt(std::move(impl));
-}
-
-runtime::SamplingParams to_engine(const Sampling& s) {
-    runtime::SamplingParams p;
-    p.temperature = s.temperature;
-    p.top_k = s.top_k;
-    p.top_p = s.top_p;
-    p.seed = s.seed;
-    p.repetition_penalty = s.repetition_penalty;
-    p.presence_penalty = s.presence_penalty;
-    p.logit_bias = s.logit_bias;
-    return p;
-}
-
-// The values the penalties, logit_bias and logprobs accept; "" when all are in range.
-std::string sampling_error(const Sampling& s, int vocab) {
-    if (!(s.repetition_penalty > 0.0f) || !(s.presence_penalty >= -2.0f) ||
-        !(s.presence_penalty <= 2.0f)) {
-        return "repetition_penalty must be > 0 and presence_penalty in [-2, 2]";
-    }
-    for (const auto& [id, bias] : s.logit_bias) {
-        if (id < 0 || id >= vocab || !(bias >= -100.0f && bias <= 100.0f)) {
-            return fmt::format(
-                "logit_bias: token {} with bias {}: ids are in [0, {}), biases in "
-                "[-100, 100]",
-                id, bias, vocab);
-        }
-    }
-    if (s.logprobs < -1 || s.logprobs > runtime::kMaxTopLogprobs) {
-        return fmt::format("logprobs {} is outside -1..{}", s.logprobs, runtime::kMaxTopLogprobs);
-    }
-    return {};
-}
-
-std::vector<TokenLogprob> to_api(std::vector<runtime::TokenLogprobs>&& logprobs) {
-    std::vector<TokenLogprob> out;
-    out.reserve(logprobs.size());
-    for (runtime::TokenLogprobs& t : logprobs) {
-        out.push_back({.token = t.token, .logprob = t.logprob, .top = std::move(t.top)});
-    }
-    return out;
-}
-
-Sampling model_sampling(const model::Model& m) {
-    Sampling s;
-    const model::GenerationConfig& gen = m.generation();
-    if (gen.do_sample) {
-        s.temperature = gen.temperature;
-        s.top_k = gen.top_k;
-        s.top_p = gen.top_p;
-    }
-    // A logits processor, not a sampling warper: Hugging Face applies it to greedy runs too.
-    s.repetition_penalty = gen.repetition_penalty;
-    return s;
-}
-
 }  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -104,55 +34,39 @@ Session::~Session() = default;
 
 Result<Session> Session::create(const Model& model, const SessionOptions& options) {
     return guarded<Session>("creating the session", [&]() -> Result<Session> {
-        base::Result<runtime::SessionOptions> so = api::to_engine(options);
-        if (!so.ok()) return api::from_engine(so.status());
-        auto impl = std::make_unique<Impl>();
-        impl->model = model.impl();
         // No image-feature cache: the held conversation's images stay in the slot's KV, and a
         // session's memory stays what it was (the KV arena and the work buffers).
-        const runtime::EngineOptions eo{.slots = 1, .max_queue = 1, .image_cache_mb = 0};
-        base::Result<std::unique_ptr<runtime::Engine>> e =
-            runtime::Engine::create(*model.impl()->model, eo, so.value());
-        if (!e.ok()) return api::from_engine(e.status());
-        impl->engine = std::move(e).value();
-        impl->preprocess = runtime::effective_preprocess(*model.impl()->model, so.value());
-        // The resized image feeds the fused patch embedding; pixel_values are not needed.
-        impl->preprocess.pixel_values = false;
-        impl->profile = options.profile;
+        const EngineOptions eo{.session = options, .slots = 1, .max_queue = 1, .image_cache_mb = 0};
+        base::Result<api::Core> core = api::Core::create(model, eo);
+        if (!core.ok()) return api::from_engine(core.status());
+        auto impl = std::make_unique<Impl>();
+        impl->core = std::move(core).value();
         return Session(std::move(impl));
     });
 }
 
 Result<Prompt> Session::prepare(const std::vector<Message>& messages) const {
-    return guarded<Prompt>("preparing the prompt", [&] {
-        const io::ImageLimits limits;
-        const std::vector<text::ChatMessage> chat = api::to_engine(messages);
-        return wrap_prompt(runtime::prepare_chat_prompt_with(
-            *impl_->model->model, chat, impl_->preprocess, [&](int index, const text::ChatPart&) {
-                return api::load_image_part(messages, index, limits);
-            }));
-    });
+    return impl_->core.road.prepare(messages);
 }
 
 Result<Prompt> Session::prepare_raw(std::string_view text) const {
-    return guarded<Prompt>("preparing the prompt", [&] {
-        return wrap_prompt(runtime::prepare_raw_prompt(*impl_->model->model, text));
-    });
+    return impl_->core.road.prepare_raw(text);
 }
 
 Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions& options) {
     return guarded<Generation>("generating", [&]() -> Result<Generation> {
-        const model::Model& m = *impl_->model->model;
-        const Sampling sampling = options.sampling.value_or(model_sampling(m));
-        if (std::string e = sampling_error(sampling, m.config().text.vocab_size); !e.empty()) {
-            return Status(ErrorCode::kInvalidArgument, std::move(e));
-        }
+        const Model model(impl_->core.model);
+        const Sampling sampling =
+            options.sampling.value_or(model.sampling({.seed = std::uint64_t(0)}));
+        base::Result<runtime::SamplingParams> params =
+            api::to_engine(sampling, impl_->core.model->model->config().text.vocab_size);
+        if (!params.ok()) return api::from_engine(params.status());
         const runtime::PreparedPrompt& p = prompt.impl().prepared;
         if (p.ids.empty()) return Status(ErrorCode::kInvalidArgument, "the prompt is empty");
         std::vector<std::int32_t>& held = impl_->held_ids;
         const base::Status fits = runtime::check_context_fits(
             std::int64_t(held.size()), std::int64_t(p.ids.size()) + options.n_predict,
-            impl_->engine->ctx_size(),
+            impl_->core.engine->ctx_size(),
             fmt::format("the prompt of {} tokens plus {} new", p.ids.size(), options.n_predict));
         if (!fits.ok()) return api::from_engine(fits);
 
@@ -166,25 +80,23 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
         request.penalty_from = held.size();  // penalties count the new prompt only
         request.params.n_predict = options.n_predict;
         request.params.ignore_eos = options.ignore_eos;
-        request.params.sampling = to_engine(sampling);
+        request.params.sampling = params.value();
         request.params.top_logprobs = sampling.logprobs;
-        request.params.stop_ids = runtime::default_stop_ids(m);
         base::Result<std::shared_ptr<const grammar::Grammar>> constraint =
             grammar::compile_output_grammar({.json_schema = options.json_schema,
                                              .gbnf = options.grammar,
                                              .json_object = options.json_object});
         if (!constraint.ok()) return api::from_engine(constraint.status());
         request.params.grammar = std::move(constraint).value();
-        request.params.cancel = options.cancel;  // read before each token, as generate() did
+        request.params.cancel = options.cancel;  // read before each token
         if (options.on_text) {
             request.on_text = [&on_text = options.on_text](std::string_view piece, std::int32_t) {
                 on_text(piece);
             };
         }
-        base::Result<runtime::RequestResult> r =
-            runtime::run_request(*impl_->engine, std::move(request), nullptr);
+        base::Result<runtime::RequestResult> r = impl_->core.wait_for(std::move(request), nullptr);
         if (!r.ok()) return api::from_engine(r.status());
-        runtime::RequestResult& g = r.value();
+        const runtime::RequestResult& g = r.value();
 
         // The context now holds the prompt and the decoded answer tokens: all of them but a
         // length-limited answer's last, which was sampled and never decoded.
@@ -194,18 +106,11 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
                                         ? g.tokens.size() - 1
                                         : g.tokens.size();
         held.insert(held.end(), g.tokens.begin(), g.tokens.begin() + std::ptrdiff_t(decoded));
-        return Generation{
-            .tokens = std::move(g.tokens),
-            .text = std::move(g.text),
-            .finish_reason = g.finish_reason == "cancelled" ? "interrupted" : g.finish_reason,
-            .sampling = sampling,
-            .timings = {.vision_ms = g.timings.vision,
-                        .prefill_ms = g.timings.prefill,
-                        .decode_ms = g.timings.decode,
-                        .ttft_ms = g.timings.ttft,
-                        .prompt_tokens = int(p.ids.size()),
-                        .decoded_steps = g.decode_steps},
-            .logprobs = to_api(std::move(g.logprobs))};
+        Generation out = api::to_generation(std::move(r).value(), sampling);
+        if (out.finish_reason == "cancelled") out.finish_reason = "interrupted";
+        // A session counts the new prompt only (the held conversation is its context).
+        out.timings.prompt_tokens = int(p.ids.size());
+        return out;
     });
 }
 
@@ -213,15 +118,15 @@ Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions
 void Session::reset() {
     impl_->held_ids.clear();
     impl_->held_images.clear();
-    impl_->engine->forget_prefixes();
+    impl_->core.engine->forget_prefixes();
 }
 int Session::context_used() const { return int(impl_->held_ids.size()); }
-int Session::context_size() const { return impl_->engine->ctx_size(); }
-int Session::threads() const { return impl_->engine->threads(); }
-std::string Session::isa() const { return kernels::isa_name(impl_->engine->isa()); }
-Precision Session::precision() const { return api::from_engine(impl_->engine->precision()); }
+int Session::context_size() const { return impl_->core.engine->ctx_size(); }
+int Session::threads() const { return impl_->core.engine->threads(); }
+std::string Session::isa() const { return kernels::isa_name(impl_->core.engine->isa()); }
+Precision Session::precision() const { return api::from_engine(impl_->core.engine->precision()); }
 std::string Session::profile_report() const {
-    return impl_->profile ? impl_->engine->profile().format() : std::string();
+    return impl_->core.profile ? impl_->core.engine->profile().format() : std::string();
 }
 
 }  // namespace qvl

@@ -6,9 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-namespace qvl::io {
-
-using base::ErrorCode;
+namespace qvl {
 
 const JsonValue* JsonValue::find(std::string_view key) const {
     for (const Member& m : members_) {
@@ -35,6 +33,7 @@ const char* JsonValue::type_name(Type type) {
     return "?";
 }
 
+// The one writer of JsonValue's fields (a friend of the class).
 class JsonBuilder {
   public:
     static JsonValue build(simdjson::dom::element e) {
@@ -85,6 +84,12 @@ class JsonBuilder {
         return v;
     }
 };
+
+}  // namespace qvl
+
+namespace qvl::io {
+
+using base::ErrorCode;
 
 base::Result<JsonValue> parse_json(std::string_view text, std::string_view what) {
     simdjson::dom::parser parser;

@@ -1,4 +1,5 @@
-// Writing safetensors files (tests, qvl-synth). The header lists the tensors in the given order
+// Writing safetensors files (the tests; qvl-synth still writes its random checkpoints with a
+// parallel writer of its own). The header lists the tensors in the given order
 // with back-to-back data offsets, carries {"__metadata__": {"format": "pt"}} and is padded with
 // spaces to a multiple of 8 bytes so every tensor starts 8-byte aligned relative to the data
 // section. The result reads back through SafetensorsFile::open.

@@ -1,7 +1,7 @@
-// From a conversation to generated text: prompt preparation (chat template, image decoding
-// and preprocessing, image-pad expansion) and the generation loop over a Session (vision,
-// prefill, sampling, decode, stop tokens, streamed UTF-8-safe text). The CLI and programs
-// linking qvl::engine use this layer; it knows nothing of command lines.
+// From a conversation to what the Engine runs: prompt preparation (chat template, image
+// decoding and preprocessing, image-pad expansion; the public API's one road from messages to a
+// prompt is prepare_chat_prompt_with) and the generation settings of a request. The generation
+// loop itself is the Engine's (runtime/engine.h).
 #pragma once
 
 #include <atomic>
@@ -71,26 +71,7 @@ struct GenerateParams {
     const std::atomic<bool>* cancel = nullptr;
 };
 
-struct GenerateResult {
-    std::vector<std::int32_t> tokens;
-    std::string text;
-    std::string finish_reason;  // "stop" | "length" | "interrupted"
-    double vision_ms = 0, prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
-    int decoded_steps = 0;
-    std::vector<TokenLogprobs> logprobs;  // one per token when params.top_logprobs >= 0
-};
-
-struct GenerateHooks {
-    std::function<void(std::string_view)> on_text;     // streamed text pieces
-    std::function<void(const Session&)> after_vision;  // images encoded, before prefill
-    // The prompt is in slot 0's KV: session.logits() gives the last prompt token's logits.
-    std::function<void(const Session&, int slot)> after_prefill;
-};
-
 // The stop ids a model's generation config implies (plus <|im_end|> and <|endoftext|>).
 std::vector<std::int32_t> default_stop_ids(const model::Model& model);
-
-base::Result<GenerateResult> generate(Session& session, const PreparedPrompt& prompt,
-                                      const GenerateParams& params, const GenerateHooks& hooks);
 
 }  // namespace qvl::runtime

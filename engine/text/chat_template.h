@@ -11,9 +11,9 @@
 
 #include "base/status.h"
 
-namespace qvl::io {
-class JsonValue;
-}  // namespace qvl::io
+namespace qvl {
+class JsonValue;  // qvl/qvl.h (io::JsonValue)
+}  // namespace qvl
 
 namespace qvl::text {
 
@@ -56,7 +56,7 @@ base::Result<std::vector<ChatMessage>> load_messages_file(const std::filesystem:
 
 // The same for an already parsed value (a line of a --batch file): `label` prefixes errors
 // ("batch.jsonl:3"), relative image paths resolve against image_dir.
-base::Result<std::vector<ChatMessage>> parse_messages(const io::JsonValue& messages,
+base::Result<std::vector<ChatMessage>> parse_messages(const JsonValue& messages,
                                                       const std::string& label,
                                                       const std::filesystem::path& image_dir);
 

@@ -1,18 +1,23 @@
 // qvl: Qwen3-VL inference on CPUs. This header is the whole API a program links against
-// (qvl::engine, installed by `cmake --install`): load a Model, open a Session on it, prepare a
-// prompt from chat messages (text and images), generate. It uses only the standard library;
-// graph, kernels, runtime and model internals stay behind the implementation.
+// (qvl::engine, installed by `cmake --install`): load a Model, then either open a Session on it
+// (one conversation, generate() blocks) or an Engine (many requests at once: submit, stream,
+// cancel), prepare prompts from chat messages (text and images), generate. It uses only the
+// standard library; graph, kernels, runtime and model internals stay behind the implementation.
+// qvl-run and qvl-serve are built on this header alone.
 //
 // Errors never throw: every call that can fail returns a Status or a Result<T> whose message
 // names the file or the value and the problem. A Model is immutable and can be shared by
-// sessions on several threads; a Session is one conversation, used by one thread at a time.
+// sessions on several threads; a Session is one conversation, used by one thread at a time; an
+// Engine is thread-safe.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -83,7 +88,46 @@ enum class VisionWeights { kBF16, kQ8 };
 struct ModelOptions {
     Weights weights = Weights::kBF16;
     VisionWeights vision_weights = VisionWeights::kBF16;
+    // The int8 screen that lets greedy and top-k steps compute only the logits that can win
+    // (the same tokens either way); off computes every logit.
+    bool logits_screen = true;
+    // false: the weights are mapped but neither read ahead nor rearranged into panels, for a
+    // program that only prepares prompts or estimates a run (Model::estimate); such a model
+    // must not generate.
+    bool for_generation = true;
 };
+
+inline constexpr int kMaxLogprobs = 20;  // most alternatives one token reports (OpenAI's)
+
+// Sampling settings (Hugging Face's order: penalties, then temperature, top-k, top-p).
+struct Sampling {
+    float temperature = 0.0f;  // 0: greedy
+    int top_k = 0;             // 0: off
+    float top_p = 1.0f;        // 1: off
+    std::uint64_t seed = 0;
+    float repetition_penalty = 1.0f;  // Hugging Face's, over prompt and output ids; 1: off
+    float presence_penalty = 0.0f;    // OpenAI's, in [-2, 2] over output ids; 0: off
+    float frequency_penalty = 0.0f;   // OpenAI's, in [-2, 2] over output ids; 0: off
+    // OpenAI's logit_bias: (token id, bias in [-100, 100]) pairs added to those logits before
+    // the penalties and the sampling; +100 all but forces a token, -100 all but bans it.
+    std::vector<std::pair<std::int32_t, float>> logit_bias;
+    // OpenAI's logprobs: -1 off; 0..kMaxLogprobs: Generation::logprobs gets each token's
+    // log-probability and this many most likely alternatives (the log-softmax of the model's
+    // logits, before the settings above).
+    int logprobs = -1;
+};
+
+// What a user asked for; unset fields come from the model (Model::sampling).
+struct SamplingOverrides {
+    std::optional<float> temperature, top_p;
+    std::optional<int> top_k;
+    std::optional<std::uint64_t> seed;
+    std::optional<float> repetition_penalty, presence_penalty, frequency_penalty;
+};
+
+class Prompt;
+struct Message;
+struct SessionOptions;
 
 // A Hugging Face Qwen3-VL folder: config.json, model.safetensors (or shards), tokenizer.json,
 // optional generation_config.json and preprocessor_config.json. Weights are memory-mapped.
@@ -94,6 +138,25 @@ class Model {
 
     const std::string& dir() const;
     int vocab_size() const;
+    Weights weights() const;
+    int hidden_size() const;    // the text decoder's width (image features' columns)
+    int vision_blocks() const;  // transformer blocks of the vision tower
+    // The bytes a token id stands for (a piece of UTF-8, or raw bytes); empty for an id outside
+    // the vocabulary.
+    std::string_view token_bytes(std::int32_t id) const;
+    // The one rule for sampling defaults (the CLI, the server and Session use it): the model's
+    // generation_config.json (its temperature, top-k and top-p when do_sample is true, greedy
+    // otherwise; its repetition_penalty always, as Hugging Face applies it to greedy runs too),
+    // then each override that is set. An unset seed is drawn at random.
+    Sampling sampling(const SamplingOverrides& overrides = {}) const;
+
+    // Prompts without a Session or an Engine (qvl-run --tokenize and --dry-run prepare before
+    // they allocate anything): as Engine::prepare with the image budget of `options` (what an
+    // Engine or Session with those options would prepare), default image limits and file://
+    // URLs only. keep_pixel_values: as EngineOptions::keep_pixel_values.
+    Result<Prompt> prepare(const std::vector<Message>& messages, const SessionOptions& options,
+                           bool keep_pixel_values = false) const;
+    Result<Prompt> prepare_raw(std::string_view text) const;
 
     // Opaque: defined inside the library.
     struct Impl;
@@ -107,19 +170,22 @@ class Model {
 // ---- Prompts ---------------------------------------------------------------------------------
 
 // One piece of a chat message: text, or an image given as a file path, as encoded bytes (JPEG,
-// PNG, WebP or GIF) or as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3).
+// PNG, WebP or GIF), as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3), or as
+// a URL that the Engine's media resolver turns into one of those (EngineOptions::resolve_media).
 struct ContentPart {
-    enum class Kind { kText, kImageFile, kImageBytes, kImageRgb } kind = Kind::kText;
+    enum class Kind { kText, kImageFile, kImageBytes, kImageRgb, kImageUrl } kind = Kind::kText;
     std::string text;                // kText
     std::string path;                // kImageFile (also names the other image kinds in errors)
     std::vector<std::uint8_t> data;  // kImageBytes: the file's bytes; kImageRgb: the pixels
     int width = 0, height = 0;       // kImageRgb
+    std::string url;                 // kImageUrl
 
     static ContentPart from_text(std::string text);
     static ContentPart image_file(std::string path);
     static ContentPart image_bytes(std::vector<std::uint8_t> bytes, std::string name = "image");
     static ContentPart image_rgb(int width, int height, std::vector<std::uint8_t> rgb,
                                  std::string name = "image");
+    static ContentPart image_url(std::string url, std::string name);
 };
 
 // role: "system" (first message only), "user" or "assistant" (text only).
@@ -127,6 +193,11 @@ struct Message {
     std::string role;
     std::vector<ContentPart> content;
 };
+
+// The --messages format of qvl-run (a JSON array of {"role", "content"}, content a string or a
+// list of {"type": "text", "text"} and {"type": "image", "image": PATH} parts): relative image
+// paths resolve against the file's folder. Errors name the file and the element.
+Result<std::vector<Message>> load_messages_file(const std::string& path);
 
 struct ImageInfo {
     std::string name;  // the path, or the name given with the bytes or pixels
@@ -139,6 +210,10 @@ struct ImageInfo {
 // under the session's image budget, one <|image_pad|> per visual token.
 class Prompt {
   public:
+    Prompt();  // empty: no tokens
+    // A copy holds its own images' pixels (several choices of one prompt: Engine::submit_group).
+    Prompt(const Prompt& other);
+    Prompt& operator=(const Prompt& other);
     Prompt(Prompt&&) noexcept;
     Prompt& operator=(Prompt&&) noexcept;
     ~Prompt();
@@ -147,11 +222,16 @@ class Prompt {
     const std::vector<ImageInfo>& images() const;
     double image_decode_ms() const;
     double preprocess_ms() const;
+    // The i-th image's normalized patches as the reference processor gives them (rows x cols,
+    // row-major), when the engine was asked for them (EngineOptions::keep_pixel_values); else
+    // empty.
+    std::span<const float> pixel_values(int image, int* rows, int* cols) const;
 
     // Opaque: defined inside the library.
     struct Impl;
     explicit Prompt(std::unique_ptr<Impl> impl);
     const Impl& impl() const { return *impl_; }
+    Impl& impl() { return *impl_; }
 
   private:
     std::unique_ptr<Impl> impl_;
@@ -166,6 +246,15 @@ class Prompt {
 // or kBF16 where AVX512_BF16 exists, kF32KvBF16 elsewhere (Session::precision says which).
 enum class Precision { kAuto, kF32, kBF16, kBF16All, kF32KvBF16 };
 
+// "f32", "f32-kv-bf16", "bf16", "bf16-all", "auto"; nullopt for any other spelling.
+std::optional<Precision> precision_from_name(std::string_view name);
+const char* precision_name(Precision precision);
+std::string precision_choices();  // "f32, f32-kv-bf16, bf16, bf16-all", for messages
+
+// The kernel tier a session asking for `requested` runs on this CPU ("avx2", ...; empty: the
+// best). kInvalidArgument for a name that is not a tier (scalar, avx2, avx512, avx512bf16).
+Result<std::string> kernel_tier(std::string_view requested = {});
+
 struct SessionOptions {
     int threads = 0;      // 0: one per physical core
     int ctx_size = 4096;  // tokens the session holds (prompt and generated), allocated up front
@@ -179,22 +268,6 @@ struct SessionOptions {
     std::string trace_dir;  // non-empty: every intermediate tensor written there as .npy
 };
 
-struct Sampling {
-    float temperature = 0.0f;  // 0: greedy
-    int top_k = 0;             // 0: off
-    float top_p = 1.0f;        // 1: off
-    std::uint64_t seed = 0;
-    float repetition_penalty = 1.0f;  // Hugging Face's; 1: off
-    float presence_penalty = 0.0f;    // OpenAI's; 0: off
-    // OpenAI's logit_bias: (token id, bias in [-100, 100]) pairs added to those logits before
-    // the penalties and the sampling; +100 all but forces a token, -100 all but bans it.
-    std::vector<std::pair<std::int32_t, float>> logit_bias;
-    // OpenAI's logprobs: -1 off; 0..20: Generation::logprobs gets each token's log-probability
-    // and this many most likely alternatives (the log-softmax of the model's logits, before
-    // the settings above).
-    int logprobs = -1;
-};
-
 // One generated token's log-probability and the most likely alternatives at its position,
 // most likely first.
 struct TokenLogprob {
@@ -206,7 +279,7 @@ struct TokenLogprob {
 struct GenerateOptions {
     int n_predict = 128;      // most new tokens
     bool ignore_eos = false;  // keep going past an end-of-turn token
-    // Unset: the model's generation_config.json (greedy when it does not sample).
+    // Unset: the model's generation_config.json (greedy when it does not sample), seed 0.
     std::optional<Sampling> sampling;
     // Constrained output (at most one): the answer is JSON that validates against json_schema
     // (a JSON Schema document), or follows grammar (GBNF, llama.cpp's format, start rule
@@ -222,17 +295,23 @@ struct GenerateOptions {
     const std::atomic<bool>* cancel = nullptr;
 };
 
-struct Timings {
-    double vision_ms = 0, prefill_ms = 0, decode_ms = 0;
-    double ttft_ms = 0;  // from the start of generate to the first new token
+struct Timings {  // milliseconds, from submission (Session: from the call to generate)
+    double queue_ms = 0, image_decode_ms = 0, vision_ms = 0, prefill_ms = 0, decode_ms = 0;
+    double ttft_ms = 0;  // to the first new token
+    double total_ms = 0;
     int prompt_tokens = 0, decoded_steps = 0;
+    int cached_prompt_tokens = 0;  // prompt tokens reused from the KV cache (prefix reuse)
+    int image_cache_hits = 0;      // images whose features came from the image cache
 };
 
+// One generation: of Session::generate, or of an Engine request.
 struct Generation {
     std::vector<std::int32_t> tokens;
     std::string text;
-    std::string finish_reason;  // "stop" | "length" | "interrupted"
-    Sampling sampling;          // the values used (the model's defaults resolved)
+    // "stop" | "length" | "interrupted" (Session) | "cancelled" | "error" (Engine)
+    std::string finish_reason;
+    Status error;       // finish_reason "error": why
+    Sampling sampling;  // the values used (the model's defaults resolved)
     Timings timings;
     std::vector<TokenLogprob> logprobs;  // one per token when Sampling::logprobs >= 0
 };
@@ -270,6 +349,232 @@ class Session {
   private:
     std::unique_ptr<Impl> impl_;
 };
+
+// ---- Engine ----------------------------------------------------------------------------------
+
+struct ImageLimits {
+    std::uint64_t max_pixels = 16384ull * 16384;  // per decoded image, checked before decoding
+    std::uint64_t max_file_bytes = 512ull << 20;  // per image file or buffer
+};
+
+// Turns a kImageUrl part into a file, bytes or pixels part (a server's file:// policy, data-URI
+// or remote fetch). Its errors are returned as they are; errors loading what it returns are
+// prefixed with the URL part's name unless the returned part carries that name.
+using MediaResolver = std::function<Result<ContentPart>(const ContentPart& url_part)>;
+
+struct EngineOptions {
+    SessionOptions session;  // threads, ctx_size (per slot), image budget, precision, isa, ...
+    int slots = 1;           // sequences decoded together, each with its own KV region
+    int max_queue = 64;      // requests waiting for a slot; submit() past that: kResourceExhausted
+    std::size_t image_cache_mb = 256;  // features of recent images, reused; 0: off
+    // While others decode, admitting a new request (vision, prefill) runs in pieces of about
+    // this long between their decode steps; 0: whole images and 512-token chunks.
+    double admission_budget_ms = 500;
+    ImageLimits image_limits;
+    MediaResolver resolve_media;     // unset: file:// URLs only (data and remote URLs refused)
+    bool keep_pixel_values = false;  // Prompt::pixel_values (a debugging aid: memory)
+};
+
+class JsonValue;
+
+// A compiled constraint on the answer (structured outputs): every token is one it allows, and
+// the answer ends (finish_reason "stop") only where it may end. Immutable; copies share it. A
+// default-constructed one constrains nothing. A schema feature or grammar the engine does not
+// support is an error (kInvalidArgument) naming it.
+class OutputConstraint {
+  public:
+    OutputConstraint();
+    static Result<OutputConstraint> json_object();  // any JSON object
+    // JSON valid against a JSON Schema document, as text or parsed.
+    static Result<OutputConstraint> json_schema(std::string_view schema_json);
+    static Result<OutputConstraint> json_schema(const JsonValue& schema);
+    // A GBNF grammar (llama.cpp's format, start rule `root`).
+    static Result<OutputConstraint> gbnf(std::string_view grammar);
+    bool empty() const { return impl_ == nullptr; }
+
+    // Opaque: defined inside the library.
+    struct Impl;
+    explicit OutputConstraint(std::shared_ptr<const Impl> impl);
+    const std::shared_ptr<const Impl>& impl() const { return impl_; }
+
+  private:
+    std::shared_ptr<const Impl> impl_;
+};
+
+// One streamed piece: whole UTF-8 characters (a stop string's possible start is held back until
+// it is decided) and the id of the token that completed it.
+struct Piece {
+    std::string_view text;
+    std::int32_t token = -1;
+};
+
+struct Request {
+    Prompt prompt;  // from Engine::prepare (Session prompts work too)
+    int max_tokens = 128;
+    bool ignore_eos = false;
+    Sampling sampling;              // Model::sampling(overrides) gives the model's defaults
+    std::vector<std::string> stop;  // generation ends before the first match of any of these
+    OutputConstraint constraint;    // empty: free text
+    // Called on the engine's thread: quick, never calling into the Engine except cancel().
+    std::function<void(const Piece&)> on_piece;
+    std::function<void(const Generation&)> on_done;  // exactly once, last
+    // With sampling.logprobs >= 0: each generated token's log-probabilities as soon as it is
+    // sampled (its text may still be held back).
+    std::function<void(const TokenLogprob&)> on_logprob;
+    // When set and it becomes true, the request ends "cancelled" before its next token.
+    const std::atomic<bool>* cancel = nullptr;
+    // Optional views for tools (qvl-run's progress and --dump-*), on the engine's thread:
+    // vision blocks done of total while this request's images are encoded; the first image's
+    // features (rows x cols, after the merger) once encoded; the last prompt token's logits.
+    std::function<void(int done, int total)> on_vision_progress;
+    std::function<void(std::span<const float> features, int rows, int cols)> on_image_features;
+    std::function<void(std::span<const float> logits)> on_prompt_logits;
+};
+
+using RequestId = std::uint64_t;
+
+// Many requests over one Model: `slots` sequences decoded in one batched pass (a sequence's
+// tokens never depend on what runs beside it), a queue, chunked admission so that running
+// sequences keep streaming, prefix reuse (a conversation continued in a free slot prefills only
+// its new tokens) and an image-feature cache.
+class Engine {
+  public:
+    static Result<Engine> create(const Model& model, const EngineOptions& options = {});
+    Engine(Engine&&) noexcept;
+    Engine& operator=(Engine&&) noexcept;
+    ~Engine();  // pending requests finish "cancelled" (their on_done runs)
+
+    // Thread-safe. As Session::prepare, with this engine's image budget, limits and resolver.
+    Result<Prompt> prepare(const std::vector<Message>& messages) const;
+    Result<Prompt> prepare_raw(std::string_view text) const;
+
+    // Thread-safe. Queues the request: kResourceExhausted when the queue is full, kOutOfRange
+    // when the prompt cannot fit a slot's context, kInvalidArgument for bad sampling values.
+    Result<RequestId> submit(Request request);
+    // Thread-safe. Several choices of one prompt (OpenAI's n): every request has the same
+    // prompt; settings and callbacks are each one's own. Queued together, all or none; when the
+    // first one's prefill ends, the others that find a free slot start from a copy of it (bit
+    // for bit) instead of prefilling it again. The ids are in the order given.
+    Result<std::vector<RequestId>> submit_group(std::vector<Request> requests);
+    // Thread-safe, idempotent: the request ends "cancelled" within one step.
+    void cancel(RequestId id);
+    // Submits and waits: the result, or the error of a request that was refused or failed.
+    // When *interrupt (may be null) becomes true the request is cancelled (the text so far is
+    // kept, finish_reason "cancelled"). request.on_done is not called.
+    Result<Generation> generate(Request request, const std::atomic<bool>* interrupt = nullptr);
+
+    struct Stats {  // for /metrics
+        int slots = 0, slots_busy = 0, queue_length = 0;
+    };
+    Stats stats() const;
+    // Forgets what the free slots' KV holds, so a new conversation reuses nothing of an old one.
+    void forget_prefixes();
+
+    int slots() const;
+    int context_size() const;  // per slot
+    int threads() const;
+    std::string isa() const;
+    Precision precision() const;
+    // Per-op timings (SessionOptions::profile); read it while no request runs.
+    std::string profile_report() const;
+
+    struct Impl;
+    explicit Engine(std::unique_ptr<Impl> impl);
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+// What a run would cost, without running it (qvl-run --dry-run): the memory it touches and the
+// times the FLOP/byte model predicts from a sub-second probe of this machine.
+struct RunEstimate {
+    double weights_mb = 0, kv_mb = 0, activations_mb = 0;
+    double available_mb = 0;  // anonymous memory the system has now (0: unknown)
+    double vision_ms = 0, prefill_ms = 0, ttft_ms = 0, decode_ms_per_token = 0;
+    double vision_gflop = 0, prefill_gflop = 0, decode_gbytes_per_token = 0;
+    double matmul_gflops = 0, weights_gbps = 0;  // the probe's rates
+};
+Result<RunEstimate> estimate_run(const Model& model, const Prompt& prompt, int n_predict,
+                                 const SessionOptions& options);
+
+// ---- Utilities programs share with the engine ------------------------------------------------
+
+// A small read-only JSON document (the one the engine reads its files with). Objects keep their
+// members in order, duplicates included.
+class JsonValue {
+  public:
+    enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+    using Member = std::pair<std::string, JsonValue>;
+
+    Type type() const { return type_; }
+    bool is_null() const { return type_ == Type::kNull; }
+    bool is_bool() const { return type_ == Type::kBool; }
+    bool is_number() const { return type_ == Type::kNumber; }
+    bool is_string() const { return type_ == Type::kString; }
+    bool is_array() const { return type_ == Type::kArray; }
+    bool is_object() const { return type_ == Type::kObject; }
+    // A number written without fraction or exponent that fits int64.
+    bool is_integer() const { return type_ == Type::kNumber && is_integer_; }
+
+    bool as_bool() const { return bool_; }
+    double as_double() const { return number_; }
+    std::int64_t as_int() const { return integer_; }
+    const std::string& as_string() const { return string_; }
+    const std::vector<JsonValue>& items() const { return items_; }
+    const std::vector<Member>& members() const { return members_; }
+
+    // First member named key, or nullptr (also for non-objects).
+    const JsonValue* find(std::string_view key) const;
+
+    static const char* type_name(Type type);
+
+  private:
+    friend class JsonBuilder;
+    Type type_ = Type::kNull;
+    bool bool_ = false;
+    bool is_integer_ = false;
+    double number_ = 0.0;
+    std::int64_t integer_ = 0;
+    std::string string_;
+    std::vector<JsonValue> items_;
+    std::vector<Member> members_;
+};
+
+// `what` (a file name, "request body") prefixes errors (kCorruptFile).
+Result<JsonValue> parse_json(std::string_view text, std::string_view what);
+// The messages of a parsed --messages document (label prefixes errors, relative image paths
+// resolve against image_dir).
+Result<std::vector<Message>> parse_messages(const JsonValue& messages, const std::string& label,
+                                            const std::string& image_dir);
+// `s` as a quoted JSON string: control characters escaped, invalid UTF-8 as U+FFFD.
+std::string json_quote(std::string_view s);
+// A finite double as JSON (NaN and infinities become 0).
+std::string json_number(double v);
+
+// A whole file (kNotFound, kIo, or kOutOfRange past max_bytes, each naming the path).
+Result<std::string> read_text_file(const std::string& path,
+                                   std::uint64_t max_bytes = std::uint64_t(1) << 30);
+
+// kInvalidArgument naming the first byte that is not UTF-8.
+Status check_utf8(std::string_view text);
+
+// An 8-bit RGB image (HWC): what a ContentPart decodes to.
+struct RgbImage {
+    int width = 0, height = 0;
+    std::vector<std::uint8_t> rgb;
+};
+Result<RgbImage> decode_image(const ContentPart& image, const ImageLimits& limits = {});
+Status write_png(const std::string& path, const RgbImage& image);
+// A float32 array as a NumPy .npy file (C order).
+Status write_npy(const std::string& path, std::span<const float> data,
+                 const std::vector<std::int64_t>& shape);
+
+// The compute threads `threads = 0` means: the physical cores among the CPUs this process may
+// run on, within its cgroup CPU quota; *reason (may be null) says so in words.
+int default_threads(std::string* reason = nullptr);
+
+enum class LogLevel { kDebug, kInfo, kWarning, kError, kSilent };
+void set_log_level(LogLevel level);  // the engine's messages on stderr; default kWarning
 
 const char* version();
 

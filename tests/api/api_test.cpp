@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "api/public_tiny.h"
 #include "base/status.h"
 #include "io/image.h"
 #include "support/golden.h"
@@ -15,17 +16,9 @@
 namespace qvl {
 namespace {
 
-const std::string kTiny = (test::test_data_dir() / "tiny-qwen3vl").string();
-const std::string kPng = (test::test_data_dir() / "golden" / "images" / "img_64x64.png").string();
-
-const Model& tiny() {
-    static const Model model = [] {
-        Result<Model> m = Model::load(kTiny);
-        EXPECT_TRUE(m.ok()) << m.status().message();
-        return std::move(m).value();
-    }();
-    return model;
-}
+using test::kPng;
+using test::kTiny;
+using test::tiny;
 
 TEST(PublicApi, ErrorCodesMirrorTheEngine) {
     EXPECT_EQ(int(ErrorCode::kInternal), int(base::ErrorCode::kInternal));

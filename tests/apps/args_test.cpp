@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "qvl_run/exit_codes.h"
+#include "common/exit_codes.h"
 
 namespace qvl::app {
 namespace {

@@ -14,7 +14,7 @@
 #include <map>
 #include <string>
 
-#include "qvl_run/exit_codes.h"
+#include "common/exit_codes.h"
 #include "support/scratch_dir.h"
 
 namespace qvl::app {
@@ -45,7 +45,7 @@ TEST(EnvOptions, UnsetMeansDefaults) {
     const EnvRead r = read_with({});
     EXPECT_EQ(r.code, -1);
     EXPECT_FALSE(r.options.precision.has_value());
-    EXPECT_FALSE(r.options.isa.has_value());
+    EXPECT_TRUE(r.options.isa.empty());
     EXPECT_FALSE(r.options.profile);
     EXPECT_TRUE(r.options.trace_dir.empty());
     EXPECT_TRUE(r.err.empty());
@@ -57,16 +57,15 @@ TEST(EnvOptions, KnownValuesBecomeSessionOptions) {
                                  {"QVL_PROFILE", "1"},
                                  {"QVL_TRACE", "/tmp/trace here"}});
     ASSERT_EQ(r.code, -1) << r.err;
-    runtime::SessionOptions so;
+    SessionOptions so;
     apply_env_options(r.options, &so);
-    EXPECT_EQ(so.precision, runtime::Precision::kBF16All);
-    ASSERT_TRUE(so.isa.has_value());
-    EXPECT_EQ(*so.isa, kernels::Isa::kAvx2);
+    EXPECT_EQ(so.precision, Precision::kBF16All);
+    EXPECT_EQ(so.isa, "avx2");
     EXPECT_TRUE(so.profile);
     EXPECT_EQ(so.trace_dir, "/tmp/trace here");
 
-    for (const auto& [name, want] : {std::pair{"f32", runtime::Precision::kF32},
-                                     std::pair{"bf16", runtime::Precision::kBF16}}) {
+    for (const auto& [name, want] :
+         {std::pair{"f32", Precision::kF32}, std::pair{"bf16", Precision::kBF16}}) {
         const EnvRead p = read_with({{"QVL_PRECISION", name}, {"QVL_PROFILE", "0"}});
         ASSERT_EQ(p.code, -1) << p.err;
         EXPECT_EQ(p.options.precision, want) << name;

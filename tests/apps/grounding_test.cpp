@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "io/image.h"
 #include "qvl_run/draw_boxes.h"
 
 namespace qvl::app {
@@ -76,7 +75,7 @@ TEST(Grounding, SeveralImagesUseTheirOwnSizes) {
 }
 
 TEST(Grounding, DrawsOutlinesInsideTheImageOnly) {
-    io::Image im{.width = 20, .height = 10, .rgb = std::vector<std::uint8_t>(20 * 10 * 3, 0)};
+    RgbImage im{.width = 20, .height = 10, .rgb = std::vector<std::uint8_t>(20 * 10 * 3, 0)};
     GroundingItem box;
     box.bbox_px = {2, 2, 12, 8};
     GroundingItem other_image = box;

@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     qvl::serve::ParseLimits limits;
     limits.max_images = 8;
     limits.allow_file_urls = size % 2 == 0;
-    qvl::base::Result<qvl::serve::ChatRequest> r = qvl::serve::parse_chat_request(body, limits);
+    qvl::Result<qvl::serve::ChatRequest> r = qvl::serve::parse_chat_request(body, limits);
     if (!r.ok()) {
         if (r.status().message().empty()) qvl::fuzz::fail("error without a message");
         return 0;

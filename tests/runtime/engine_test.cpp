@@ -22,11 +22,16 @@
 #include "runtime/session.h"
 #include "support/cpu_skip.h"
 #include "support/golden.h"
+#include "support/reference_generate.h"
 #include "support/reference_steps.h"
 #include "tiny_case.h"
 
 namespace qvl::runtime {
 namespace {
+
+using test::generate;
+using test::GenerateHooks;
+using test::GenerateResult;
 
 // Collects results; wait() blocks until n requests are done.
 struct Results {

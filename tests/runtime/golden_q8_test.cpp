@@ -17,9 +17,14 @@
 #include "model/model.h"
 #include "model/quantize.h"
 #include "support/golden.h"
+#include "support/reference_generate.h"
 
 namespace qvl::runtime {
 namespace {
+
+using test::generate;
+using test::GenerateHooks;
+using test::GenerateResult;
 
 const model::Model& model_with(model::WeightFormat format, int block) {
     static std::map<int, std::unique_ptr<model::Model>> cache;

@@ -15,6 +15,7 @@
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "support/golden.h"
+#include "support/reference_generate.h"
 #include "tiny_case.h"
 
 namespace qvl::runtime::test_util {
@@ -43,12 +44,12 @@ inline GoldenRun run_golden_case(const model::Model& m, const std::string& name,
     GenerateParams gp;
     gp.n_predict = n_predict;
     gp.ignore_eos = true;
-    GenerateHooks hooks;
+    ::qvl::test::GenerateHooks hooks;
     hooks.after_prefill = [&](const Session& s, int slot) {
         const std::span<const float> l = s.logits(slot);
         r.logits.assign(l.begin(), l.end());
     };
-    auto result = generate(*session.value(), prompt, gp, hooks);
+    auto result = ::qvl::test::generate(*session.value(), prompt, gp, hooks);
     EXPECT_TRUE(result.ok()) << result.status().message();
     if (result.ok()) r.tokens = result.value().tokens;
     return r;

@@ -19,11 +19,16 @@
 #include "runtime/session.h"
 #include "support/alloc_counter.h"
 #include "support/cpu_skip.h"
+#include "support/reference_generate.h"
 #include "support/reference_steps.h"
 #include "support/tiny_model.h"
 
 namespace qvl::runtime {
 namespace {
+
+using test::generate;
+using test::GenerateHooks;
+using test::GenerateResult;
 
 using test::GoldenArray;
 

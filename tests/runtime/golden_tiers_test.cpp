@@ -14,6 +14,7 @@
 #include "runtime/session.h"
 #include "support/cpu_skip.h"
 #include "support/golden.h"
+#include "support/reference_generate.h"
 #include "support/reference_steps.h"
 #include "tiny_case.h"
 
@@ -73,7 +74,7 @@ TEST_P(GoldenTiers, EveryCaseFollowsTheReference) {
         GenerateParams gp;
         gp.n_predict = int(generated.size());
         gp.ignore_eos = true;
-        auto free = generate(s, prompt, gp, {});
+        auto free = ::qvl::test::generate(s, prompt, gp, {});
         ASSERT_TRUE(free.ok()) << free.status().message();
         test::expect_tokens_follow(free.value().tokens, generated, steps, tol);
     }

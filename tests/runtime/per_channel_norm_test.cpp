@@ -13,10 +13,13 @@
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "support/golden.h"
+#include "support/reference_generate.h"
 #include "support/scratch_dir.h"
 
 namespace qvl::runtime {
 namespace {
+
+using test::generate;
 
 constexpr double kStrict = 2e-5;
 

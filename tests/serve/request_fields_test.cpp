@@ -10,14 +10,14 @@ namespace {
 
 constexpr std::string_view kMessages = R"("messages":[{"role":"user","content":"x"}])";
 
-base::Result<ChatRequest> parse(std::string_view fields, ParseLimits limits = {}) {
+Result<ChatRequest> parse(std::string_view fields, ParseLimits limits = {}) {
     const std::string body =
         "{" + std::string(kMessages) + (fields.empty() ? "" : ",") + std::string(fields) + "}";
     return parse_chat_request(body, limits);
 }
 
 std::string error_of(std::string_view fields, ParseLimits limits = {}) {
-    const base::Result<ChatRequest> r = parse(fields, limits);
+    const Result<ChatRequest> r = parse(fields, limits);
     EXPECT_FALSE(r.ok()) << fields;
     return r.ok() ? std::string() : r.status().message();
 }
@@ -26,7 +26,7 @@ TEST(RequestFields, LogprobsLogitBiasAndN) {
     ParseLimits limits;
     limits.vocab_size = 1000;
     limits.max_n = 4;
-    const base::Result<ChatRequest> r =
+    const Result<ChatRequest> r =
         parse(R"("logprobs":true,"top_logprobs":5,"logit_bias":{"7":100,"12":-3.5},"n":3)", limits);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->top_logprobs, 5);
@@ -57,12 +57,12 @@ TEST(RequestFields, UnknownAndUnimplementedFieldsAreRefusedByName) {
     // Accepted and ignored; nulls count as absent; response_format text is the default.
     EXPECT_TRUE(parse(R"("user":"u1","metadata":{"k":"v"},"tools":null,"frobnicate":null)").ok());
     EXPECT_TRUE(parse(R"("response_format":{"type":"text"})").ok());
-    EXPECT_TRUE(parse(R"("response_format":{"type":"json_object"})")->grammar != nullptr);
+    EXPECT_FALSE(parse(R"("response_format":{"type":"json_object"})")->constraint.empty());
     EXPECT_EQ(error_of(R"("response_format":{"type":"xml"})").rfind("response_format.type: ", 0),
               0u);
-    EXPECT_TRUE(parse(R"("response_format":{"type":"json_schema","json_schema":{"name":"n",
+    EXPECT_FALSE(parse(R"("response_format":{"type":"json_schema","json_schema":{"name":"n",
         "strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer"}}}}})")
-                    ->grammar != nullptr);
+                     ->constraint.empty());
     EXPECT_NE(error_of(R"("response_format":{"type":"json_schema","json_schema":{"schema":
         {"type":"string","contentEncoding":"base64"}}})")
                   .find("response_format.json_schema.schema: JSON schema at '#': unsupported "
@@ -92,12 +92,11 @@ TEST(RequestFields, RemoteImagesOnlyFromAllowedHosts) {
     };
     ParseLimits limits;
     limits.allowed_media_hosts = {"127.0.0.1", "images.example.com"};
-    base::Result<ChatRequest> ok =
-        parse_chat_request(with_url("http://127.0.0.1:8123/a.png"), limits);
+    Result<ChatRequest> ok = parse_chat_request(with_url("http://127.0.0.1:8123/a.png"), limits);
     ASSERT_TRUE(ok.ok()) << ok.status().message();
     EXPECT_EQ(ok->messages[0].parts[0].image.remote_url, "http://127.0.0.1:8123/a.png");
     EXPECT_TRUE(parse_chat_request(with_url("https://IMAGES.example.com/x?y=1"), limits).ok());
-    const base::Result<ChatRequest> other =
+    const Result<ChatRequest> other =
         parse_chat_request(with_url("http://127.0.0.1.evil.com/a.png"), limits);
     ASSERT_FALSE(other.ok());
     EXPECT_NE(other.status().message().find("host '127.0.0.1.evil.com' is not in "

@@ -4,19 +4,18 @@
 
 #include "base64.h"
 #include "chat_request.h"
-#include "stop_matcher.h"
 
 namespace qvl::serve {
 namespace {
 
 ChatRequest parse_ok(std::string_view body, ParseLimits limits = {}) {
-    base::Result<ChatRequest> r = parse_chat_request(body, limits);
+    Result<ChatRequest> r = parse_chat_request(body, limits);
     EXPECT_TRUE(r.ok()) << r.status().message();
     return r.ok() ? std::move(r).value() : ChatRequest{};
 }
 
 std::string parse_error(std::string_view body, ParseLimits limits = {}) {
-    base::Result<ChatRequest> r = parse_chat_request(body, limits);
+    Result<ChatRequest> r = parse_chat_request(body, limits);
     EXPECT_FALSE(r.ok()) << body;
     return r.ok() ? std::string() : r.status().message();
 }
@@ -130,10 +129,10 @@ TEST(ChatRequestTest, ImagesOnlyInUserMessages) {
 
 TEST(Base64Test, DecodesAndRejects) {
     const auto text = [](std::string_view s) {
-        base::Result<std::vector<std::byte>> r = decode_base64(s);
+        Result<std::vector<std::uint8_t>> r = decode_base64(s);
         EXPECT_TRUE(r.ok()) << r.status().message();
         std::string out;
-        for (std::byte b : r.value()) out += char(b);
+        for (std::uint8_t b : r.value()) out += char(b);
         return out;
     };
     EXPECT_EQ(text("aGVsbG8="), "hello");
@@ -145,30 +144,6 @@ TEST(Base64Test, DecodesAndRejects) {
     EXPECT_FALSE(decode_base64("aGVs bG8=").ok());
     EXPECT_FALSE(decode_base64("aG=").ok());
     EXPECT_EQ(text("aGV="), "he");
-}
-
-TEST(StopMatcherTest, EndsBeforeTheMatchAcrossPieces) {
-    StopMatcher m({"END", "\n\n"});
-    EXPECT_EQ(m.push("hello E"), "hello ");
-    EXPECT_EQ(m.push("N"), "");
-    EXPECT_EQ(m.push("Dx"), "");
-    EXPECT_TRUE(m.matched());
-    EXPECT_EQ(m.push("more"), "");
-    EXPECT_EQ(m.finish(), "");
-}
-
-TEST(StopMatcherTest, ReleasesHeldTextThatDidNotMatch) {
-    StopMatcher m({"END"});
-    EXPECT_EQ(m.push("EN"), "");
-    EXPECT_EQ(m.push("d"), "ENd");
-    EXPECT_EQ(m.push("E"), "");
-    EXPECT_FALSE(m.matched());
-    EXPECT_EQ(m.finish(), "E");
-}
-
-TEST(StopMatcherTest, EarliestMatchWins) {
-    StopMatcher m({"cd", "b"});
-    EXPECT_EQ(m.push("abcd"), "a");
 }
 
 }  // namespace

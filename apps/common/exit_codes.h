@@ -1,5 +1,5 @@
-// Process exit codes of qvl-run, as fixed by the CLI contract (shared docs/cli.md). Scripts
-// outside the project branch on these numbers, so they never change.
+// Process exit codes of qvl-run and qvl-serve, as fixed by their contracts (shared docs/cli.md,
+// docs/serve.md). Scripts outside the project branch on these numbers, so they never change.
 #pragma once
 
 namespace qvl::app {

@@ -1,0 +1,232 @@
+// qvl::Engine of the public header: a runtime::Engine (engine/runtime/engine.h) with the
+// public request and result types. The Session is the same core with one slot.
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+
+#include "api/convert.h"
+#include "api/internals.h"
+
+namespace qvl {
+namespace api {
+namespace {
+
+// Shared with the scheduler thread's on_done: shared ownership keeps it valid whichever side
+// lets go last.
+struct Outcome {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    runtime::RequestResult result;
+};
+
+// How often a waiting thread looks at its interrupt flag: short enough to feel immediate.
+constexpr std::chrono::milliseconds kPoll{20};
+
+// The engine does not throw; a stray std::bad_alloc from a container becomes a Status here,
+// so nothing crosses the API as an exception.
+template <class T, class Fn>
+Result<T> guarded(const char* what, Fn&& fn) {
+    try {
+        return fn();
+    } catch (const std::exception& e) {
+        return Status(ErrorCode::kResourceExhausted, std::string(what) + ": " + e.what());
+    }
+}
+
+// The runtime's views, offered to tools as spans and counts.
+void add_tool_hooks(const Request& in, const model::Model& m, runtime::Request* out) {
+    if (in.on_vision_progress) {
+        const int total = m.config().vision.depth * int(out->prompt.images.size());
+        out->on_vision_node = [hook = in.on_vision_progress, total, done = 0](
+                                  const std::string& name, const float*, int, int,
+                                  std::ptrdiff_t) mutable {
+            if (name.starts_with("vision.blocks.") && name.ends_with(".out")) hook(++done, total);
+        };
+    }
+    if (in.on_image_features) {
+        const int hidden = m.config().text.hidden_size;
+        out->after_vision = [hook = in.on_image_features, hidden](const runtime::Session& s) {
+            const std::span<const float> f = s.image_features(0);
+            hook(f, int(f.size()) / hidden, hidden);
+        };
+    }
+    if (in.on_prompt_logits) {
+        out->after_prefill = [hook = in.on_prompt_logits](const runtime::Session& s, int slot) {
+            hook(s.logits(slot));
+        };
+    }
+}
+
+}  // namespace
+
+base::Result<runtime::Request> runtime_request(Request&& in, const model::Model& m) {
+    runtime::Request r;
+    r.prompt = std::move(in.prompt.impl().prepared);
+    r.params.n_predict = in.max_tokens;
+    r.params.ignore_eos = in.ignore_eos;
+    QVL_ASSIGN_OR_RETURN(r.params.sampling, to_engine(in.sampling, m.config().text.vocab_size));
+    r.params.top_logprobs = in.sampling.logprobs;
+    r.params.cancel = in.cancel;
+    if (in.constraint.impl()) r.params.grammar = in.constraint.impl()->grammar;
+    r.stop_strings = std::move(in.stop);
+    if (in.on_piece) {
+        r.on_text = [hook = std::move(in.on_piece)](std::string_view text, std::int32_t token) {
+            hook(Piece{.text = text, .token = token});
+        };
+    }
+    if (in.on_done) {
+        r.on_done = [hook = std::move(in.on_done),
+                     sampling = in.sampling](const runtime::RequestResult& result) {
+            hook(to_generation(runtime::RequestResult(result), sampling));
+        };
+    }
+    if (in.on_logprob) {
+        r.on_logprobs = [hook = std::move(in.on_logprob)](const runtime::TokenLogprobs& t) {
+            hook(TokenLogprob{.token = t.token, .logprob = t.logprob, .top = t.top});
+        };
+    }
+    add_tool_hooks(in, m, &r);
+    return r;
+}
+
+base::Result<Core> Core::create(const Model& model, const EngineOptions& options) {
+    QVL_ASSIGN_OR_RETURN(const runtime::SessionOptions so, to_engine(options.session));
+    const model::Model& m = *model.impl()->model;
+    const runtime::EngineOptions eo{.slots = options.slots,
+                                    .max_queue = options.max_queue,
+                                    .image_cache_mb = options.image_cache_mb,
+                                    .admission_budget_ms = options.admission_budget_ms};
+    Core core;
+    core.model = model.impl();
+    QVL_ASSIGN_OR_RETURN(core.engine, runtime::Engine::create(m, eo, so));
+    core.road = PromptRoad::make(m, so, options);
+    core.profile = options.session.profile;
+    return core;
+}
+
+base::Result<runtime::RequestResult> Core::wait_for(runtime::Request request,
+                                                    const std::atomic<bool>* interrupt) const {
+    auto outcome = std::make_shared<Outcome>();
+    request.on_done = [outcome](const runtime::RequestResult& r) {
+        {
+            const std::lock_guard<std::mutex> lock(outcome->mu);
+            outcome->result = r;
+            outcome->done = true;
+        }
+        outcome->cv.notify_all();
+    };
+    QVL_ASSIGN_OR_RETURN(const runtime::RequestId id, engine->submit(std::move(request)));
+    bool cancelled = false;
+    std::unique_lock<std::mutex> lock(outcome->mu);
+    while (!outcome->done) {
+        outcome->cv.wait_for(lock, kPoll, [&] { return outcome->done; });
+        if (!outcome->done && !cancelled && interrupt != nullptr && interrupt->load()) {
+            engine->cancel(id);
+            cancelled = true;
+        }
+    }
+    if (outcome->result.finish_reason == "error") return outcome->result.error;
+    return std::move(outcome->result);
+}
+
+}  // namespace api
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+Engine::~Engine() = default;
+
+Result<Engine> Engine::create(const Model& model, const EngineOptions& options) {
+    return api::guarded<Engine>("creating the engine", [&]() -> Result<Engine> {
+        base::Result<api::Core> core = api::Core::create(model, options);
+        if (!core.ok()) return api::from_engine(core.status());
+        return Engine(std::make_unique<Impl>(Impl{.core = std::move(core).value()}));
+    });
+}
+
+Result<Prompt> Model::prepare(const std::vector<Message>& messages, const SessionOptions& options,
+                              bool keep_pixel_values) const {
+    const base::Result<runtime::SessionOptions> so = api::to_engine(options);
+    if (!so.ok()) return api::from_engine(so.status());
+    return api::PromptRoad::make(*impl_->model, so.value(),
+                                 {.keep_pixel_values = keep_pixel_values})
+        .prepare(messages);
+}
+
+Result<Prompt> Model::prepare_raw(std::string_view text) const {
+    return api::PromptRoad::make(*impl_->model, {}, {}).prepare_raw(text);
+}
+
+Result<Prompt> Engine::prepare(const std::vector<Message>& messages) const {
+    return impl_->core.road.prepare(messages);
+}
+
+Result<Prompt> Engine::prepare_raw(std::string_view text) const {
+    return impl_->core.road.prepare_raw(text);
+}
+
+Result<RequestId> Engine::submit(Request request) {
+    return api::guarded<RequestId>("submitting", [&]() -> Result<RequestId> {
+        base::Result<runtime::Request> r =
+            api::runtime_request(std::move(request), *impl_->core.model->model);
+        if (!r.ok()) return api::from_engine(r.status());
+        base::Result<runtime::RequestId> id = impl_->core.engine->submit(std::move(r).value());
+        if (!id.ok()) return api::from_engine(id.status());
+        return RequestId(id.value());
+    });
+}
+
+Result<std::vector<RequestId>> Engine::submit_group(std::vector<Request> requests) {
+    return api::guarded<std::vector<RequestId>>(
+        "submitting", [&]() -> Result<std::vector<RequestId>> {
+            std::vector<runtime::Request> group;
+            group.reserve(requests.size());
+            for (Request& request : requests) {
+                base::Result<runtime::Request> r =
+                    api::runtime_request(std::move(request), *impl_->core.model->model);
+                if (!r.ok()) return api::from_engine(r.status());
+                group.push_back(std::move(r).value());
+            }
+            base::Result<std::vector<runtime::RequestId>> ids =
+                impl_->core.engine->submit_group(std::move(group));
+            if (!ids.ok()) return api::from_engine(ids.status());
+            return std::vector<RequestId>(ids.value().begin(), ids.value().end());
+        });
+}
+
+void Engine::cancel(RequestId id) { impl_->core.engine->cancel(id); }
+
+Result<Generation> Engine::generate(Request request, const std::atomic<bool>* interrupt) {
+    return api::guarded<Generation>("generating", [&]() -> Result<Generation> {
+        const Sampling sampling = request.sampling;
+        request.on_done = nullptr;
+        base::Result<runtime::Request> r =
+            api::runtime_request(std::move(request), *impl_->core.model->model);
+        if (!r.ok()) return api::from_engine(r.status());
+        base::Result<runtime::RequestResult> done =
+            impl_->core.wait_for(std::move(r).value(), interrupt);
+        if (!done.ok()) return api::from_engine(done.status());
+        return api::to_generation(std::move(done).value(), sampling);
+    });
+}
+
+Engine::Stats Engine::stats() const {
+    const runtime::Engine::Stats s = impl_->core.engine->stats();
+    return {.slots = impl_->core.engine->slots(),
+            .slots_busy = s.slots_busy,
+            .queue_length = s.queue_length};
+}
+
+void Engine::forget_prefixes() { impl_->core.engine->forget_prefixes(); }
+int Engine::slots() const { return impl_->core.engine->slots(); }
+int Engine::context_size() const { return impl_->core.engine->ctx_size(); }
+int Engine::threads() const { return impl_->core.engine->threads(); }
+std::string Engine::isa() const { return kernels::isa_name(impl_->core.engine->isa()); }
+Precision Engine::precision() const { return api::from_engine(impl_->core.engine->precision()); }
+std::string Engine::profile_report() const {
+    return impl_->core.profile ? impl_->core.engine->profile().format() : std::string();
+}
+
+}  // namespace qvl
