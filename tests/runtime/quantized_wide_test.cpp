@@ -111,8 +111,8 @@ void write_wide_checkpoint(const fs::path& dir) {
     std::vector<io::TensorToWrite> tensors;
     for (const synth::TensorSpec& spec : synth::checkpoint_tensors(dims)) {
         data.push_back(tensor_values(spec, rng));
-        tensors.push_back({spec.name, io::DType::kBF16, spec.shape,
-                           std::as_bytes(std::span(data.back()))});
+        tensors.push_back(
+            {spec.name, io::DType::kBF16, spec.shape, std::as_bytes(std::span(data.back()))});
     }
     const base::Status st = io::write_safetensors(dir / "model.safetensors", tensors);
     ASSERT_TRUE(st.ok()) << st.message();
@@ -234,8 +234,7 @@ struct Variant {
 // q4's only catch gross breakage (4-bit groups round 16x coarser than int8).
 constexpr Variant kVariants[] = {
     // [max 2.00e-2, cos 0.999833]
-    {"bf16 weights, bf16 products", model::WeightFormat::kBF16, Precision::kBF16, 0.03, 0.9995,
-     0},
+    {"bf16 weights, bf16 products", model::WeightFormat::kBF16, Precision::kBF16, 0.03, 0.9995, 0},
     // [max 5.58e-2, cos 0.998356, ratio 3.9]
     {"q8, f32 KV", model::WeightFormat::kQ8, Precision::kF32, 0.08, 0.997, 6},
     // [max 7.55e-2, cos 0.997116, ratio 4.0]
