@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/weight_panels.h"
-#include "kernel_test_util.h"
 
 namespace qvl::kernels {
 namespace {
@@ -131,8 +131,8 @@ TEST_P(GemmBf16Emulation, RoundsEveryOperandToNearestEven) {
                     for (int j = 0; j < k; ++j) {
                         const float x = a[std::size_t(i * k + j)];
                         ASSERT_EQ(c[std::size_t(i * (k + 1) + j)], rne_bf16(x))
-                            << layout_name(t) << " m=" << m << " k=" << k << " a[" << i << "]["
-                            << j << "] = " << x;
+                            << layout_name(t) << " m=" << m << " k=" << k << " a[" << i << "][" << j
+                            << "] = " << x;
                     }
                 }
             }
@@ -193,8 +193,8 @@ TEST_P(GemmBf16Emulation, SumsAreTheOnlyErrorLeft) {
                             want = silu * u;
                             // silu' <= 1.1: the gate's error, times |up|, plus the up's times
                             // |silu|, plus silu's own few ulps.
-                            tol = 1.2 * (s.k + 2) * kEps * (1.1 * sg * std::fabs(u) +
-                                                            su * std::fabs(silu)) +
+                            tol = 1.2 * (s.k + 2) * kEps *
+                                      (1.1 * sg * std::fabs(u) + su * std::fabs(silu)) +
                                   8 * kEps * std::fabs(want);
                         }
                         tol += kEps * std::fabs(want) + 1e-30;
@@ -204,7 +204,8 @@ TEST_P(GemmBf16Emulation, SumsAreTheOnlyErrorLeft) {
                             << layout_name(t) << (gated ? " gated" : "") << " m=" << s.m
                             << " n=" << s.n << " k=" << s.k << " at " << i << "," << j;
                     }
-                    EXPECT_TRUE(std::isnan(c[std::size_t(i * (s.n + 1) + s.n)])) << "past row " << i;
+                    EXPECT_TRUE(std::isnan(c[std::size_t(i * (s.n + 1) + s.n)]))
+                        << "past row " << i;
                 }
             }
         }
