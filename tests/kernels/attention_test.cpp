@@ -144,15 +144,7 @@ struct Problem {
         return o;
     }
 
-    // Round to nearest even at bf16 (8 significant bits), written here rather than taken from
-    // the engine so that the reference does not share the kernel's rounding.
-    static float round_bf16(float x) {
-        std::uint32_t u = 0;
-        std::memcpy(&u, &x, 4);
-        u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-        std::memcpy(&x, &u, 4);
-        return x;
-    }
+    static float round_bf16(float x) { return testing::rne_bf16(x); }
 
     void run(Isa isa, int n_threads) {
         const int n = attention_num_tasks(args, n_threads);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -35,6 +36,32 @@ class FloatBuf {
   private:
     std::vector<float> storage_;
     std::size_t n_;
+};
+
+// Round to nearest even at bf16 (8 significant bits), finite x: written here rather than taken
+// from the engine, so that the references of the bf16 kernels do not share the kernels' rounding.
+inline float rne_bf16(float x) {
+    std::uint32_t u = 0;
+    std::memcpy(&u, &x, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    std::memcpy(&x, &u, 4);
+    return x;
+}
+
+// The fixture of the GEMM tests, one instance per tier: skips a tier this CPU lacks, and has the
+// avx512bf16 rows test the vdpbf16ps kernels on every CPU, also where the engine prefers FMAs
+// for packed GEMMs (isa.h; gemm_bf16_policy_test covers that choice).
+class GemmTierTest : public ::testing::TestWithParam<Isa> {
+  protected:
+    void SetUp() override {
+        QVL_SKIP_UNLESS_CPU(GetParam());
+        saved_policy_ = bf16_dot_for_gemm();
+        set_bf16_dot_for_gemm(true);
+    }
+    void TearDown() override { set_bf16_dot_for_gemm(saved_policy_); }
+
+  private:
+    bool saved_policy_ = true;
 };
 
 inline void fill_uniform(float* x, std::size_t n, float lo, float hi, std::uint32_t seed) {
