@@ -168,7 +168,37 @@ Status parse_content(const JsonValue& content, const std::string& where, const P
     return {};
 }
 
-Status parse_messages(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+// An assistant's calls: [{"id", "type": "function", "function": {"name", "arguments"}}], the
+// arguments a JSON string as OpenAI sends them (rendered verbatim, as the template does).
+Status parse_tool_calls(const JsonValue& calls, const std::string& where, RequestMessage* msg) {
+    if (calls.is_null()) return {};
+    if (!calls.is_array()) return bad(where, "must be an array of tool calls");
+    if (!calls.items().empty() && msg->role != "assistant") {
+        return bad(where, "only assistant messages carry tool_calls");
+    }
+    for (std::size_t k = 0; k < calls.items().size(); ++k) {
+        const JsonValue& c = calls.items()[k];
+        const std::string cw = fmt::format("{}[{}]", where, k);
+        const JsonValue* fn = c.find("function");
+        const JsonValue* name = fn != nullptr ? fn->find("name") : nullptr;
+        const JsonValue* args = fn != nullptr ? fn->find("arguments") : nullptr;
+        if (name == nullptr || !name->is_string() || args == nullptr || !args->is_string()) {
+            return bad(cw,
+                       "a tool call needs \"function\": {\"name\": string, \"arguments\": "
+                       "JSON string}");
+        }
+        ToolCall call{.name = name->as_string()};
+        if (const JsonValue* id = c.find("id"); id != nullptr && id->is_string()) {
+            call.id = id->as_string();
+        }
+        call.arguments = args->as_string();
+        msg->tool_calls.push_back(std::move(call));
+    }
+    return {};
+}
+
+Status parse_message_list(const JsonValue& root, const ParseLimits& limits,
+                          std::vector<RequestMessage>* out, int* image_count) {
     const JsonValue* messages = root.find("messages");
     if (messages == nullptr) return bad("body", "\"messages\" is missing");
     if (!messages->is_array()) {
@@ -185,19 +215,55 @@ Status parse_messages(const JsonValue& root, const ParseLimits& limits, ChatRequ
         }
         RequestMessage msg{.role = role->as_string()};
         if (msg.role == "developer") msg.role = "system";
-        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
+        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" &&
+            msg.role != "tool") {
             return bad(where + ".role",
-                       fmt::format("'{}' is not supported (system, user, assistant are)",
+                       fmt::format("'{}' is not supported (system, user, assistant, tool are)",
                                    role->as_string()));
         }
         if (msg.role == "system" && i != 0) {
             return bad(where, "a system message must come first");
         }
+        if (const JsonValue* calls = m.find("tool_calls")) {
+            APP_TRY(parse_tool_calls(*calls, where + ".tool_calls", &msg));
+        }
         const JsonValue* content = m.find("content");
-        if (content == nullptr) return bad(where, "needs \"content\"");
-        APP_TRY(parse_content(*content, where + ".content", limits, &msg, &out->image_count));
-        out->messages.push_back(std::move(msg));
+        if (content == nullptr && msg.tool_calls.empty()) return bad(where, "needs \"content\"");
+        if (content != nullptr) {
+            APP_TRY(parse_content(*content, where + ".content", limits, &msg, image_count));
+        }
+        out->push_back(std::move(msg));
     }
+    return {};
+}
+
+Status parse_messages(const JsonValue& root, const ParseLimits& limits, ChatRequest* out) {
+    return parse_message_list(root, limits, &out->messages, &out->image_count);
+}
+
+Status parse_tools(const JsonValue& root, Tools* out) {
+    const JsonValue* tools = root.find("tools");
+    const JsonValue* choice = root.find("tool_choice");
+    const JsonValue* parallel = root.find("parallel_tool_calls");
+    static const JsonValue kNone;
+    Result<Tools> parsed = Tools::parse(tools != nullptr ? *tools : kNone, choice, parallel);
+    if (!parsed.ok()) return Status(ErrorCode::kInvalidArgument, parsed.status().message());
+    *out = std::move(parsed).value();
+    return {};
+}
+
+// tool_choice "required" or a named function constrains the answer, as response_format does:
+// both at once cannot hold.
+Status tool_constraint(ChatRequest* out) {
+    Result<OutputConstraint> c = out->tools.constraint();
+    if (!c.ok()) return Status(ErrorCode::kInvalidArgument, c.status().message());
+    if (c.value().empty()) return {};
+    if (!out->constraint.empty()) {
+        return bad("tool_choice",
+                   "a required or named tool call and a response_format cannot both constrain "
+                   "the answer");
+    }
+    out->constraint = std::move(c).value();
     return {};
 }
 
@@ -297,7 +363,7 @@ Status parse_choices(const JsonValue& root, const ParseLimits& limits, ChatReque
 }
 
 // Every top-level key the server reads; anything else is refused by check_fields.
-constexpr std::array<std::string_view, 22> kKnownFields = {"messages",
+constexpr std::array<std::string_view, 25> kKnownFields = {"messages",
                                                            "model",
                                                            "max_tokens",
                                                            "max_completion_tokens",
@@ -318,14 +384,14 @@ constexpr std::array<std::string_view, 22> kKnownFields = {"messages",
                                                            "ignore_eos",
                                                            "user",
                                                            "metadata",
-                                                           "response_format"};
+                                                           "response_format",
+                                                           "tools",
+                                                           "tool_choice",
+                                                           "parallel_tool_calls"};
 
 Status check_fields(const JsonValue& root) {
     for (const auto& [key, value] : root.members()) {
         if (value.is_null()) continue;
-        if (key == "tools" || key == "tool_choice" || key == "parallel_tool_calls") {
-            return bad(key, "tool calling is not implemented by this server yet");
-        }
         if (std::find(kKnownFields.begin(), kKnownFields.end(), key) == kKnownFields.end()) {
             return bad(key,
                        "this field is not implemented by the server (refused rather than "
@@ -388,12 +454,57 @@ Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits&
     APP_TRY(parse_sampling(root, limits, &out));
     APP_TRY(parse_choices(root, limits, &out));
     APP_TRY(parse_response_format(root, &out.constraint));
+    APP_TRY(parse_tools(root, &out.tools));
+    APP_TRY(tool_constraint(&out));
     APP_TRY(read_bool(root, "stream", &out.stream));
     APP_TRY(read_bool(root, "ignore_eos", &out.ignore_eos));
     if (const JsonValue* so = root.find("stream_options"); so != nullptr && !so->is_null()) {
         if (!so->is_object()) return bad("stream_options", "must be an object");
         APP_TRY(read_bool(*so, "include_usage", &out.include_usage));
     }
+    return out;
+}
+
+Result<TokenizeRequest> parse_tokenize_request(std::string_view body, const ParseLimits& limits) {
+    Result<JsonValue> parsed = parse_json(body, "request body");
+    if (!parsed.ok()) {
+        return Status(ErrorCode::kInvalidArgument,
+                      fmt::format("malformed JSON: {}", parsed.status().message()));
+    }
+    const JsonValue& root = parsed.value();
+    if (!root.is_object()) {
+        return bad("body", fmt::format("must be a JSON object, not {}", type_of(root)));
+    }
+    static constexpr std::array<std::string_view, 7> kFields = {"prompt",
+                                                                "messages",
+                                                                "tools",
+                                                                "tool_choice",
+                                                                "parallel_tool_calls",
+                                                                "add_generation_prompt",
+                                                                "model"};
+    for (const auto& [key, value] : root.members()) {
+        if (!value.is_null() && std::find(kFields.begin(), kFields.end(), key) == kFields.end()) {
+            return bad(key,
+                       "is not a /tokenize field (prompt, messages, tools, "
+                       "add_generation_prompt are)");
+        }
+    }
+    TokenizeRequest out;
+    const JsonValue* prompt = root.find("prompt");
+    const JsonValue* messages = root.find("messages");
+    if ((prompt == nullptr) == (messages == nullptr)) {
+        return bad("body", "give either \"prompt\" (a string) or \"messages\"");
+    }
+    if (prompt != nullptr) {
+        if (!prompt->is_string()) return bad("prompt", "must be a string");
+        if (root.find("tools") != nullptr) return bad("tools", "go with \"messages\"");
+        out.raw = true;
+        out.prompt = prompt->as_string();
+        return out;
+    }
+    APP_TRY(parse_message_list(root, limits, &out.messages, &out.image_count));
+    APP_TRY(parse_tools(root, &out.tools));
+    APP_TRY(read_bool(root, "add_generation_prompt", &out.add_generation_prompt));
     return out;
 }
 

@@ -3,9 +3,8 @@
 // no model. Every refusal is kInvalidArgument (HTTP 400) with a message naming the field, e.g.
 // "messages[1].content[0].image_url.url: invalid base64 character '%' at offset 12".
 // A top-level key the server does not implement is refused, naming it (nothing a client asks
-// for is ignored in silence): structured outputs and tools until they exist, and any key not
-// listed in chat_request.cpp; `user` and `metadata` are accepted and ignored, and a key whose
-// value is null counts as absent.
+// for is ignored in silence): any key not listed in chat_request.cpp; `user` and `metadata` are
+// accepted and ignored, and a key whose value is null counts as absent.
 #pragma once
 
 #include <cstddef>
@@ -35,8 +34,9 @@ struct RequestPart {
 };
 
 struct RequestMessage {
-    std::string role;  // system | user | assistant ("developer" is read as system)
+    std::string role;  // system | user | assistant | tool ("developer" is read as system)
     std::vector<RequestPart> parts;
+    std::vector<ToolCall> tool_calls;  // assistant: the calls it made
 };
 
 struct ChatRequest {
@@ -59,8 +59,10 @@ struct ChatRequest {
     int n = 1;                                               // choices
     // logprobs: -1 off (logprobs false or absent), else top_logprobs (0..20).
     int top_logprobs = -1;
-    // response_format json_object / json_schema: the constraint the answer follows (else empty).
+    // response_format json_object / json_schema, or tool_choice "required" / a named function:
+    // the constraint the answer follows (else empty).
     OutputConstraint constraint;
+    Tools tools;  // tools, tool_choice, parallel_tool_calls
 };
 
 struct ParseLimits {
@@ -81,5 +83,18 @@ struct ParseLimits {
 std::string url_host(std::string_view url);
 
 Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits);
+
+// The body of POST /tokenize: {"prompt": str} (raw text, no template), or {"messages",
+// "tools", "add_generation_prompt" (default true)} with the messages and tools of a chat
+// request (tool_choice and parallel_tool_calls accepted too). Any other field is refused.
+struct TokenizeRequest {
+    bool raw = false;
+    std::string prompt;                    // raw
+    std::vector<RequestMessage> messages;  // else
+    Tools tools;
+    bool add_generation_prompt = true;
+    int image_count = 0;
+};
+Result<TokenizeRequest> parse_tokenize_request(std::string_view body, const ParseLimits& limits);
 
 }  // namespace qvl::serve

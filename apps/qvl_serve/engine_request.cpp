@@ -31,10 +31,10 @@ constexpr std::string_view kFileScheme = "file://";
 
 }  // namespace
 
-std::vector<Message> engine_messages(ChatRequest& request) {
+std::vector<Message> engine_messages(std::vector<RequestMessage>& messages) {
     std::vector<Message> out;
-    for (RequestMessage& m : request.messages) {
-        Message msg{.role = m.role};
+    for (RequestMessage& m : messages) {
+        Message msg{.role = m.role, .tool_calls = std::move(m.tool_calls)};
         for (RequestPart& part : m.parts) {
             if (part.kind == RequestPart::Kind::kText) {
                 msg.content.push_back(ContentPart::from_text(std::move(part.text)));

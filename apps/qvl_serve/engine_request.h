@@ -15,9 +15,9 @@
 
 namespace qvl::serve {
 
-// The request's messages; image bytes are moved out of `request`. Image parts are named by
-// their place in the request ("messages[1].content[0]"), which errors then cite.
-std::vector<Message> engine_messages(ChatRequest& request);
+// The request's messages; image bytes and tool calls are moved out of `messages`. Image parts are
+// named by their place in the request ("messages[1].content[0]"), which errors then cite.
+std::vector<Message> engine_messages(std::vector<RequestMessage>& messages);
 
 // Resolves file:// parts to files inside `allowed_media_dir` (after symlinks and ".."; an
 // empty folder refuses them) and http(s) parts to their bytes, fetched within `fetch`. Errors

@@ -11,6 +11,7 @@
 #include "completion_stream.h"
 #include "engine_request.h"
 #include "openai_format.h"
+#include "tool_stream.h"
 
 namespace qvl::serve {
 namespace {
@@ -158,6 +159,12 @@ void HttpServer::install_routes() {
     s.route("POST", "/v1/chat/completions", [this](const http::Request& req, http::Responder& res) {
         if (authorized(req, res)) handle_completion(req, res);
     });
+    s.route("POST", "/tokenize", [this](const http::Request& req, http::Responder& res) {
+        if (authorized(req, res)) handle_tokenize(req, res);
+    });
+    s.route("POST", "/detokenize", [this](const http::Request& req, http::Responder& res) {
+        if (authorized(req, res)) handle_detokenize(req, res);
+    });
     s.route(
         "OPTIONS", "*",
         [](const http::Request&, http::Responder& res) {
@@ -182,7 +189,7 @@ std::optional<Request> HttpServer::prepare_request(ChatRequest& chat, Completion
     // meanwhile.
     std::optional<Result<Prompt>> built = reply.run([&] {
         const SemaphoreGuard guard(decode_slots_);
-        return engine_.prepare(engine_messages(chat));
+        return engine_.prepare(engine_messages(chat.messages), chat.tools);
     });
     if (!built) {
         metrics_.record({.outcome = "cancelled"});
@@ -263,9 +270,9 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
                                   .model = chat.model.empty() ? config_.model_id : chat.model,
                                   .created = std::int64_t(std::time(nullptr))};
     const bool logprobs = chat.top_logprobs >= 0;
-    const bool complete = chat.stream
-                              ? stream_answer(reply, streams, header, chat.include_usage, logprobs)
-                              : whole_answer(reply, streams, header, logprobs);
+    const bool complete = chat.stream ? stream_answer(reply, streams, header, chat.include_usage,
+                                                      logprobs, chat.tools)
+                                      : whole_answer(reply, streams, header, logprobs, chat.tools);
     // A client gone before the end cancels its requests, and their slots free at once.
     if (!complete) {
         for (const RequestId id : ids) engine_.cancel(id);
@@ -312,7 +319,7 @@ void HttpServer::refuse_submit(CompletionReply& reply, const Status& status) {
 
 bool HttpServer::whole_answer(CompletionReply& reply,
                               const std::vector<std::shared_ptr<CompletionStream>>& streams,
-                              const CompletionHeader& header, bool logprobs) {
+                              const CompletionHeader& header, bool logprobs, const Tools& tools) {
     // Nothing is sent before the outcome is known: a late failure is an HTTP 5xx.
     std::vector<Generation> results(streams.size());
     std::size_t done = 0;
@@ -330,20 +337,25 @@ bool HttpServer::whole_answer(CompletionReply& reply,
         }
     }
     std::vector<std::string> lps;
+    std::vector<ToolAnswer> answers;
     lps.reserve(results.size());
     for (const Generation& r : results) {
         lps.push_back(logprobs ? logprobs_json(r.logprobs, model_) : "");
+        if (tools.calls_allowed()) answers.push_back(read_tool_answer(tools, r.text));
     }
-    reply.send_json(
-        200, completion_json(header, results, response_timings(*streams[0], results[0]), lps));
+    reply.send_json(200, completion_json(header, results, response_timings(*streams[0], results[0]),
+                                         lps, answers));
     return true;
 }
 
 bool HttpServer::stream_answer(CompletionReply& reply,
                                const std::vector<std::shared_ptr<CompletionStream>>& streams,
-                               const CompletionHeader& header, bool include_usage, bool logprobs) {
+                               const CompletionHeader& header, bool include_usage, bool logprobs,
+                               const Tools& tools) {
     if (!reply.commit()) return false;
     const std::size_t n = streams.size();
+    std::vector<ToolStream> readers;
+    for (std::size_t i = 0; i < n && tools.calls_allowed(); ++i) readers.emplace_back(tools);
     std::vector<Generation> results(n);
     std::vector<bool> first(n, true), ended(n, false);
     std::size_t done = 0;
@@ -354,7 +366,15 @@ bool HttpServer::stream_answer(CompletionReply& reply,
             if (ended[i]) continue;
             CompletionStream::Update u = streams[i]->take(wait);
             std::string out;
-            if (!u.text.empty() || !u.logprobs.empty() || (u.result && first[i])) {
+            if (!readers.empty()) {
+                const std::string lp =
+                    logprobs && !u.logprobs.empty() ? logprobs_json(u.logprobs, model_) : "";
+                bool f = first[i];
+                out = readers[i].push(header, int(i), u.text, lp, f);
+                if (u.result) out += readers[i].finish(header, int(i), f);
+                if (u.result && f) out += chunk_event(header, int(i), "", true);
+                first[i] = f && !u.result;
+            } else if (!u.text.empty() || !u.logprobs.empty() || (u.result && first[i])) {
                 const std::string lp = logprobs ? logprobs_json(u.logprobs, model_) : "";
                 out = chunk_event(header, int(i), u.text, first[i], lp);
                 first[i] = false;
@@ -366,7 +386,10 @@ bool HttpServer::stream_answer(CompletionReply& reply,
                     reply.error(late_error(r));  // the error event, then [DONE]
                     return true;
                 }
-                out += final_chunk_event(header, int(i), r.finish_reason);
+                out += final_chunk_event(
+                    header, int(i),
+                    finish_reason_with_calls(r.finish_reason,
+                                             !readers.empty() && readers[i].has_calls()));
                 results[i] = r;
                 ended[i] = true;
                 ++done;

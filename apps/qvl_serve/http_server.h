@@ -75,12 +75,17 @@ class HttpServer {
                      const http::Headers& extra = {});
     // The answer of the request's choices once submitted; false when the client went away
     // before its end.
+    // tools: when they allow calls, each answer is read for them.
     bool whole_answer(CompletionReply& reply,
                       const std::vector<std::shared_ptr<CompletionStream>>& streams,
-                      const CompletionHeader& header, bool logprobs);
+                      const CompletionHeader& header, bool logprobs, const Tools& tools);
     bool stream_answer(CompletionReply& reply,
                        const std::vector<std::shared_ptr<CompletionStream>>& streams,
-                       const CompletionHeader& header, bool include_usage, bool logprobs);
+                       const CompletionHeader& header, bool include_usage, bool logprobs,
+                       const Tools& tools);
+    // POST /tokenize and /detokenize (http_tokenize.cpp).
+    void handle_tokenize(const http::Request& req, http::Responder& res);
+    void handle_detokenize(const http::Request& req, http::Responder& res);
     // A choice's result: its stream ends, the metrics count it (the prompt once per request).
     void on_choice_done(CompletionStream& stream, const Generation& r, int index);
     // The answer to a refused submit (503 when the queue is full, else 400).

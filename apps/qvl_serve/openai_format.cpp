@@ -69,16 +69,49 @@ std::string logprobs_json(std::span<const TokenLogprob> entries, const Model& mo
     return out + "]}";
 }
 
+std::string_view finish_reason_with_calls(std::string_view finish_reason, bool has_calls) {
+    return has_calls && finish_reason == "stop" ? std::string_view("tool_calls") : finish_reason;
+}
+
+namespace {
+
+std::string tool_calls_json(const std::vector<ToolCall>& calls) {
+    std::string out = "[";
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+        out += fmt::format(
+            "{}{{\"id\":{},\"type\":\"function\",\"function\":{{\"name\":{},\"arguments\":{}}}}}",
+            k ? "," : "", json_quote(calls[k].id), json_quote(calls[k].name),
+            json_quote(calls[k].arguments));
+    }
+    return out + "]";
+}
+
+std::string message_json(const Generation& r, const ToolAnswer* answer) {
+    if (answer == nullptr) {
+        return fmt::format("{{\"role\":\"assistant\",\"content\":{}}}", json_quote(r.text));
+    }
+    const bool calls = !answer->calls.empty();
+    const std::string content =
+        calls && answer->content.empty() ? "null" : json_quote(answer->content);
+    return fmt::format("{{\"role\":\"assistant\",\"content\":{}{}}}", content,
+                       calls ? ",\"tool_calls\":" + tool_calls_json(answer->calls) : "");
+}
+
+}  // namespace
+
 std::string completion_json(const CompletionHeader& h, std::span<const Generation> results,
-                            const ResponseTimings& t, std::span<const std::string> logprobs) {
+                            const ResponseTimings& t, std::span<const std::string> logprobs,
+                            std::span<const ToolAnswer> answers) {
     std::string choices;
     for (std::size_t i = 0; i < results.size(); ++i) {
         const std::string_view lp =
             i < logprobs.size() && !logprobs[i].empty() ? logprobs[i] : std::string_view("null");
-        choices += fmt::format(
-            "{}{{\"index\":{},\"message\":{{\"role\":\"assistant\",\"content\":{}}},"
-            "\"logprobs\":{},\"finish_reason\":{}}}",
-            i ? "," : "", i, json_quote(results[i].text), lp, json_quote(results[i].finish_reason));
+        const ToolAnswer* answer = i < answers.size() ? &answers[i] : nullptr;
+        const std::string_view finish = finish_reason_with_calls(
+            results[i].finish_reason, answer != nullptr && !answer->calls.empty());
+        choices +=
+            fmt::format("{}{{\"index\":{},\"message\":{},\"logprobs\":{},\"finish_reason\":{}}}",
+                        i ? "," : "", i, message_json(results[i], answer), lp, json_quote(finish));
     }
     return fmt::format("{{{},\"choices\":[{}],\"usage\":{},\"timings\":{}}}",
                        header_json(h, "chat.completion"), choices, usage_json(results),
@@ -92,6 +125,19 @@ std::string chunk_event(const CompletionHeader& h, int index, std::string_view c
         "\"logprobs\":{},\"finish_reason\":null}}]}}\n\n",
         header_json(h, "chat.completion.chunk"), index, first ? "\"role\":\"assistant\"," : "",
         json_quote(content), logprobs.empty() ? std::string_view("null") : logprobs);
+}
+
+std::string tool_call_chunk_events(const CompletionHeader& h, int index, int call_index,
+                                   const ToolCall& call, bool first) {
+    const std::string head = header_json(h, "chat.completion.chunk");
+    return fmt::format(
+        "data: {{{0},\"choices\":[{{\"index\":{1},\"delta\":{{{2}\"tool_calls\":[{{\"index\":{3},"
+        "\"id\":{4},\"type\":\"function\",\"function\":{{\"name\":{5},\"arguments\":\"\"}}}}]}},"
+        "\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
+        "data: {{{0},\"choices\":[{{\"index\":{1},\"delta\":{{\"tool_calls\":[{{\"index\":{3},"
+        "\"function\":{{\"arguments\":{6}}}}}]}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
+        head, index, first ? "\"role\":\"assistant\",\"content\":null," : "", call_index,
+        json_quote(call.id), json_quote(call.name), json_quote(call.arguments));
 }
 
 std::string final_chunk_event(const CompletionHeader& h, int index,

@@ -46,6 +46,9 @@ std::vector<text::ChatMessage> to_engine(const std::vector<Message>& messages) {
     std::vector<text::ChatMessage> out;
     for (const Message& m : messages) {
         text::ChatMessage cm{.role = m.role};
+        for (const ToolCall& c : m.tool_calls) {
+            cm.tool_calls.push_back({.id = c.id, .name = c.name, .arguments = c.arguments});
+        }
         for (const ContentPart& p : m.content) {
             if (p.kind == ContentPart::Kind::kText) {
                 cm.parts.push_back({.kind = text::ChatPart::Kind::kText, .text = p.text});

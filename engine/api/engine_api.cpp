@@ -159,8 +159,9 @@ Result<Prompt> Model::prepare_raw(std::string_view text) const {
     return api::PromptRoad::make(*impl_->model, {}, {}).prepare_raw(text);
 }
 
-Result<Prompt> Engine::prepare(const std::vector<Message>& messages) const {
-    return impl_->core.road.prepare(messages);
+Result<Prompt> Engine::prepare(const std::vector<Message>& messages, const Tools& tools,
+                               bool add_generation_prompt) const {
+    return impl_->core.road.prepare(messages, tools, add_generation_prompt);
 }
 
 Result<Prompt> Engine::prepare_raw(std::string_view text) const {

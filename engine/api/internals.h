@@ -14,6 +14,7 @@
 #include "qvl/qvl.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
+#include "text/chat_tools.h"
 
 namespace qvl {
 
@@ -24,6 +25,11 @@ struct Model::Impl {
 
 struct OutputConstraint::Impl {
     std::shared_ptr<const grammar::Grammar> grammar;
+};
+
+struct Tools::Impl {
+    std::vector<text::ChatTool> tools;
+    text::ToolChoice choice;
 };
 
 struct Prompt::Impl {
@@ -44,7 +50,8 @@ struct PromptRoad {
     // The road of an engine with these options (session: its image budget).
     static PromptRoad make(const model::Model& model, const runtime::SessionOptions& session,
                            const EngineOptions& options);
-    Result<Prompt> prepare(const std::vector<Message>& messages) const;
+    Result<Prompt> prepare(const std::vector<Message>& messages, const Tools& tools = {},
+                           bool add_generation_prompt = true) const;
     Result<Prompt> prepare_raw(std::string_view text) const;
 };
 

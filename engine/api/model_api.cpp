@@ -43,6 +43,19 @@ std::string_view Model::token_bytes(std::int32_t id) const {
     return impl_->model->tokenizer().token_bytes(id);
 }
 
+Result<std::string> Model::detokenize(std::span<const std::int32_t> ids) const {
+    const text::Tokenizer& tok = impl_->model->tokenizer();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || ids[i] >= tok.vocab_size()) {
+            return Status(ErrorCode::kInvalidArgument,
+                          "token " + std::to_string(i) + ": id " + std::to_string(ids[i]) +
+                              " is outside the vocabulary of " + std::to_string(tok.vocab_size()) +
+                              " ids");
+        }
+    }
+    return tok.decode(ids, /*skip_special=*/false);
+}
+
 Sampling Model::sampling(const SamplingOverrides& o) const {
     Sampling s;
     const model::GenerationConfig& gen = impl_->model->generation();

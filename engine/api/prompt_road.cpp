@@ -53,18 +53,23 @@ PromptRoad PromptRoad::make(const model::Model& model, const runtime::SessionOpt
     return road;
 }
 
-Result<Prompt> PromptRoad::prepare(const std::vector<Message>& messages) const {
+Result<Prompt> PromptRoad::prepare(const std::vector<Message>& messages, const Tools& tools,
+                                   bool add_generation_prompt) const {
     return guarded([&] {
         const std::vector<text::ChatMessage> chat = to_engine(messages);
+        std::span<const text::ChatTool> chat_tools;
+        if (tools.impl != nullptr) chat_tools = tools.impl->tools;
         return wrap_prompt(runtime::prepare_chat_prompt_with(
-            *model, chat, preprocess, [&](int index, const text::ChatPart&) {
+            *model, chat, preprocess,
+            [&](int index, const text::ChatPart&) {
                 const ContentPart* part = image_part(messages, index);
                 if (part == nullptr) {
                     return base::Result<io::Image>(
                         base::error(base::ErrorCode::kInternal, "image part {} not found", index));
                 }
                 return load_image_part(*part, limits, resolve_media);
-            }));
+            },
+            chat_tools, add_generation_prompt));
     });
 }
 

@@ -24,6 +24,11 @@ Result<std::vector<Message>> from_engine(base::Result<std::vector<text::ChatMess
     std::vector<Message> out;
     for (text::ChatMessage& m : chat.value()) {
         Message msg{.role = m.role};
+        for (text::ChatToolCall& c : m.tool_calls) {
+            msg.tool_calls.push_back({.id = std::move(c.id),
+                                      .name = std::move(c.name),
+                                      .arguments = std::move(c.arguments)});
+        }
         for (text::ChatPart& p : m.parts) {
             if (p.kind == text::ChatPart::Kind::kText) {
                 msg.content.push_back(ContentPart::from_text(std::move(p.text)));

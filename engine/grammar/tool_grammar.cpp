@@ -12,8 +12,9 @@ namespace {
 // A function without parameters takes an empty argument list (OpenAI), i.e. the object {}.
 const io::JsonValue& empty_parameters() {
     static const io::JsonValue v = [] {
-        auto r = io::parse_json(R"({"type": "object", "properties": {}, "additionalProperties": false})",
-                                "empty parameters");
+        auto r =
+            io::parse_json(R"({"type": "object", "properties": {}, "additionalProperties": false})",
+                           "empty parameters");
         return r.ok() ? std::move(r).value() : io::JsonValue();
     }();
     return v;

@@ -27,7 +27,9 @@ base::Result<PreparedPrompt> prepare_chat_prompt(const model::Model& model,
 base::Result<PreparedPrompt> prepare_chat_prompt_with(const model::Model& model,
                                                       std::span<const text::ChatMessage> messages,
                                                       const image::PreprocessConfig& preprocess,
-                                                      const ImageLoader& load) {
+                                                      const ImageLoader& load,
+                                                      std::span<const text::ChatTool> tools,
+                                                      bool add_generation_prompt) {
     PreparedPrompt out;
     std::vector<int> tokens_per_image;
     for (const text::ChatMessage& m : messages) {
@@ -52,7 +54,7 @@ base::Result<PreparedPrompt> prepare_chat_prompt_with(const model::Model& model,
             out.images.push_back(std::move(pre).value());
         }
     }
-    const std::string text = text::render_chat(messages, true);
+    const std::string text = text::render_chat(messages, add_generation_prompt, tools);
     const text::Tokenizer& tok = model.tokenizer();
     QVL_ASSIGN_OR_RETURN(std::vector<std::int32_t> ids, tok.encode(text));
     QVL_ASSIGN_OR_RETURN(

@@ -48,10 +48,14 @@ base::Result<PreparedPrompt> prepare_chat_prompt(const model::Model& model,
 // the i-th image part (already in memory, decoded from bytes, ...); its errors pass through.
 // part.image_path names the image in infos and messages.
 using ImageLoader = std::function<base::Result<io::Image>(int index, const text::ChatPart& part)>;
+// tools: the functions offered (rendered into the system turn as the template does);
+// add_generation_prompt false leaves the assistant turn unopened (/tokenize).
 base::Result<PreparedPrompt> prepare_chat_prompt_with(const model::Model& model,
                                                       std::span<const text::ChatMessage> messages,
                                                       const image::PreprocessConfig& preprocess,
-                                                      const ImageLoader& load);
+                                                      const ImageLoader& load,
+                                                      std::span<const text::ChatTool> tools = {},
+                                                      bool add_generation_prompt = true);
 // Raw text (no template, no images); special tokens written in the text are recognised.
 base::Result<PreparedPrompt> prepare_raw_prompt(const model::Model& model, std::string_view text);
 

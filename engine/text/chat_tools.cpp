@@ -51,8 +51,8 @@ base::Result<std::vector<ChatTool>> parse_tools(const io::JsonValue& tools,
         const std::string at = fmt::format("{}[{}]", label, i);
         QVL_ASSIGN_OR_RETURN(ChatTool tool, parse_tool(tools.items()[i], at));
         if (!names.insert(tool.name).second) {
-            return base::error(ErrorCode::kInvalidArgument, "{}: the function name '{}' is given twice",
-                               at, tool.name);
+            return base::error(ErrorCode::kInvalidArgument,
+                               "{}: the function name '{}' is given twice", at, tool.name);
         }
         out.push_back(std::move(tool));
     }

@@ -30,8 +30,8 @@ base::Result<std::vector<ChatTool>> parse_tools(const io::JsonValue& tools,
 struct ToolChoice {
     enum class Mode { kAuto, kNone, kRequired, kNamed };
     Mode mode = Mode::kAuto;
-    std::string name;       // kNamed: the function that must be called
-    bool parallel = true;   // parallel_tool_calls: false allows at most one call
+    std::string name;      // kNamed: the function that must be called
+    bool parallel = true;  // parallel_tool_calls: false allows at most one call
 };
 
 // tool_choice (nullptr: absent) and parallel_tool_calls (nullptr: absent) against the tools.

@@ -18,13 +18,27 @@ void append_string(std::string& out, std::string_view s) {
     for (const char ch : s) {
         const auto c = static_cast<unsigned char>(ch);
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
             default:
                 if (c < 0x20) {
                     out += fmt::format("\\u{:04x}", unsigned(c));
@@ -62,12 +76,18 @@ void append_object(std::string& out, const io::JsonValue& v) {
 
 void append_value(std::string& out, const io::JsonValue& v) {
     switch (v.type()) {
-        case io::JsonValue::Type::kNull: out += "null"; break;
-        case io::JsonValue::Type::kBool: out += v.as_bool() ? "true" : "false"; break;
+        case io::JsonValue::Type::kNull:
+            out += "null";
+            break;
+        case io::JsonValue::Type::kBool:
+            out += v.as_bool() ? "true" : "false";
+            break;
         case io::JsonValue::Type::kNumber:
             out += v.is_integer() ? std::to_string(v.as_int()) : python_float_repr(v.as_double());
             break;
-        case io::JsonValue::Type::kString: append_string(out, v.as_string()); break;
+        case io::JsonValue::Type::kString:
+            append_string(out, v.as_string());
+            break;
         case io::JsonValue::Type::kArray: {
             out += '[';
             for (std::size_t i = 0; i < v.items().size(); ++i) {
@@ -77,7 +97,9 @@ void append_value(std::string& out, const io::JsonValue& v) {
             out += ']';
             break;
         }
-        case io::JsonValue::Type::kObject: append_object(out, v); break;
+        case io::JsonValue::Type::kObject:
+            append_object(out, v);
+            break;
     }
 }
 

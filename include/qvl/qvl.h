@@ -144,6 +144,8 @@ class Model {
     // The bytes a token id stands for (a piece of UTF-8, or raw bytes); empty for an id outside
     // the vocabulary.
     std::string_view token_bytes(std::int32_t id) const;
+    // Ids to text, special tokens included (Hugging Face's decode); non-UTF-8 bytes as U+FFFD.
+    Result<std::string> detokenize(std::span<const std::int32_t> ids) const;
     // The one rule for sampling defaults (the CLI, the server and Session use it): the model's
     // generation_config.json (its temperature, top-k and top-p when do_sample is true, greedy
     // otherwise; its repetition_penalty always, as Hugging Face applies it to greedy runs too),
@@ -188,10 +190,20 @@ struct ContentPart {
     static ContentPart image_url(std::string url, std::string name);
 };
 
-// role: "system" (first message only), "user" or "assistant" (text only).
+// A function call the assistant made (OpenAI's tool_calls): in the history, and parsed out of an
+// answer (ToolCallParser).
+struct ToolCall {
+    std::string id;  // "call_" + 24 random letters and digits (the template ignores it)
+    std::string name;
+    std::string arguments;  // a JSON object's text
+};
+
+// role: "system" (first message only), "user", "assistant" (text only, and the calls it made)
+// or "tool" (a call's result, text only; a run of them is one user turn in the template).
 struct Message {
     std::string role;
     std::vector<ContentPart> content;
+    std::vector<ToolCall> tool_calls;  // assistant only
 };
 
 // The --messages format of qvl-run (a JSON array of {"role", "content"}, content a string or a
@@ -401,6 +413,39 @@ class OutputConstraint {
     std::shared_ptr<const Impl> impl_;
 };
 
+// The functions a request offers (OpenAI's tools, tool_choice, parallel_tool_calls), rendered
+// by Engine::prepare as the chat template does (Hugging Face's ids). "required" and a named
+// function constrain the answer to valid calls (constraint()); "none" keeps the tools in the
+// prompt but the answer is not read for calls; parallel_tool_calls false allows one call.
+struct Tools {
+    static Result<Tools> parse(const JsonValue& tools, const JsonValue* tool_choice = nullptr,
+                               const JsonValue* parallel_tool_calls = nullptr);
+    bool calls_allowed() const;
+    Result<OutputConstraint> constraint() const;  // empty for "auto" and "none"
+    struct Impl;
+    std::shared_ptr<const Impl> impl;  // null: no tools
+};
+
+// Reads an answer for calls as it streams (any cut of the text gives the same events): content,
+// and each call once its <tool_call> block closes with JSON naming a tool; anything else (a
+// block never closed, bad JSON, an unknown name) stays content, verbatim.
+class ToolCallParser {
+  public:
+    explicit ToolCallParser(const Tools& tools);
+    struct Event {  // a piece of content, or (call >= 0) calls()[call] is complete
+        std::string content;
+        int call = -1;
+    };
+    void push(std::string_view text, std::vector<Event>& out);
+    void finish(std::vector<Event>& out);  // the end: what was held back comes out
+    const std::vector<ToolCall>& calls() const;
+    const std::string& content() const;  // all content so far
+    struct Impl;
+
+  private:
+    std::shared_ptr<Impl> impl_;
+};
+
 // One streamed piece: whole UTF-8 characters (a stop string's possible start is held back until
 // it is decided) and the id of the token that completed it.
 struct Piece {
@@ -445,7 +490,9 @@ class Engine {
     ~Engine();  // pending requests finish "cancelled" (their on_done runs)
 
     // Thread-safe. As Session::prepare, with this engine's image budget, limits and resolver.
-    Result<Prompt> prepare(const std::vector<Message>& messages) const;
+    // With tools offered; add_generation_prompt false: the assistant turn is not opened.
+    Result<Prompt> prepare(const std::vector<Message>& messages, const Tools& tools = {},
+                           bool add_generation_prompt = true) const;
     Result<Prompt> prepare_raw(std::string_view text) const;
 
     // Thread-safe. Queues the request: kResourceExhausted when the queue is full, kOutOfRange

@@ -45,7 +45,8 @@ std::vector<text::ChatTool> tools() {
           "required": ["city"], "additionalProperties": false}}},
       {"type": "function", "function": {"name": "now"}},
       {"type": "function", "function": {"name": "bad", "parameters": {"type": "string", "multipleOf": 2}}}
-    ])", "tools");
+    ])",
+                            "tools");
     EXPECT_TRUE(r.ok());
     auto t = text::parse_tools(r.value());
     EXPECT_TRUE(t.ok()) << t.status().message();
@@ -68,8 +69,8 @@ bool accepts(const ToolChoice& choice, std::string_view text) {
 }
 
 std::string block(std::string_view name, std::string_view args) {
-    return "<tool_call>\n{\"name\": \"" + std::string(name) + "\", \"arguments\": " +
-           std::string(args) + "}\n</tool_call>";
+    return "<tool_call>\n{\"name\": \"" + std::string(name) +
+           "\", \"arguments\": " + std::string(args) + "}\n</tool_call>";
 }
 
 const ToolChoice kRequired{ToolChoice::Mode::kRequired, "", true};

@@ -380,8 +380,8 @@ def test_unknown_fields_refused():
     create = client.chat.completions.create
     expect_error(400, lambda: create(model="m", messages=msgs, extra_body={"frobnicate": 1}),
                  "frobnicate")
-    expect_error(400, lambda: create(model="m", messages=msgs, tools=[{"type": "function",
-                 "function": {"name": "f", "parameters": {"type": "object"}}}]), "tools")
+    expect_error(400, lambda: create(model="m", messages=msgs, tools=[{"type": "retrieval"}]),
+                 "tools[0]")
     expect_error(400, lambda: create(model="m", messages=msgs,
                                      response_format={"type": "xml"}), "response_format.type")
     expect_error(400, lambda: create(model="m", messages=msgs, logprobs=True, top_logprobs=21),
@@ -498,7 +498,12 @@ def test_structured_outputs():
     structured_cases.run(client, check, expect_error)
 
 
-for fn in (test_structured_outputs, test_logprobs_and_logit_bias, test_n_choices_one_prefill, test_allowed_media_hosts, test_unknown_fields_refused,
+def test_tools_and_tokenize():
+    import tool_cases
+    tool_cases.run(client, check, expect_error, server.url, su.http, args.model)
+
+
+for fn in (test_structured_outputs, test_tools_and_tokenize, test_logprobs_and_logit_bias, test_n_choices_one_prefill, test_allowed_media_hosts, test_unknown_fields_refused,
            test_webp_and_gif_answer_as_png, test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
            test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,

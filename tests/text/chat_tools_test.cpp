@@ -2,6 +2,8 @@
 // conversations with tools, tool calls and tool results and the text and ids
 // apply_chat_template gave for them (make_cases.py there). Plus the tojson writer's corners and
 // the tools / tool_choice checks.
+#include "text/chat_tools.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,7 +12,6 @@
 
 #include "io/json.h"
 #include "text/chat_template.h"
-#include "text/chat_tools.h"
 #include "text/py_json.h"
 #include "text/tokenizer.h"
 
@@ -49,7 +50,8 @@ TEST(ChatTools, RendersAsHuggingFace) {
         auto ids = tok.value().encode(text);
         ASSERT_TRUE(ids.ok());
         std::vector<std::int32_t> want;
-        for (const io::JsonValue& id : c.find("ids")->items()) want.push_back(std::int32_t(id.as_int()));
+        for (const io::JsonValue& id : c.find("ids")->items())
+            want.push_back(std::int32_t(id.as_int()));
         EXPECT_EQ(ids.value(), want);
         ++n;
     }
@@ -58,12 +60,22 @@ TEST(ChatTools, RendersAsHuggingFace) {
 
 TEST(ChatTools, PythonFloatRepr) {
     const std::pair<double, const char*> cases[] = {
-        {1e16, "1e+16"},       {1e15, "1000000000000000.0"}, {0.0001, "0.0001"},
-        {1e-5, "1e-05"},       {-0.0, "-0.0"},               {0.0, "0.0"},
-        {1.5e300, "1.5e+300"}, {123456789.123, "123456789.123"}, {0.1, "0.1"},
-        {100.0, "100.0"},      {-2.5e-7, "-2.5e-07"},        {5e-324, "5e-324"},
-        {1.7976931348623157e308, "1.7976931348623157e+308"},  {12.5, "12.5"},
-        {0.00012, "0.00012"},  {1234567890123456.7, "1234567890123456.8"},
+        {1e16, "1e+16"},
+        {1e15, "1000000000000000.0"},
+        {0.0001, "0.0001"},
+        {1e-5, "1e-05"},
+        {-0.0, "-0.0"},
+        {0.0, "0.0"},
+        {1.5e300, "1.5e+300"},
+        {123456789.123, "123456789.123"},
+        {0.1, "0.1"},
+        {100.0, "100.0"},
+        {-2.5e-7, "-2.5e-07"},
+        {5e-324, "5e-324"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {12.5, "12.5"},
+        {0.00012, "0.00012"},
+        {1234567890123456.7, "1234567890123456.8"},
     };
     for (const auto& [v, want] : cases) EXPECT_EQ(python_float_repr(v), want) << want;
 }
@@ -86,7 +98,8 @@ TEST(ChatTools, ToolsAndChoiceAreChecked) {
         {R"([{"type": "retrieval"}])", "tools[0]: \"type\" must be \"function\""},
         {R"([{"type": "function"}])", "tools[0]: no \"function\" object"},
         {R"([{"type": "function", "function": {"name": ""}}])", "without a \"name\""},
-        {R"([{"type": "function", "function": {"name": "f", "parameters": 3}}])", "not a JSON schema"},
+        {R"([{"type": "function", "function": {"name": "f", "parameters": 3}}])",
+         "not a JSON schema"},
         {R"([{"type": "function", "function": {"name": "f"}},
              {"type": "function", "function": {"name": "f"}}])",
          "tools[1]: the function name 'f' is given twice"},

@@ -11,10 +11,10 @@ namespace qvl::text {
 namespace {
 
 struct Result {
-    std::string content;                 // from the events
-    std::vector<std::string> calls;      // "name arguments"
-    std::vector<int> call_indices;       // from the events
-    std::string parser_content;          // ToolCallParser::content()
+    std::string content;             // from the events
+    std::vector<std::string> calls;  // "name arguments"
+    std::vector<int> call_indices;   // from the events
+    std::string parser_content;      // ToolCallParser::content()
     bool done = false;
 };
 
