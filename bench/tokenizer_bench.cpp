@@ -15,8 +15,7 @@ namespace {
 
 std::filesystem::path model_dir() {
     if (const char* env = std::getenv("QVL_TOKENIZER_DIR")) return env;
-    return std::filesystem::path(__FILE__).parent_path().parent_path() / "tests" / "data" /
-           "tiny-qwen3vl";
+    return std::filesystem::path(QVL_SOURCE_DIR) / "tests" / "data" / "tiny-qwen3vl";
 }
 
 const qvl::text::Tokenizer& tokenizer() {
@@ -113,6 +112,27 @@ BENCHMARK(BM_TokenizerEncodeMixed)
     ->Name("tokenizer/encode/mixed_1MiB")
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
+
+// Long pre-tokens and runs (the wall-clock guards that tokenizer_test once had): one 100 KiB
+// word (the BPE heap strategy), and 50 000 spaces, newlines, '!' and digits.
+void BM_TokenizerEncodeLong(benchmark::State& state, std::string text) {
+    const auto& tok = tokenizer();
+    for (auto _ : state) {
+        auto ids = tok.encode(text);
+        if (!ids.ok()) state.SkipWithError(ids.status().message().c_str());
+        benchmark::DoNotOptimize(ids);
+    }
+    state.counters["MBps"] = benchmark::Counter(double(text.size()) * 1e-6,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_TokenizerEncodeLong, letters, std::string(100 * 1024, 'a'))
+    ->Name("tokenizer/encode/letters_100KiB")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TokenizerEncodeLong, runs,
+                  std::string(50000, ' ') + std::string(50000, '\n') + std::string(50000, '!') +
+                      std::string(50000, '7'))
+    ->Name("tokenizer/encode/runs_200KB")
+    ->Unit(benchmark::kMillisecond);
 
 void BM_TokenizerDecodeStream(benchmark::State& state) {
     const auto& tok = tokenizer();

@@ -166,8 +166,13 @@ base::Result<Grammar> GrammarBuilder::finish(std::string_view root_name) {
             }
             const std::int32_t s = leads[std::size_t(r)][next++];
             if (colour[std::size_t(s)] == 1) {
+                const std::string& name = names_[std::size_t(s)];
+                // Generated rules (name#n) come from repetitions: say what the user wrote.
+                const char* hint = name.find('#') != std::string::npos
+                                       ? " (a repetition of something that can match empty text)"
+                                       : "";
                 return base::error(ErrorCode::kInvalidArgument,
-                                   "grammar: rule '{}' is left-recursive", names_[std::size_t(s)]);
+                                   "grammar: rule '{}' is left-recursive{}", name, hint);
             }
             if (colour[std::size_t(s)] == 0) {
                 colour[std::size_t(s)] = 1;

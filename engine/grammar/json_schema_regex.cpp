@@ -43,6 +43,14 @@ std::string gbnf_class(const Ranges& ranges, bool negated) {
     return out + "]";
 }
 
+// A translated piece and whether it can match empty text: the grammar's matcher cannot
+// repeat without bound something that may match nothing (the repetition's rule would be
+// left-recursive), so such patterns are refused here with the reason, not by the grammar later.
+struct Piece {
+    std::string text;
+    bool nullable = false;
+};
+
 class RegexCompiler {
   public:
     explicit RegexCompiler(std::string_view p) : p_(p) {}
@@ -50,10 +58,11 @@ class RegexCompiler {
     base::Result<std::string> run() {
         const bool start = !p_.empty() && p_[0] == '^';
         if (start) ++i_;
-        QVL_ASSIGN_OR_RETURN(std::string body, alternation(0));
+        QVL_ASSIGN_OR_RETURN(Piece body, alternation(0));
         if (i_ < p_.size()) return fail("unbalanced ')'");
         const std::string any = "char*";
-        return fmt::format("\"\\\"\" {} {} {} \"\\\"\"", start ? "" : any, body, end_ ? "" : any);
+        return fmt::format("\"\\\"\" {} {} {} \"\\\"\"", start ? "" : any, body.text,
+                           end_ ? "" : any);
     }
 
   private:
@@ -63,42 +72,63 @@ class RegexCompiler {
     }
     bool more() const { return i_ < p_.size(); }
 
-    base::Result<std::string> alternation(int depth) {
+    base::Result<Piece> alternation(int depth) {
         if (depth > 64) return fail("groups nested deeper than 64");
-        std::string out = "(";
+        Piece out{"(", false};
         for (;;) {
-            QVL_ASSIGN_OR_RETURN(std::string seq, sequence(depth));
-            out += " " + seq;
+            QVL_ASSIGN_OR_RETURN(Piece seq, sequence(depth));
+            out.text += " " + seq.text;
+            out.nullable = out.nullable || seq.nullable;
             if (!more() || p_[i_] != '|') break;
             ++i_;
-            out += " |";
+            out.text += " |";
         }
-        return out + " )";
+        out.text += " )";
+        return out;
     }
 
-    base::Result<std::string> sequence(int depth) {
-        std::string out = "\"\"";
+    base::Result<Piece> sequence(int depth) {
+        Piece out{"\"\"", true};
         while (more() && p_[i_] != '|' && p_[i_] != ')') {
             if (p_[i_] == '$' && i_ + 1 == p_.size()) {
                 end_ = true;
                 ++i_;
                 break;
             }
-            QVL_ASSIGN_OR_RETURN(std::string atom, this->atom(depth));
-            QVL_ASSIGN_OR_RETURN(std::string rep, quantifier());
-            out += " ";
-            out += atom;
-            out += rep;
+            const std::size_t atom_at = i_;
+            QVL_ASSIGN_OR_RETURN(Piece atom, this->atom(depth));
+            QVL_ASSIGN_OR_RETURN(Quantifier rep, quantifier());
+            if (rep.unbounded && atom.nullable) {
+                i_ = atom_at;
+                return fail(
+                    "an unbounded repetition of something that can match empty text (such as "
+                    "'(a|)*' or '(b?)+') is not supported; repeat a part that cannot be empty");
+            }
+            out.nullable = out.nullable && (atom.nullable || rep.min == 0);
+            out.text += " ";
+            out.text += atom.text;
+            out.text += rep.text;
         }
         return out;
     }
 
-    base::Result<std::string> quantifier() {
-        if (!more()) return std::string();
+    // A quantifier's text for the grammar, its least count and whether it has no upper bound
+    // (no quantifier: exactly once).
+    struct Quantifier {
+        std::string text;
+        unsigned long min = 1;
+        bool unbounded = false;
+    };
+
+    base::Result<Quantifier> quantifier() {
+        if (!more()) return Quantifier{};
         std::string q;
+        Quantifier out;
         const char c = p_[i_];
         if (c == '*' || c == '+' || c == '?') {
             q = std::string(1, c);
+            out.min = c == '+' ? 1 : 0;
+            out.unbounded = c != '?';
             ++i_;
         } else if (c == '{') {
             const std::size_t close = p_.find('}', i_);
@@ -116,13 +146,16 @@ class RegexCompiler {
                  !digits(inner.substr(comma + 1)))) {
                 return fail(fmt::format("'{}' is not a repetition count", q));
             }
+            out.min = std::stoul(std::string(inner.substr(0, comma)));
+            out.unbounded = comma != std::string_view::npos && inner.size() == comma + 1;
             i_ = close + 1;
         }
         if (!q.empty() && more() && (p_[i_] == '?' || p_[i_] == '+')) ++i_;  // lazy, possessive
-        return q;
+        out.text = std::move(q);
+        return out;
     }
 
-    base::Result<std::string> atom(int depth) {
+    base::Result<Piece> atom(int depth) {
         const char c = p_[i_];
         if (c == '(') {
             ++i_;
@@ -137,15 +170,18 @@ class RegexCompiler {
             } else if (more() && p_[i_] == '?') {
                 return fail("lookarounds and inline flags are not supported");
             }
-            QVL_ASSIGN_OR_RETURN(std::string inner, alternation(depth + 1));
+            QVL_ASSIGN_OR_RETURN(Piece inner, alternation(depth + 1));
             if (!more() || p_[i_] != ')') return fail("missing ')'");
             ++i_;
             return inner;
         }
-        if (c == '[') return klass();
+        if (c == '[') {
+            QVL_ASSIGN_OR_RETURN(std::string k, klass());
+            return Piece{std::move(k), false};
+        }
         if (c == '.') {
             ++i_;
-            return std::string("char");
+            return Piece{"char", false};
         }
         if (c == '*' || c == '+' || c == '?' || c == '{') return fail("nothing to repeat");
         if (c == '^' || c == '$') return fail("anchors inside the pattern are not supported");
@@ -154,12 +190,12 @@ class RegexCompiler {
             bool neg = false;
             std::uint32_t cp = 0;
             QVL_TRY(escape(cp, r, neg));
-            if (!r.empty() || neg) return gbnf_class(r, neg);
-            return literal(cp);
+            if (!r.empty() || neg) return Piece{gbnf_class(r, neg), false};
+            return Piece{literal(cp), false};
         }
         std::uint32_t cp = 0;
         QVL_TRY(utf8(cp));
-        return literal(cp);
+        return Piece{literal(cp), false};
     }
 
     static std::string literal(std::uint32_t cp) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -197,6 +198,12 @@ void Engine::Impl::take_token(int slot) {
         finish(slot, "stop");
         return;
     }
+    if (fault_after_tokens >= 0 && int(j.result.tokens.size()) >= fault_after_tokens) {
+        finish(slot, "error",
+               base::error(ErrorCode::kInternal, "injected fault after {} tokens ({})",
+                           fault_after_tokens, "QVL_FAULT_AFTER_TOKENS, a test hook"));
+        return;
+    }
     if (int(j.result.tokens.size()) >= gp.n_predict ||
         session->context_used(slot) + 1 > session->context_size()) {
         finish(slot, "length");
@@ -303,6 +310,9 @@ base::Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     so.slots = options.slots;
     QVL_ASSIGN_OR_RETURN(impl->session, Session::create(model, so));
     impl->default_stops = default_stop_ids(model);
+    if (const char* fault = std::getenv("QVL_FAULT_AFTER_TOKENS"); fault != nullptr) {
+        impl->fault_after_tokens = std::max(0, std::atoi(fault));
+    }
     impl->slots.resize(std::size_t(options.slots));
     impl->slot_images.resize(std::size_t(options.slots));
     if (options.image_cache_mb > 0) {

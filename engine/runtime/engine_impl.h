@@ -76,6 +76,10 @@ struct Engine::Impl {
     int admitting = -1;  // the slot whose images / prefill are under way
     // More requests wait and a slot is free for them (set each loop under mu).
     bool more_waiting = false;
+    // Test hook QVL_FAULT_AFTER_TOKENS=N: every request fails with an engine error right after
+    // its N-th token was streamed, so the servers' late-error paths (the error event after a
+    // started stream, the 5xx of a non-streamed answer) can be tested end to end. -1: off.
+    int fault_after_tokens = -1;
     // Measured prefill cost, to size chunks to the admission budget (0: not measured yet).
     double prefill_ms_per_token = 0;
     std::vector<RequestId> cancels_now;

@@ -62,6 +62,7 @@ TEST(Gbnf, ErrorsNameTheProblem) {
     expect_error("start ::= \"a\"", "no rule named 'root'");
     expect_error("root ::= root \"a\" | \"b\"", "left-recursive");
     expect_error("root ::= x* \"a\"\nx ::= \"b\"?", "left-recursive");
+    expect_error("root ::= (\"a\" | \"\")*", "a repetition of something that can match empty text");
     expect_error("root ::= \"abc", "unterminated string literal");
     expect_error("root ::= [a-", "unterminated");
     expect_error("root ::= \"a\"{5,2}", "n < m");

@@ -149,6 +149,23 @@ TEST(JsonSchema, Patterns) {
               std::string::npos);
 }
 
+// Found by the fuzzer: an unbounded repetition of a part that can match empty text compiled to a
+// left-recursive rule the grammar then refused. The compiler refuses it itself and says why;
+// the same parts repeated a bounded number of times, or made non-empty, still work.
+TEST(JsonSchema, PatternsRepeatingEmptyParts) {
+    for (const char* p : {"(a|)*", "(,,||y){3,}", "(a?b?)+", "(a{0})*", "((a|)b?)*", "(x*)+"}) {
+        const std::string schema = std::string(R"({"type":"string","pattern":")") + p + "\"}";
+        EXPECT_NE(error_of(schema).find("can match empty text"), std::string::npos) << p;
+    }
+    Schema bounded(R"({"type":"string","pattern":"^(a|){2}b$"})");
+    EXPECT_TRUE(bounded.accepts(R"("aab")"));
+    EXPECT_TRUE(bounded.accepts(R"("b")"));
+    EXPECT_FALSE(bounded.accepts(R"("aaab")"));
+    Schema nonempty(R"({"type":"string","pattern":"^(ab?)*(c{1,2}d?)+$"})");
+    EXPECT_TRUE(nonempty.accepts(R"("aabccdc")"));
+    EXPECT_FALSE(nonempty.accepts(R"("ab")"));
+}
+
 TEST(JsonSchema, UnionsRefsAndRecursion) {
     Schema s(R"({"$defs":{"Node":{"type":"object","properties":{"v":{"type":["integer","null"]},
         "kids":{"type":"array","items":{"$ref":"#/$defs/Node"}}},"required":["v","kids"],

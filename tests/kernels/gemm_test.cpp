@@ -14,6 +14,7 @@
 
 #include "base/bf16.h"
 #include "base/thread_pool.h"
+#include "kernel_test_util.h"
 #include "kernels/gemm_run.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
@@ -140,20 +141,7 @@ void expect_close(const GemmArgs& g, const Weights& w, const Mat<float>& got,
     }
 }
 
-class GemmTest : public ::testing::TestWithParam<Isa> {
-  protected:
-    void SetUp() override {
-        QVL_SKIP_UNLESS_CPU(GetParam());
-        // The avx512bf16 rows test the vdpbf16ps kernels on every CPU, also where the engine
-        // prefers FMAs for packed GEMMs (isa.h; gemm_bf16_policy_test covers that choice).
-        saved_policy_ = bf16_dot_for_gemm();
-        set_bf16_dot_for_gemm(true);
-    }
-    void TearDown() override { set_bf16_dot_for_gemm(saved_policy_); }
-
-  private:
-    bool saved_policy_ = true;
-};
+class GemmTest : public testing::GemmTierTest {};
 
 struct Case {
     int m, n, k;

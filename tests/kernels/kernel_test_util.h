@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "support/bf16_round.h"
 #include "support/cpu_skip.h"
 
 namespace qvl::kernels::testing {
@@ -35,6 +36,25 @@ class FloatBuf {
   private:
     std::vector<float> storage_;
     std::size_t n_;
+};
+
+// The test-local bf16 rounding (support/bf16_round.h).
+using test::rne_bf16;
+
+// The fixture of the GEMM tests, one instance per tier: skips a tier this CPU lacks, and has the
+// avx512bf16 rows test the vdpbf16ps kernels on every CPU, also where the engine prefers FMAs
+// for packed GEMMs (isa.h; gemm_bf16_policy_test covers that choice).
+class GemmTierTest : public ::testing::TestWithParam<Isa> {
+  protected:
+    void SetUp() override {
+        QVL_SKIP_UNLESS_CPU(GetParam());
+        saved_policy_ = bf16_dot_for_gemm();
+        set_bf16_dot_for_gemm(true);
+    }
+    void TearDown() override { set_bf16_dot_for_gemm(saved_policy_); }
+
+  private:
+    bool saved_policy_ = true;
 };
 
 inline void fill_uniform(float* x, std::size_t n, float lo, float hi, std::uint32_t seed) {

@@ -7,7 +7,7 @@ to 503 at once and an answer cut at --shutdown-grace-s ends with an error event 
 503 (not streamed), never finish_reason "stop"; the start-up line says how many threads and why.
 Every check here failed on the cpp-httplib server this replaced.
 
-usage: hardening_test.py --serve QVL_SERVE --run QVL_RUN --model DIR --images DIR"""
+usage: hardening_test.py --serve QVL_SERVE --run QVL_RUN --model DIR --images DIR [--only TEST]..."""
 import argparse
 import http.client
 import json
@@ -29,6 +29,7 @@ ap.add_argument("--serve", required=True)
 ap.add_argument("--run", required=True)
 ap.add_argument("--model", required=True)
 ap.add_argument("--images", required=True)
+ap.add_argument("--only", action="append", help="run only these test functions (repeatable)")
 args = ap.parse_args()
 
 failures = []
@@ -259,6 +260,105 @@ def test_shutdown_cuts_with_an_error():
     check("2 answers cut" in log, "the exit line counts the cut answers:\n" + log[-400:])
 
 
+def sse_events(text):
+    return [line[6:] for line in text.split("\n") if line.startswith("data: ")]
+
+
+def test_engine_error_after_start():
+    """An engine failure after the answer started (QVL_FAULT_AFTER_TOKENS, the engine's test hook):
+    the stream carries the tokens so far, then the error event and [DONE]; the non-streamed answer
+    is a 500, not a 200 with partial text; /metrics counts both as errors."""
+    with su.Server(args.serve, args.model, env={"QVL_FAULT_AFTER_TOKENS": "3"}) as s:
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+        r = stream_lines(conn, chat("go on", 40, ignore_eos=True, stream=True))
+        text = r.read().decode()
+        conn.close()
+        events = sse_events(text)
+        err = json.loads(events[-2]) if len(events) >= 2 and events[-2].startswith("{") else {}
+        check(r.status == 200 and events and events[-1] == "[DONE]", f"the failed stream ends with [DONE]: {text[-200:]!r}")
+        check(err.get("error", {}).get("type") == "server_error" and err["error"].get("code") == "engine_error"
+              and "injected fault" in err["error"].get("message", ""), f"the failed stream's last event: {events[-2:]!r}")
+        check(len(events) >= 3, f"chunks came before the error: {events!r}")
+        check('"finish_reason":"stop"' not in text and '"finish_reason":"length"' not in text,
+              "a failed stream never reports a normal finish")
+        status, _, body = su.http("POST", s.url + "/v1/chat/completions", chat("go on", 40, ignore_eos=True),
+                                  timeout=120)
+        check(status == 500 and b"engine_error" in body and b"injected fault" in body,
+              f"the failed non-streamed answer: {status} {body[:160]!r}")
+        errors = su.metrics(s.url).get('qvl_requests_total{outcome="error"}', 0)
+        check(errors == 2, f"/metrics counts the two failed answers as errors: {errors}")
+
+
+def big_png(width, height):
+    """A flat grey PNG: a small file whose decode and resize take a while (width x height x 3)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    raw = (b"\x00" + b"\x80" * (3 * width)) * height
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
+
+
+def test_keepalive_during_image_decode():
+    """A stream whose image takes a while to decode and resize (6000x6000) gets keep-alive
+    comments meanwhile. The image needs more tokens than the default context holds, so the
+    request is refused right after its decode: every comment counted came during decode and
+    resize, none during vision or prefill."""
+    import base64
+    big = "data:image/png;base64," + base64.b64encode(big_png(6000, 6000)).decode()
+    with su.Server(args.serve, args.model, "--sse-keepalive-s", "0.02", "--max-body-mb", "8") as s:
+        body = chat([{"type": "image_url", "image_url": {"url": big}}, {"type": "text", "text": "what?"}], 2,
+                    stream=True)
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+        t = time.time()
+        text = stream_lines(conn, body).read().decode()
+        dt = time.time() - t
+        conn.close()
+        n = text.split("data: {", 1)[0].count(": keep-alive\n\n")
+        print(f"     6000x6000 image: {n} keep-alive comments in {dt:.2f} s of decode and resize")
+        check("context_length_exceeded" in text and text.endswith("data: [DONE]\n\n"),
+              f"refused for its context after the decode: {text[-200:]!r}")
+        check(n >= 3, f"keep-alives during the image decode: {n} in {dt:.2f} s")
+
+
+def test_caps_full():
+    """1200 slow-loris and idle connections against the default cap of 1024: the server makes
+    room by closing the oldest waiting ones (which come straight back), /health and /metrics
+    still answer within 1 s and a real request is answered as qvl-run answers it."""
+    raise_fd_limit(8192)
+    conv = [("user", ["Describe the weather in one sentence."])]
+    want = su.qvl_run_answer(args.run, args.model, conv, 24)["text"]
+    with su.Server(args.serve, args.model, "--header-timeout-s", "30") as s:
+        stop = threading.Event()
+        counts = {"opened": 0, "closed_by_server": 0, "refused": 0}
+        t = threading.Thread(target=loris_and_idle, args=(s.port, stop, counts, 600, 600, 50))
+        t.start()
+        time.sleep(4)
+        worst = 0
+        for _ in range(6):
+            status, dt = timed_health(s.url)
+            check(status == 200, f"/health with the caps full: {status}")
+            worst = max(worst, dt)
+            time.sleep(0.3)
+        t0 = time.time()
+        m_status, _, _ = su.http("GET", s.url + "/metrics", timeout=5)
+        m_dt = time.time() - t0
+        status, _, out = su.http("POST", s.url + "/v1/chat/completions", chat(su.to_openai(conv)[0]["content"], 24),
+                                 timeout=120)
+        got = json.loads(out)["choices"][0]["message"]["content"] if status == 200 else None
+        stop.set()
+        t.join()
+        print(f"     1200 slow/idle connections, cap 1024: /health worst {worst * 1000:.0f} ms, "
+              f"/metrics {m_dt * 1000:.0f} ms; {counts}")
+        check(counts["opened"] >= 1150, f"connections opened: {counts}")
+        check(counts["closed_by_server"] >= 1200 - 1024, f"the cap made room by closing waiting ones: {counts}")
+        check(worst < 1.0 and m_status == 200 and m_dt < 1.0, f"/health {worst:.2f} s, /metrics {m_status} {m_dt:.2f} s")
+        check(got == want, f"answer with the caps full {got!r} != qvl-run's {want!r}")
+
+
 def test_threads_line():
     out = subprocess.run(["taskset", "-c", "0", args.serve, "-m", args.model, "--port", "0", "--help"],
                          capture_output=True, text=True).stdout
@@ -277,7 +377,10 @@ def test_threads_line():
 
 
 for fn in (test_threads_line, test_chunked_body_limit, test_keepalive_while_queued,
-           test_shutdown_cuts_with_an_error, test_slow_and_idle_connections):
+           test_shutdown_cuts_with_an_error, test_engine_error_after_start, test_keepalive_during_image_decode,
+           test_slow_and_idle_connections, test_caps_full):
+    if args.only and fn.__name__ not in args.only:
+        continue
     t = time.time()
     n = len(failures)
     try:

@@ -102,6 +102,36 @@ TEST(Bpe, BothStrategiesMatchTheReference) {
     }
 }
 
+// A long pre-token (a 100 KiB word) must take the heap strategy, whose work is bounded by its
+// pushes: n - 1 initial pairs plus at most two per merge (< n merges), so the heap never holds
+// more than 3n entries; the quadratic scan is for pieces of at most kShortPiece bytes. Counted
+// from the scratch buffers each strategy uses, so the check is the same on any machine and
+// under the sanitizers (a wall-clock bound was neither).
+TEST(Bpe, LongPiecesTakeTheHeapPath) {
+    const RandomBpe b = make_random_bpe(5, 300, true);
+    std::mt19937 rng(3);
+    for (const std::size_t n : {kShortPiece + 1, std::size_t(1000), std::size_t(100 * 1024)}) {
+        std::string word;
+        for (std::size_t i = 0; i < n; ++i) word += "abcd"[rng() % 4];
+        BpeScratch scratch;
+        std::vector<std::int32_t> ids;
+        bpe_merge(b.merges, b.byte_ids, word, scratch, ids);
+        EXPECT_EQ(scratch.next.size(), n) << "the heap strategy did not run";
+        EXPECT_TRUE(scratch.ranks.empty()) << "the quadratic strategy ran on " << n << " bytes";
+        EXPECT_LE(scratch.heap.capacity(), 6 * n) << "more than 3n heap entries for " << n;
+        EXPECT_LT(ids.size(), n);
+        if (n <= 1000) {
+            std::vector<std::int32_t> short_ids;
+            bpe_merge_short(b.merges, b.byte_ids, word, scratch, short_ids);
+            EXPECT_EQ(ids, short_ids);
+        }
+    }
+    BpeScratch scratch;
+    std::vector<std::int32_t> ids;
+    bpe_merge(b.merges, b.byte_ids, std::string(kShortPiece, 'a'), scratch, ids);
+    EXPECT_TRUE(scratch.next.empty()) << "a short piece took the heap strategy";
+}
+
 TEST(Bpe, ByteLevelAlphabetIsABijection) {
     std::set<char32_t> seen;
     for (int b = 0; b < 256; ++b) {

@@ -6,7 +6,6 @@
 #include <unistd.h>
 #include <utf8proc.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -234,14 +233,13 @@ TEST(Tokenizer, InvalidUtf8IsDeterministic) {
     EXPECT_EQ(stream_decode(ids, true), fffd + "A" + fffd + fffd);
 }
 
-TEST(Tokenizer, LongInputsEncodeInLinearTime) {
-    // Sanity guard only (real numbers: bench/tokenizer_bench.cpp); bounds allow sanitizers.
+// Long inputs and long runs round-trip. No clock here: the work bound of a long pre-token is
+// bpe_test's (LongPiecesTakeTheHeapPath), the speed bench/tokenizer_bench.cpp's
+// (tokenizer/encode/letters_100KiB, mixed_1MiB, runs).
+TEST(Tokenizer, LongInputsRoundTrip) {
     const std::string letters(100 * 1024, 'a');
-    auto t0 = std::chrono::steady_clock::now();
     auto ids = tok().encode(letters);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_TRUE(ids.ok());
-    EXPECT_LT(secs, 5.0);
     EXPECT_LT(ids->size(), letters.size() / 4);
     EXPECT_EQ(tok().decode(*ids), letters);
 
@@ -249,11 +247,8 @@ TEST(Tokenizer, LongInputsEncodeInLinearTime) {
     const std::vector<Case> cases = load_cases();
     std::mt19937 rng(7);
     while (mixed.size() < (1u << 20)) mixed += cases[rng() % cases.size()].text + " ";
-    t0 = std::chrono::steady_clock::now();
     ids = tok().encode(mixed);
-    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_TRUE(ids.ok());
-    EXPECT_LT(secs, 10.0);
     EXPECT_EQ(tok().decode(*ids, false), nfc(mixed));
 
     for (const std::string& run : {std::string(50000, ' '), std::string(50000, '\n'),
