@@ -52,11 +52,13 @@ const std::set<std::string, std::less<>> kKeywords = {"type",
 
 class Compiler {
   public:
-    explicit Compiler(const JsonValue& root) : root_(root) {}
+    // prefix starts every helper rule's name, so that several schemas can share a grammar.
+    Compiler(const JsonValue& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
 
-    base::Result<std::string> run() {
+    // The rules, the schema's own under the start rule `start` (the primitives not included).
+    base::Result<std::string> run(std::string_view start) {
         QVL_ASSIGN_OR_RETURN(std::string expr, visit(root_, "#", 0));
-        return fmt::format("root ::= {}\n{}{}", expr, rules_, detail::primitive_rules());
+        return fmt::format("{} ::= {}\n{}", start, expr, rules_);
     }
 
   private:
@@ -65,7 +67,7 @@ class Compiler {
     }
 
     std::string add_rule(std::string_view expr) {
-        std::string name = fmt::format("s{}", n_rules_++);
+        std::string name = fresh_name('s');
         rules_ += name + " ::= " + std::string(expr) + "\n";
         return name;
     }
@@ -156,7 +158,7 @@ class Compiler {
             i = next;
         }
         // Named before it is compiled, so recursive schemas refer to the rule itself.
-        const std::string name = fmt::format("r{}", n_rules_++);
+        const std::string name = fresh_name('r');
         refs_[target] = name;
         QVL_ASSIGN_OR_RETURN(std::string expr, visit(*node, target, depth + 1));
         rules_ += name + " ::= " + expr + "\n";
@@ -238,7 +240,10 @@ class Compiler {
     base::Result<std::string> object(const JsonValue& s, const std::string& at, int depth);
     base::Result<std::string> array(const JsonValue& s, const std::string& at, int depth);
 
+    std::string fresh_name(char kind) { return fmt::format("{}{}{}", prefix_, kind, n_rules_++); }
+
     const JsonValue& root_;
+    std::string prefix_;
     std::string rules_;
     int n_rules_ = 0;
     std::map<std::string, std::string> refs_;
@@ -307,7 +312,7 @@ base::Result<std::string> Compiler::object(const JsonValue& s, const std::string
     }
     // Chain rules: after[i][f] produces properties i.. (f: one was written, a comma comes first).
     const std::size_t n = props == nullptr ? 0 : props->members().size();
-    const std::string base = fmt::format("o{}", n_rules_++);
+    const std::string base = fresh_name('o');
     auto name = [&](std::size_t i, int f) { return fmt::format("{}-{}-{}", base, i, f); };
     rules_ += name(n, 0) + " ::= " +
               (extra_kv.empty() ? "\"\"" : fmt::format("( {0} ( \",\" ws {0} )* )?", extra_kv)) +
@@ -381,8 +386,15 @@ base::Result<std::string> Compiler::array(const JsonValue& s, const std::string&
 }  // namespace
 
 base::Result<std::string> json_schema_to_gbnf(const io::JsonValue& schema) {
-    return Compiler(schema).run();
+    QVL_ASSIGN_OR_RETURN(std::string rules, Compiler(schema, "").run("root"));
+    return rules + std::string(detail::primitive_rules());
 }
+
+base::Result<std::string> json_schema_rules(const io::JsonValue& schema, std::string_view name) {
+    return Compiler(schema, std::string(name) + "-").run(name);
+}
+
+std::string_view json_primitive_rules() { return detail::primitive_rules(); }
 
 base::Result<std::string> json_schema_to_gbnf(std::string_view schema_text) {
     QVL_ASSIGN_OR_RETURN(io::JsonValue schema, io::parse_json(schema_text, "JSON schema"));

@@ -25,6 +25,14 @@ namespace qvl::grammar {
 base::Result<std::string> json_schema_to_gbnf(const io::JsonValue& schema);
 base::Result<std::string> json_schema_to_gbnf(std::string_view schema_text);
 
+// The rules of one schema under the start rule `name`, its helper rules named "name-...", so that
+// several schemas can share one grammar (tool arguments); the grammar must also hold the
+// primitive rules below, once.
+base::Result<std::string> json_schema_rules(const io::JsonValue& schema, std::string_view name);
+// The rules every schema's rules use: ws, value, object, array, string, char, number, integer,
+// boolean, null (and their helpers).
+std::string_view json_primitive_rules();
+
 // Any JSON object (response_format json_object).
 std::string json_object_gbnf();
 

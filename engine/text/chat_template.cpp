@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "io/json.h"
+#include "text/py_json.h"
 
 namespace qvl::text {
 
@@ -13,38 +14,87 @@ namespace {
 
 constexpr std::string_view kImageBlock = "<|vision_start|><|image_pad|><|vision_end|>";
 
+// The template's tools preamble, around one line per tool (its text, verbatim).
+constexpr std::string_view kToolsHead =
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+constexpr std::string_view kToolsTail =
+    "\n</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+    "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
+
 void append_text_parts(std::string& out, const ChatMessage& m) {
     for (const ChatPart& p : m.parts) {
         if (p.kind == ChatPart::Kind::kText) out += p.text;
     }
 }
 
-}  // namespace
-
-// Mirrors chat_template.json of Qwen3-VL-2B-Instruct with tools undefined and
-// add_vision_id=false.
-std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-    std::string out;
-    if (!messages.empty() && messages[0].role == "system") {
+void append_system(std::string& out, std::span<const ChatMessage> messages,
+                   std::span<const ChatTool> tools) {
+    const bool has_system = !messages.empty() && messages[0].role == "system";
+    if (tools.empty()) {
+        if (!has_system) return;
         out += "<|im_start|>system\n";
         append_text_parts(out, messages[0]);
         out += "<|im_end|>\n";
+        return;
     }
-    for (const ChatMessage& m : messages) {
+    out += "<|im_start|>system\n";
+    if (has_system) {
+        append_text_parts(out, messages[0]);
+        out += "\n\n";
+    }
+    out += kToolsHead;
+    for (const ChatTool& t : tools) {
+        out += '\n';
+        out += t.json;
+    }
+    out += kToolsTail;
+}
+
+// Jinja's truth of message.content: a non-empty string or list.
+bool has_content(const ChatMessage& m) {
+    return !m.parts.empty() && !(m.parts.size() == 1 && m.parts[0].kind == ChatPart::Kind::kText &&
+                                 m.parts[0].text.empty());
+}
+
+void append_assistant(std::string& out, const ChatMessage& m) {
+    out += "<|im_start|>assistant\n";
+    append_text_parts(out, m);
+    for (std::size_t i = 0; i < m.tool_calls.size(); ++i) {
+        if (i > 0 || has_content(m)) out += '\n';
+        out += "<tool_call>\n{\"name\": \"";
+        out += m.tool_calls[i].name;
+        out += "\", \"arguments\": ";
+        out += m.tool_calls[i].arguments;
+        out += "}\n</tool_call>";
+    }
+    out += "<|im_end|>\n";
+}
+
+}  // namespace
+
+// Mirrors chat_template.json of Qwen3-VL-2B-Instruct with add_vision_id=false.
+std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                        std::span<const ChatTool> tools) {
+    std::string out;
+    append_system(out, messages, tools);
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
         if (m.role == "user") {
             out += "<|im_start|>user\n";
             for (const ChatPart& p : m.parts) {
-                if (p.kind == ChatPart::Kind::kImage) {
-                    out += kImageBlock;
-                } else {
-                    out += p.text;
-                }
+                out += p.kind == ChatPart::Kind::kImage ? kImageBlock : std::string_view(p.text);
             }
             out += "<|im_end|>\n";
         } else if (m.role == "assistant") {
-            out += "<|im_start|>assistant\n";
+            append_assistant(out, m);
+        } else if (m.role == "tool") {
+            if (i == 0 || messages[i - 1].role != "tool") out += "<|im_start|>user";
+            out += "\n<tool_response>\n";
             append_text_parts(out, m);
-            out += "<|im_end|>\n";
+            out += "\n</tool_response>";
+            if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
         }
     }
     if (add_generation_prompt) out += "<|im_start|>assistant\n";
@@ -92,28 +142,25 @@ class MessagesParser {
         }
         ChatMessage m;
         m.role = role->as_string();
-        if (m.role == "tool") {
-            return fail(ErrorCode::kUnsupported, "messages[{}]: role \"tool\" is not supported", i);
-        }
-        if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+        if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
             return fail(ErrorCode::kInvalidArgument,
-                        "messages[{}]: role \"{}\" is not system, user or assistant", i, m.role);
+                        "messages[{}]: role \"{}\" is not system, user, assistant or tool", i,
+                        m.role);
         }
         if (m.role == "system" && i != 0) {
             // The template renders only a leading system message and drops the others.
             return fail(ErrorCode::kInvalidArgument,
                         "messages[{}]: a system message must be the first message", i);
         }
-        if (const io::JsonValue* calls = v.find("tool_calls");
-            calls != nullptr && !(calls->is_array() && calls->items().empty()) &&
-            !calls->is_null()) {
-            return fail(ErrorCode::kUnsupported, "messages[{}]: tool_calls are not supported", i);
+        if (const io::JsonValue* calls = v.find("tool_calls"); calls != nullptr) {
+            QVL_ASSIGN_OR_RETURN(m.tool_calls, tool_calls(*calls, m.role, i));
         }
         const io::JsonValue* content = v.find("content");
         if (content != nullptr && content->is_string()) {
             m.parts.push_back({ChatPart::Kind::kText, content->as_string(), {}});
             return m;
         }
+        if ((content == nullptr || content->is_null()) && !m.tool_calls.empty()) return m;
         if (content == nullptr || !content->is_array()) {
             return fail(ErrorCode::kInvalidArgument,
                         "messages[{}].content: expected a string or an array of items", i);
@@ -129,6 +176,43 @@ class MessagesParser {
             m.parts.push_back(std::move(p));
         }
         return m;
+    }
+
+    // An assistant's calls in OpenAI's form ({"id", "type": "function", "function": {"name",
+    // "arguments"}}) or the bare {"name", "arguments"} the template also takes.
+    base::Result<std::vector<ChatToolCall>> tool_calls(const io::JsonValue& calls,
+                                                       const std::string& role,
+                                                       std::size_t i) const {
+        std::vector<ChatToolCall> out;
+        if (calls.is_null()) return out;
+        if (!calls.is_array()) {
+            return fail(ErrorCode::kInvalidArgument, "messages[{}].tool_calls: not an array", i);
+        }
+        if (!calls.items().empty() && role != "assistant") {
+            return fail(ErrorCode::kInvalidArgument,
+                        "messages[{}]: only assistant messages carry tool_calls", i);
+        }
+        for (std::size_t k = 0; k < calls.items().size(); ++k) {
+            const io::JsonValue& c = calls.items()[k];
+            const io::JsonValue* fn = c.find("function");
+            if (fn == nullptr) fn = &c;
+            const io::JsonValue* name = fn->find("name");
+            const io::JsonValue* args = fn->find("arguments");
+            if (name == nullptr || !name->is_string() || args == nullptr) {
+                return fail(ErrorCode::kInvalidArgument,
+                            "messages[{}].tool_calls[{}]: expected a function with a \"name\" "
+                            "string and \"arguments\"",
+                            i, k);
+            }
+            ChatToolCall call;
+            if (const io::JsonValue* id = c.find("id"); id != nullptr && id->is_string()) {
+                call.id = id->as_string();
+            }
+            call.name = name->as_string();
+            call.arguments = args->is_string() ? args->as_string() : python_json(*args);
+            out.push_back(std::move(call));
+        }
+        return out;
     }
 
     // Same precedence as the template: image, then video, then text.

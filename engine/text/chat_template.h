@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "text/chat_tools.h"
 
 namespace qvl {
 class JsonValue;  // qvl/qvl.h (io::JsonValue)
@@ -26,31 +27,51 @@ struct ChatPart {
     std::vector<std::uint8_t> image_bytes;
 };
 
-struct ChatMessage {
-    std::string role;  // system | user | assistant
-    std::vector<ChatPart> parts;
+// A call the assistant made, as the history gives it back.
+struct ChatToolCall {
+    std::string id;  // tool_call id (the template does not render it)
+    std::string name;
+    std::string arguments;  // JSON text, rendered verbatim (an object given is written by tojson)
 };
 
-// Renders the Qwen3-VL Instruct template exactly as the Jinja template does (no tools):
-//   - messages[0] with role system: "<|im_start|>system\n" + its text parts + "<|im_end|>\n";
-//     a system message anywhere else is dropped, as the template does;
+struct ChatMessage {
+    std::string role;  // system | user | assistant | tool
+    std::vector<ChatPart> parts;
+    std::vector<ChatToolCall> tool_calls;  // assistant only
+};
+
+// Renders the Qwen3-VL Instruct template exactly as the Jinja template does:
+//   - without tools, messages[0] with role system: "<|im_start|>system\n" + its text parts +
+//     "<|im_end|>\n"; a system message anywhere else is dropped, as the template does;
+//   - with tools: "<|im_start|>system\n" + (the leading system message's text + "\n\n") +
+//     the "# Tools" preamble, each tool's JSON on its own line inside <tools></tools>, and the
+//     <tool_call> instructions + "<|im_end|>\n";
 //   - user: "<|im_start|>user\n" + parts in order, each image part as
 //     "<|vision_start|><|image_pad|><|vision_end|>" + "<|im_end|>\n";
-//   - assistant: "<|im_start|>assistant\n" + its text parts (images dropped) + "<|im_end|>\n";
-//   - other roles render nothing;
+//   - assistant: "<|im_start|>assistant\n" + its text parts (images dropped) + each tool call
+//     as "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ARGS}\n</tool_call>" (after a
+//     "\n" unless it is the first and there is no content) + "<|im_end|>\n";
+//   - tool: a run of tool messages is one "<|im_start|>user" turn with each message as
+//     "\n<tool_response>\n" + text + "\n</tool_response>", closed by "<|im_end|>\n";
 //   - add_generation_prompt appends "<|im_start|>assistant\n".
-// No default system prompt and no <think> block (Qwen3-VL Instruct).
-std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt = true);
+// No default system prompt and no <think> block (Qwen3-VL Instruct). Content counts as absent
+// (no "\n" before the first tool call) when it has no parts or one empty text part; the
+// template would count a list holding one empty text item as present, the one case rendered
+// differently.
+std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt = true,
+                        std::span<const ChatTool> tools = {});
 
 // Parses a --messages file (docs/cli.md): a JSON array of HF chat messages, or an object holding
 // one under "messages". content is a string or a list of {"type": "image", "image": path} /
 // {"type": "text", "text": ...} items ({"image": path}, {"type": "image_url", "image_url": path
 // or {"url": path}} and "file://" paths are accepted too). Relative image paths are resolved
 // against the JSON file's folder. Rejected with kInvalidArgument (message names the file and the
-// element, e.g. "messages[2].content[0]"): roles other than system/user/assistant, a system
+// element, e.g. "messages[2].content[0]"): roles other than system/user/assistant/tool, a system
 // message that is not first, images outside user messages (the template would drop them
-// silently), items that are neither text nor image, an empty conversation. Video items, tool
-// calls and remote (http/data) images: kUnsupported. Missing file: kNotFound; bad JSON:
+// silently), items that are neither text nor image, tool_calls outside assistant messages or
+// without a function name and arguments, an empty conversation. An assistant message with
+// tool_calls may have null or no content. Video items and remote (http/data) images:
+// kUnsupported. Missing file: kNotFound; bad JSON:
 // kCorruptFile.
 base::Result<std::vector<ChatMessage>> load_messages_file(const std::filesystem::path& path);
 

@@ -228,7 +228,13 @@ TEST_F(MessagesFile, RejectsBadInputNamingTheElement) {
          base::ErrorCode::kUnsupported, "video"},
         {R"([{"role": "user", "content": [{"type": "image", "image": "https://x/y.png"}]}])",
          base::ErrorCode::kUnsupported, "local image files"},
-        {R"([{"role": "tool", "content": "x"}])", base::ErrorCode::kUnsupported, "tool"},
+        {R"([{"role": "user", "content": "x", "tool_calls": [{"name": "f", "arguments": {}}]}])",
+         base::ErrorCode::kInvalidArgument,
+         "messages[0]: only assistant messages carry tool_calls"},
+        {R"([{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}])",
+         base::ErrorCode::kInvalidArgument, "messages[0].tool_calls[0]: expected a function"},
+        {R"([{"role": "tool", "content": [{"type": "image", "image": "a.png"}]}])",
+         base::ErrorCode::kInvalidArgument, "messages[0].content[0]: images are only allowed"},
         {R"([{"role": "user", "content": "x"}, )", base::ErrorCode::kCorruptFile, "m.json"},
     };
     for (const Bad& b : bad) {
