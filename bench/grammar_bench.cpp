@@ -28,7 +28,8 @@ constexpr int kVocabRows = 151936;
 
 const qvl::text::Tokenizer& tokenizer() {
     static const qvl::text::Tokenizer* t = [] {
-        std::filesystem::path dir = std::filesystem::path(QVL_SOURCE_DIR) / "tests" / "data" / "tiny-qwen3vl";
+        std::filesystem::path dir =
+            std::filesystem::path(QVL_SOURCE_DIR) / "tests" / "data" / "tiny-qwen3vl";
         if (const char* env = std::getenv("QVL_TOKENIZER_DIR")) dir = env;
         auto r = qvl::text::Tokenizer::load(dir);
         if (!r.ok()) {
