@@ -168,6 +168,24 @@ base::Result<std::pair<int, int>> smart_resize_video(std::int64_t num_frames, in
     return std::pair<int, int>(int(h_bar), int(w_bar));
 }
 
+std::vector<PreprocessedImage> video_frames_as_images(const PreprocessedVideo& video) {
+    std::vector<PreprocessedImage> out(std::size_t(std::max(video.grid_t, 0)));
+    const std::size_t values = video.grid_t > 0 ? video.pixel_values.size() / video.grid_t : 0;
+    for (std::size_t t = 0; t < out.size(); ++t) {
+        PreprocessedImage& f = out[t];
+        f.resized_height = video.resized_height;
+        f.resized_width = video.resized_width;
+        f.grid_t = 1;
+        f.grid_h = video.grid_h;
+        f.grid_w = video.grid_w;
+        f.merge_size = video.merge_size;
+        f.video_frame = true;
+        const auto first = video.pixel_values.begin() + std::ptrdiff_t(t * values);
+        f.pixel_values.assign(first, first + std::ptrdiff_t(values));
+    }
+    return out;
+}
+
 std::vector<double> video_timestamps(const std::vector<std::int64_t>& indices, double fps,
                                      int temporal) {
     std::vector<std::int64_t> padded = indices;

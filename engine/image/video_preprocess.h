@@ -73,6 +73,12 @@ struct PreprocessedVideo {
 base::Result<PreprocessedVideo> preprocess_video(const io::Video& video,
                                                  const VideoPreprocessConfig& config);
 
+// The video as the vision tower takes it: one image per temporal patch (grid_t = 1, its
+// pixel_values rows, video_frame set). Qwen3-VL's vision attention never crosses temporal
+// patches (cu_seqlens per frame pair) and its position tables repeat over them, so each patch
+// runs through the tower like a still image whose two frames differ.
+std::vector<PreprocessedImage> video_frames_as_images(const PreprocessedVideo& video);
+
 // Qwen3VLProcessor._calculate_timestamps: indices padded with the last one to a multiple of
 // `temporal`, index / fps, then the mean of each group's first and last.
 std::vector<double> video_timestamps(const std::vector<std::int64_t>& indices, double fps,

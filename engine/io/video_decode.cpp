@@ -65,8 +65,10 @@ class FrameDecoder {
 
     base::Status open(const AVCodecParameters* par, const VideoLimits& limits,
                       std::string_view name);
-    // The next decoded frame into frame(): true; the stream's end: false.
-    base::Result<bool> next(const DemuxedVideo& d, std::size_t* next_packet, std::string_view name);
+    // The next decoded frame into frame(): true; the stream's end: false. A packet whose pts is
+    // not in `wanted` (sorted; null: all wanted) is decoded only if other frames refer to it.
+    base::Result<bool> next(const DemuxedVideo& d, std::size_t* next_packet,
+                            const std::vector<std::int64_t>* wanted, std::string_view name);
     void restart() { avcodec_flush_buffers(ctx_); }
     const AVFrame* frame() const { return frame_; }
     base::Status to_rgb(const VideoInfo& info, std::string_view name, Image* out);
@@ -105,6 +107,7 @@ base::Status FrameDecoder::open(const AVCodecParameters* par, const VideoLimits&
 }
 
 base::Result<bool> FrameDecoder::next(const DemuxedVideo& d, std::size_t* next_packet,
+                                      const std::vector<std::int64_t>* wanted,
                                       std::string_view name) {
     for (;;) {
         const int got = avcodec_receive_frame(ctx_, frame_);
@@ -116,6 +119,12 @@ base::Result<bool> FrameDecoder::next(const DemuxedVideo& d, std::size_t* next_p
         }
         if (*next_packet < d.packets.size()) {
             const std::size_t i = (*next_packet)++;
+            // Frames nobody samples and nothing references need not be decoded at all (most
+            // B-frames): the decoder reads this per packet (single-threaded decoding).
+            const bool unwanted =
+                wanted != nullptr &&
+                !std::binary_search(wanted->begin(), wanted->end(), d.packets[i]->pts);
+            ctx_->skip_frame = unwanted ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
             const int sent = avcodec_send_packet(ctx_, d.packets[i].get());
             if (sent < 0) {
                 return base::error(ErrorCode::kCorruptFile,
@@ -192,7 +201,14 @@ base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>
     QVL_TRY(decoder.open(d.codecpar, limits, name));
     const bool by_pts = !d.sorted_pts.empty();
     std::size_t next_packet = 0;
-    std::int64_t counted = -1;  // output frames so far - 1, when frames are counted in order
+    std::int64_t counted = -1;         // output frames so far - 1, when frames are counted in order
+    std::vector<std::int64_t> wanted;  // the sampled frames' pts, sorted
+    if (by_pts) {
+        for (const std::int64_t r : ranks) {
+            if (std::size_t(r) < d.sorted_pts.size())
+                wanted.push_back(d.sorted_pts[std::size_t(r)]);
+        }
+    }
     frames->resize(ranks.size());
     auto missing = [&](std::int64_t rank) {
         return base::error(ErrorCode::kCorruptFile,
@@ -211,7 +227,8 @@ base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>
             }
         }
         for (;;) {
-            QVL_ASSIGN_OR_RETURN(const bool got, decoder.next(d, &next_packet, name));
+            QVL_ASSIGN_OR_RETURN(const bool got,
+                                 decoder.next(d, &next_packet, by_pts ? &wanted : nullptr, name));
             if (!got) return missing(ranks[k]);
             const std::int64_t id = by_pts ? frame_pts(decoder.frame()) : ++counted;
             if (id == want) break;

@@ -5,6 +5,7 @@
 #include "image/video_preprocess.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -139,6 +140,41 @@ TEST(VideoPreprocess, ConfigReaderTakesVideoDefaults) {
     EXPECT_EQ(missing->base.min_pixels, 128 * 32 * 32);
     EXPECT_EQ(missing->base.max_pixels, 32 * 32 * 768);
     EXPECT_EQ(missing->fps, 2.0);
+}
+
+// The model's video_preprocessor_config.json as Qwen3-VL ships it (size only), plus the video
+// keys and the combinations the processor refuses.
+TEST(VideoPreprocess, ConfigReaderReadsTheFile) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("qvl_video_config_" + std::to_string(::getpid()) + ".json");
+    auto load = [&](const std::string& json) {
+        std::ofstream(path) << json;
+        return load_video_preprocess_config(path);
+    };
+    auto shipped = load(R"({"size": {"longest_edge": 25165824, "shortest_edge": 4096},
+        "patch_size": 16, "temporal_patch_size": 2, "merge_size": 2,
+        "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+        "video_processor_type": "Qwen3VLVideoProcessor"})");
+    ASSERT_TRUE(shipped.ok()) << shipped.status().message();
+    EXPECT_EQ(shipped->base.min_pixels, 4096);
+    EXPECT_EQ(shipped->base.max_pixels, 25165824);
+    EXPECT_EQ(shipped->fps, 2.0);
+    EXPECT_FALSE(shipped->num_frames.has_value());
+    auto keys = load(R"({"fps": 1.5, "min_frames": 2, "max_frames": 9,
+        "cap_pixels_per_frame": true, "max_video_tokens": 100})");
+    ASSERT_TRUE(keys.ok()) << keys.status().message();
+    EXPECT_EQ(keys->fps, 1.5);
+    EXPECT_EQ(keys->min_frames, 2);
+    EXPECT_EQ(keys->max_frames, 9);
+    EXPECT_TRUE(keys->cap_pixels_per_frame);
+    EXPECT_EQ(keys->max_video_tokens, 100);
+    EXPECT_EQ(keys->base.min_pixels, 128 * 32 * 32);  // video defaults where absent
+    EXPECT_EQ(load(R"({"fps": 2, "num_frames": 8})").status().code(), ErrorCode::kUnsupported);
+    EXPECT_EQ(load(R"({"do_sample_frames": false})").status().code(), ErrorCode::kUnsupported);
+    EXPECT_EQ(load(R"({"min_frames": 9, "max_frames": 3})").status().code(),
+              ErrorCode::kInvalidArgument);
+    EXPECT_EQ(load(R"({"fps": "two"})").status().code(), ErrorCode::kInvalidArgument);
+    std::filesystem::remove(path);
 }
 
 }  // namespace
