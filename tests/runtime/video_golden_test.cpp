@@ -16,6 +16,7 @@
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "support/golden.h"
+#include "support/reference_generate.h"
 #include "tiny_case.h"
 
 namespace qvl::runtime {
@@ -93,12 +94,12 @@ TEST_P(VideoGolden, MatchesTransformers) {
     GenerateParams gp;
     gp.n_predict = 8;
     gp.ignore_eos = true;
-    GenerateHooks hooks;
+    test::GenerateHooks hooks;
     hooks.after_prefill = [&](const Session& s, int slot) {
         const std::span<const float> l = s.logits(slot);
         logits.assign(l.begin(), l.end());
     };
-    auto result = generate(**session, prompt, gp, hooks);
+    auto result = test::generate(**session, prompt, gp, hooks);
     ASSERT_TRUE(result.ok()) << result.status().message();
 
     EXPECT_LE(test::relative_error(trace["vision.merger.out"], golden.at("video_embeds").values),
