@@ -1,11 +1,13 @@
-// Int8-weight GEMV/GEMM (kernels/gemm_q8.h) on the text decoder's shapes: gemv_q8/<shape>/M=<m>/
+// Int8- and 4-bit-weight GEMV/GEMM (kernels/gemm_q8.h, gemm_q4.h: one driver, two weight
+// layouts) on the text decoder's shapes: gemv_q8/<shape>/M=<m>/
 // <isa>/threads=<t> (decode: GBps of int8 weights + scales streamed, pct_peak of the DRAM read
 // bandwidth this process measured; weights rotate over copies larger than the L3) and
 // gemm_q8/<shape>/M=212/<isa> /threads=2 (prefill: GOPS, pct_peak of an int8 peak estimated as 2x
 // the measured BF16 peak on the VNNI tier — vpdpbusd does twice vdpbf16ps's products — and 2x the
 // ymm FP32 peak on AVX2). The <isa>_fma rows run the AVX2 tier's products on f32 FMAs
 // (kernels/isa.h q8_fma_for_gemm), whose peak is the FP32 one; the plain rows force its int8
-// kernel.
+// kernel. gemv_q4/ and gemm_q4/ rows are the same with 4-bit weights (GBps then counts the
+// nibbles and half scales actually streamed).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include "base/thread_pool.h"
 #include "bench_peaks.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_q4.h"
 #include "kernels/gemm_q8.h"
 #include "kernels/gemm_run.h"
 #include "kernels/isa.h"
@@ -31,10 +34,20 @@ using kernels::Isa;
 constexpr int kPrefillThreads = 2;
 constexpr int kBlock = 64;
 
+// One quantized matrix (int8 or 4-bit) with its own storage.
 struct Q8Copy {
-    std::vector<std::int8_t> q;
-    std::vector<float> s;
+    std::vector<std::uint8_t> q;
+    std::vector<std::uint8_t> s;
     kernels::Q8Matrix m;
+    void point() {
+        if (m.bits == 4) {
+            m.q = reinterpret_cast<const std::int8_t*>(q.data());
+            m.scales_f16 = reinterpret_cast<const std::uint16_t*>(s.data());
+        } else {
+            m.q = reinterpret_cast<const std::int8_t*>(q.data());
+            m.scales = reinterpret_cast<const float*>(s.data());
+        }
+    }
 };
 
 // Gate and up (or the single matrix) quantized once, then copied so that the rotation over
@@ -45,7 +58,7 @@ struct Q8Fixture {
     std::size_t bytes = 0;  // weight bytes read per call
 };
 
-std::unique_ptr<Q8Copy> quantized(int n, int k, unsigned seed) {
+std::unique_ptr<Q8Copy> quantized(int n, int k, unsigned seed, int bits) {
     std::vector<float> src(std::size_t(n) * k);
     std::uint32_t x = seed * 2654435761u + 1;
     for (float& v : src) {
@@ -53,10 +66,19 @@ std::unique_ptr<Q8Copy> quantized(int n, int k, unsigned seed) {
         v = float(std::int32_t(x)) * 0x1p-31f * 0.05f;
     }
     auto c = std::make_unique<Q8Copy>();
-    c->q.resize(kernels::q8_data_bytes(n, k, kBlock));
-    c->s.resize(kernels::q8_scale_bytes(n, k, kBlock) / sizeof(float));
-    c->m = kernels::q8_describe(n, k, kBlock, c->q.data(), c->s.data());
-    kernels::q8_quantize_panels(src.data(), kernels::WeightType::kF32, k, c->m, 0, c->m.panels);
+    if (bits == 4) {
+        c->q.resize(kernels::q4_data_bytes(n, k, kBlock));
+        c->s.resize(kernels::q4_scale_bytes(n, k, kBlock));
+        c->m = kernels::q4_describe(n, k, kBlock, c->q.data(),
+                                    reinterpret_cast<std::uint16_t*>(c->s.data()));
+        kernels::q4_quantize_panels(src.data(), kernels::WeightType::kF32, k, c->m, 0, c->m.panels);
+    } else {
+        c->q.resize(kernels::q8_data_bytes(n, k, kBlock));
+        c->s.resize(kernels::q8_scale_bytes(n, k, kBlock));
+        c->m = kernels::q8_describe(n, k, kBlock, reinterpret_cast<std::int8_t*>(c->q.data()),
+                                    reinterpret_cast<float*>(c->s.data()));
+        kernels::q8_quantize_panels(src.data(), kernels::WeightType::kF32, k, c->m, 0, c->m.panels);
+    }
     return c;
 }
 
@@ -65,21 +87,20 @@ std::unique_ptr<Q8Copy> copy_of(const Q8Copy& from) {
     c->q = from.q;
     c->s = from.s;
     c->m = from.m;
-    c->m.q = c->q.data();
-    c->m.scales = c->s.data();
+    c->point();
     return c;
 }
 
-Q8Fixture& fixture_for(const LinearShape& s, int m) {
+Q8Fixture& fixture_for(const LinearShape& s, int m, int bits) {
     static std::unique_ptr<Q8Fixture> current;
     static const LinearShape* current_shape = nullptr;
-    static int current_m = -1;
-    if (current_shape == &s && current_m == m) return *current;
+    static int current_m = -1, current_bits = 0;
+    if (current_shape == &s && current_m == m && current_bits == bits) return *current;
     current.reset();
     auto f = std::make_unique<Q8Fixture>();
-    f->w.push_back(quantized(s.n, s.k, 1));
-    if (s.gated) f->w2.push_back(quantized(s.n, s.k, 2));
-    f->bytes = (f->w[0]->q.size() + f->w[0]->s.size() * sizeof(float)) * (s.gated ? 2 : 1);
+    f->w.push_back(quantized(s.n, s.k, 1, bits));
+    if (s.gated) f->w2.push_back(quantized(s.n, s.k, 2, bits));
+    f->bytes = (f->w[0]->q.size() + f->w[0]->s.size()) * (s.gated ? 2 : 1);
     const int copies =
         m <= 32 ? int(std::max<std::size_t>(1, beyond_cache_bytes() / f->bytes + 1)) : 1;
     for (int i = 1; i < copies; ++i) {
@@ -96,6 +117,7 @@ Q8Fixture& fixture_for(const LinearShape& s, int m) {
     current = std::move(f);
     current_shape = &s;
     current_m = m;
+    current_bits = bits;
     return *current;
 }
 
@@ -105,7 +127,8 @@ base::ThreadPool& pool_for(int threads) {
     return *pools[threads];
 }
 
-void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool fma, int threads) {
+void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool fma, int threads,
+            int bits) {
     if (!kernels::isa_supported(isa)) {
         state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
         return;
@@ -117,7 +140,7 @@ void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool 
                         : isa == Isa::kAvx512Bf16
                             ? 2.0 * peak_gflops_bf16(threads)
                             : (fma ? 1.0 : 2.0) * peak_gflops_f32_avx2(threads);
-    Q8Fixture& f = fixture_for(*s, m);
+    Q8Fixture& f = fixture_for(*s, m, bits);
     base::ThreadPool& pool = pool_for(threads);
     // As the engine runs a product (graph::Executor): activations quantized once, shared by
     // the column tasks.
@@ -171,23 +194,28 @@ void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool 
 int register_q8() {
     std::vector<Isa> isas = {Isa::kAvx2};
     if (kernels::isa_supported(Isa::kAvx512Bf16)) isas.push_back(Isa::kAvx512Bf16);
-    for (const LinearShape& s : kLinearShapes) {
-        if (s.vision) continue;
-        for (int m : {1, 2, 3, 4, 8, 212}) {
-            for (Isa isa : isas) {
-                for (const bool fma : {false, true}) {
-                    if (fma && (isa != Isa::kAvx2 || m <= 32)) continue;
-                    const bool gemv = m <= 32;
-                    for (int threads : {1, 2}) {
-                        if (!gemv && threads != kPrefillThreads) continue;
-                        const std::string name = std::string(gemv ? "gemv_q8/" : "gemm_q8/") +
-                                                 s.name + "/M=" + std::to_string(m) + "/" +
-                                                 kernels::isa_name(isa) + (fma ? "_fma" : "") +
-                                                 "/threads=" + std::to_string(threads);
-                        benchmark::RegisterBenchmark(name.c_str(), run_q8, &s, m, isa, fma, threads)
-                            ->UseRealTime()
-                            ->MinTime(0.1)
-                            ->Unit(benchmark::kMillisecond);
+    for (const int bits : {8, 4}) {
+        for (const LinearShape& s : kLinearShapes) {
+            if (s.vision) continue;
+            for (int m : {1, 2, 3, 4, 8, 212}) {
+                for (Isa isa : isas) {
+                    for (const bool fma : {false, true}) {
+                        // The f32-FMA products serve int8 weights only.
+                        if (fma && (isa != Isa::kAvx2 || m <= 32 || bits == 4)) continue;
+                        const bool gemv = m <= 32;
+                        for (int threads : {1, 2}) {
+                            if (!gemv && threads != kPrefillThreads) continue;
+                            const std::string name = std::string(gemv ? "gemv_q" : "gemm_q") +
+                                                     std::to_string(bits) + "/" + s.name +
+                                                     "/M=" + std::to_string(m) + "/" +
+                                                     kernels::isa_name(isa) + (fma ? "_fma" : "") +
+                                                     "/threads=" + std::to_string(threads);
+                            benchmark::RegisterBenchmark(name.c_str(), run_q8, &s, m, isa, fma,
+                                                         threads, bits)
+                                ->UseRealTime()
+                                ->MinTime(0.1)
+                                ->Unit(benchmark::kMillisecond);
+                        }
                     }
                 }
             }

@@ -15,8 +15,7 @@ namespace {
 
 std::filesystem::path model_dir() {
     if (const char* env = std::getenv("QVL_TOKENIZER_DIR")) return env;
-    return std::filesystem::path(__FILE__).parent_path().parent_path() / "tests" / "data" /
-           "tiny-qwen3vl";
+    return std::filesystem::path(QVL_SOURCE_DIR) / "tests" / "data" / "tiny-qwen3vl";
 }
 
 const qvl::text::Tokenizer& tokenizer() {

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 all_targets=(safetensors json config generation_config preprocessor_config tokenizer_load
-             tokenizer_encode messages image serve_request grammar json_schema)
+             tokenizer_encode messages image video serve_request grammar json_schema)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 jobs=${QVL_FUZZ_JOBS:-2}
@@ -28,7 +28,7 @@ fuzz_one() {
     local t=$1 work="$build/corpus/$1" log="$build/logs/$1.log" dict=()
     rm -f "$build/logs/$t.verdict"
     mkdir -p "$work"  # new inputs go here; the checked-in seeds stay untouched
-    case "$t" in image | tokenizer_encode | grammar) ;; *) dict=(-dict=tests/fuzz/json.dict) ;; esac
+    case "$t" in image | video | tokenizer_encode | grammar) ;; *) dict=(-dict=tests/fuzz/json.dict) ;; esac
     if ASAN_OPTIONS=detect_leaks=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         "$build/tests/fuzz/qvl_fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \

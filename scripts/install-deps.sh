@@ -31,6 +31,7 @@ done
 packages=(
     build-essential cmake ninja-build pkg-config git curl ca-certificates
     libxsimd-dev libspng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
+    libavformat-dev libavcodec-dev libswscale-dev libavutil-dev  # video input (io/video.h)
     libgtest-dev libgmock-dev libbenchmark-dev
     libsimdjson-dev libfmt-dev libpcre2-dev libutf8proc-dev libcli11-dev
     libboost-dev  # qvl-serve's HTTP transport: Boost.Asio and Beast (header-only)

@@ -285,8 +285,11 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
 }
 
 void HttpServer::on_choice_done(CompletionStream& stream, const Generation& r, int index) {
-    stream.finish(r);
+    // Counted before the stream ends, so a client that reads /metrics after its answer finds the
+    // answer counted. Tokens without a streamed piece: the first came now (as finish() sees it).
     const double duration = std::chrono::duration<double>(Clock::now() - stream.received()).count();
+    double ttft = stream.ttft_seconds();
+    if (ttft < 0 && !r.tokens.empty()) ttft = duration;
     const bool cancelled = r.finish_reason == "cancelled";
     if (cancelled && cutting_.load()) cut_.fetch_add(1);
     metrics_.record({.outcome = cancelled && cutting_.load() ? "cut"
@@ -297,8 +300,9 @@ void HttpServer::on_choice_done(CompletionStream& stream, const Generation& r, i
                      .generated_tokens = int(r.tokens.size()),
                      .cached_prompt_tokens = r.timings.cached_prompt_tokens,
                      .image_cache_hits = r.timings.image_cache_hits,
-                     .ttft_s = stream.ttft_seconds(),
+                     .ttft_s = ttft,
                      .duration_s = duration});
+    stream.finish(r);
 }
 
 void HttpServer::refuse_submit(CompletionReply& reply, const Status& status) {

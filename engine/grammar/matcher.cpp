@@ -8,6 +8,10 @@ namespace qvl::grammar {
 namespace {
 
 constexpr std::size_t kMaxCachedMasks = 512;
+// Set ids fit the int16 transition table; past this many sets (a long bounded string, deep
+// nesting) the tables start over from the current state.
+constexpr std::size_t kMaxSets = 16384;
+constexpr std::int16_t kUnknown = -2;
 
 std::int32_t pos_of(std::int64_t node) { return std::int32_t(node >> 32); }
 std::int32_t parent_of(std::int64_t node) { return std::int32_t(node & 0xFFFFFFFF) - 1; }
@@ -24,7 +28,7 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const V
                  std::vector<std::int32_t> end_ids)
     : g_(std::move(grammar)), vocab_(std::move(vocab)), end_ids_(std::move(end_ids)) {
     levels_.resize(std::size_t(std::max(vocab_->max_depth(), 2)) + 1);
-    std::vector<std::int32_t>& start = levels_[0].stacks;
+    std::vector<std::int32_t> start;
     const std::size_t root = std::size_t(g_->root);
     for (std::int32_t a = g_->rule_alts[root]; a < g_->rule_alts[root + 1]; ++a) {
         std::vector<std::int32_t> part;
@@ -32,6 +36,86 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const V
         start.insert(start.end(), part.begin(), part.end());
     }
     sort_unique(start);
+    levels_[0].set = intern_set(start);
+}
+
+std::int32_t Matcher::intern_set(const std::vector<std::int32_t>& sorted_stacks) {
+    std::string key(sorted_stacks.size() * sizeof(std::int32_t), '\0');
+    if (!sorted_stacks.empty()) std::memcpy(key.data(), sorted_stacks.data(), key.size());
+    const auto [it, added] = set_index_.emplace(std::move(key), std::int32_t(sets_.size()));
+    if (added) {
+        sets_.push_back(sorted_stacks);
+        ascii_next_.emplace_back();
+        ascii_next_.back().fill(kUnknown);
+        wide_next_.emplace_back();
+    }
+    return it->second;
+}
+
+std::int32_t Matcher::next_set(std::int32_t set, std::uint32_t cp) {
+    if (cp < 128) {
+        const std::int16_t known = ascii_next_[std::size_t(set)][cp];
+        if (known != kUnknown) return known;
+        advance(sets_[std::size_t(set)], cp, scratch_);
+        const std::int32_t next = scratch_.empty() ? -1 : intern_set(scratch_);
+        ascii_next_[std::size_t(set)][cp] = std::int16_t(next);
+        return next;
+    }
+    const std::vector<std::int32_t>& stacks = sets_[std::size_t(set)];
+    if (stacks.size() > 64) {
+        const std::uint64_t key = (std::uint64_t(set) << 21) | cp;
+        if (auto it = wide_cp_next_.find(key); it != wide_cp_next_.end()) return it->second;
+        advance(stacks, cp, scratch_);
+        const std::int32_t next = scratch_.empty() ? -1 : intern_set(scratch_);
+        wide_cp_next_.emplace(key, next);
+        return next;
+    }
+    // The next set depends only on which stacks take cp.
+    std::uint64_t takers = 0;
+    for (std::size_t k = 0; k < stacks.size(); ++k) {
+        const std::int32_t n = stacks[k];
+        if (n >= 0 && g_->matches(g_->elems[std::size_t(pos_of(nodes_[std::size_t(n)]))], cp)) {
+            takers |= std::uint64_t(1) << k;
+        }
+    }
+    if (takers == 0) return -1;
+    for (const auto& [mask, next] : wide_next_[std::size_t(set)]) {
+        if (mask == takers) return next;
+    }
+    advance(stacks, cp, scratch_);
+    const std::int32_t next = scratch_.empty() ? -1 : intern_set(scratch_);
+    wide_next_[std::size_t(set)].emplace_back(takers, next);
+    return next;
+}
+
+// Whether some stack of `set` takes a character in [lo, hi] (the characters a partial UTF-8
+// sequence may still become); key names (set, partial bits) for the cache.
+bool Matcher::may_start(std::int32_t set, std::uint32_t lo, std::uint32_t hi, std::uint64_t key) {
+    if (auto it = partial_ok_.find(key); it != partial_ok_.end()) return it->second;
+    bool ok = false;
+    for (const std::int32_t n : sets_[std::size_t(set)]) {
+        if (n < 0) continue;
+        const Elem& e = g_->elems[std::size_t(pos_of(nodes_[std::size_t(n)]))];
+        if (g_->may_match(e, lo, hi)) {
+            ok = true;
+            break;
+        }
+    }
+    partial_ok_.emplace(key, ok);
+    return ok;
+}
+
+void Matcher::bound_tables() {
+    if (sets_.size() < kMaxSets) return;
+    std::vector<std::int32_t> current = sets_[std::size_t(levels_[0].set)];
+    sets_.clear();
+    set_index_.clear();
+    ascii_next_.clear();
+    wide_next_.clear();
+    wide_cp_next_.clear();
+    partial_ok_.clear();
+    cache_.clear();
+    levels_[0].set = intern_set(current);
 }
 
 std::int32_t Matcher::intern(std::int32_t pos, std::int32_t parent) {
@@ -116,16 +200,19 @@ bool Matcher::step(int from, int to, std::uint8_t byte) {
     int need = 0, len = 1;
     if (f.need == 0) {
         if (byte < 0x80) {
-            cp = byte;
-        } else {
-            len = byte >= 0xC2 && byte <= 0xDF   ? 2
-                  : byte >= 0xE0 && byte <= 0xEF ? 3
-                  : byte >= 0xF0 && byte <= 0xF4 ? 4
-                                                 : 0;
-            if (len == 0) return false;
-            cp = byte & (0x7Fu >> len);
-            need = len - 1;
+            t.set = next_set(f.set, byte);
+            t.cp = 0;
+            t.need = 0;
+            t.len = 1;
+            return t.set >= 0;
         }
+        len = byte >= 0xC2 && byte <= 0xDF   ? 2
+              : byte >= 0xE0 && byte <= 0xEF ? 3
+              : byte >= 0xF0 && byte <= 0xF4 ? 4
+                                             : 0;
+        if (len == 0) return false;
+        cp = byte & (0x7Fu >> len);
+        need = len - 1;
     } else {
         if ((byte & 0xC0) != 0x80) return false;
         cp = (f.cp << 6) | (byte & 0x3Fu);
@@ -139,21 +226,17 @@ bool Matcher::step(int from, int to, std::uint8_t byte) {
     const std::uint32_t least = len == 2 ? 0x80 : len == 3 ? 0x800 : len == 4 ? 0x10000 : 0;
     if (need > 0) {
         // A partial character: some stack must take a character that starts with these bytes.
-        t.stacks_at = f.stacks_at;
+        t.set = f.set;
         const std::uint32_t hi = (cp << (6 * need)) | ((1u << (6 * need)) - 1);
         const std::uint32_t lo = std::max(cp << (6 * need), least);
         if (lo > hi || lo > 0x10FFFF) return false;
-        for (const std::int32_t n : levels_[std::size_t(t.stacks_at)].stacks) {
-            if (n < 0) continue;
-            const Elem& e = g_->elems[std::size_t(pos_of(nodes_[std::size_t(n)]))];
-            if (g_->may_match(e, lo, hi)) return true;
-        }
-        return false;
+        const std::uint64_t key = (std::uint64_t(f.set) << 32) | (std::uint64_t(len) << 28) |
+                                  (std::uint64_t(need) << 24) | cp;
+        return may_start(f.set, lo, hi, key);
     }
     if (cp < least || cp > 0x10FFFF) return false;
-    advance(levels_[std::size_t(f.stacks_at)].stacks, cp, t.stacks);
-    t.stacks_at = to;
-    return !t.stacks.empty();
+    t.set = next_set(f.set, cp);
+    return t.set >= 0;
 }
 
 void Matcher::walk(std::vector<std::uint64_t>& bits) {
@@ -179,22 +262,20 @@ void Matcher::walk(std::vector<std::uint64_t>& bits) {
     }
 }
 
-std::string Matcher::state_key() const {
+std::uint64_t Matcher::state_key() const {
     const Level& s = levels_[0];
-    std::string key(sizeof(std::int32_t) * (s.stacks.size() + 2), '\0');
-    const std::int32_t head[2] = {std::int32_t(s.cp), s.need | (s.len << 8)};
-    std::memcpy(key.data(), head, sizeof head);
-    std::memcpy(key.data() + sizeof head, s.stacks.data(), s.stacks.size() * sizeof(std::int32_t));
-    return key;
+    return (std::uint64_t(s.set) << 32) | (std::uint64_t(s.len) << 28) |
+           (std::uint64_t(s.need) << 24) | s.cp;
 }
 
 std::span<const std::uint64_t> Matcher::mask() {
-    std::string key = state_key();
+    bound_tables();
+    const std::uint64_t key = state_key();
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     if (cache_.size() >= kMaxCachedMasks) cache_.clear();
     std::vector<std::uint64_t> bits((std::size_t(vocab_->size()) + 63) / 64, 0);
     if (!finished_) walk(bits);
-    return cache_.emplace(std::move(key), std::move(bits)).first->second;
+    return cache_.emplace(key, std::move(bits)).first->second;
 }
 
 bool Matcher::accept(std::int32_t id) {
@@ -210,19 +291,14 @@ bool Matcher::accept(std::int32_t id) {
 
 bool Matcher::accept_bytes(std::string_view bytes) {
     if (finished_) return false;
+    bound_tables();
     const Level saved = levels_[0];
     for (const char c : bytes) {
         if (!step(0, 1, static_cast<std::uint8_t>(c))) {
             levels_[0] = saved;
             return false;
         }
-        Level& next = levels_[1];
-        Level& cur = levels_[0];
-        if (next.stacks_at == 1) cur.stacks.swap(next.stacks);
-        cur.stacks_at = 0;
-        cur.cp = next.cp;
-        cur.need = next.need;
-        cur.len = next.len;
+        levels_[0] = levels_[1];
     }
     return true;
 }
@@ -232,13 +308,9 @@ bool Matcher::is_end(std::int32_t id) const {
 }
 
 bool Matcher::can_end() const {
-    const Level& s = levels_[0];
-    return !finished_ && s.need == 0 && !s.stacks.empty() && s.stacks[0] == -1;
+    return !finished_ && levels_[0].need == 0 && !stacks().empty() && stacks()[0] == -1;
 }
 
-bool Matcher::must_end() const {
-    const Level& s = levels_[0];
-    return can_end() && s.stacks.size() == 1;
-}
+bool Matcher::must_end() const { return can_end() && stacks().size() == 1; }
 
 }  // namespace qvl::grammar

@@ -15,6 +15,7 @@
 // sequence's mask does not depend on anything else (batch composition, threads).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -60,10 +61,10 @@ class Matcher {
     bool is_end(std::int32_t id) const;
 
   private:
-    // A walk position: the stacks of level stacks_at plus a partial UTF-8 character.
+    // A walk position: a set of stacks (an id into sets_; for a partial UTF-8 character, the
+    // set where the character started) plus the partial character's bits.
     struct Level {
-        std::vector<std::int32_t> stacks;  // own stacks (valid when stacks_at is this level)
-        int stacks_at = 0;
+        std::int32_t set = -1;
         std::uint32_t cp = 0;  // bits of the partial character so far
         int need = 0;          // continuation bytes still to come
         int len = 0;           // the partial character's length in bytes
@@ -74,10 +75,19 @@ class Matcher {
     std::span<const std::int32_t> successors(std::int32_t node);
     void advance(std::span<const std::int32_t> stacks, std::uint32_t cp,
                  std::vector<std::int32_t>& out);
+    // Stack sets are interned, and the set after a set and a character is computed once: the
+    // mask walk visits every trie node, and most nodes repeat a transition already seen (inside
+    // a string every plain character leads from one set to the next same way).
+    std::int32_t intern_set(const std::vector<std::int32_t>& sorted_stacks);
+    std::int32_t next_set(std::int32_t set, std::uint32_t cp);  // -1: no stack takes cp
+    bool may_start(std::int32_t set, std::uint32_t lo, std::uint32_t hi, std::uint64_t key);
+    // Drops the interned sets and caches past a size bound (keeping the current state).
+    void bound_tables();
     // Level `to` from level `from` of levels_ plus one byte; false when no stack can take it.
     bool step(int from, int to, std::uint8_t byte);
     void walk(std::vector<std::uint64_t>& bits);
-    std::string state_key() const;
+    std::uint64_t state_key() const;
+    const std::vector<std::int32_t>& stacks() const { return sets_[std::size_t(levels_[0].set)]; }
 
     std::shared_ptr<const Grammar> g_;
     std::shared_ptr<const Vocab> vocab_;
@@ -89,11 +99,18 @@ class Matcher {
     std::vector<std::uint32_t> seen_;  // normalize()'s visit stamps
     std::uint32_t stamp_ = 0;
     std::vector<std::int32_t> work_;
+    std::vector<std::vector<std::int32_t>> sets_;  // interned sorted stack sets
+    std::unordered_map<std::string, std::int32_t> set_index_;
+    std::vector<std::array<std::int16_t, 128>> ascii_next_;  // per set: -2 unknown, -1 dead
+    // Past ASCII, per set: (which of its stacks take the character, next set). Stacks are few
+    // and classes wide, so thousands of code points share a handful of entries.
+    std::vector<std::vector<std::pair<std::uint64_t, std::int32_t>>> wide_next_;
+    std::unordered_map<std::uint64_t, std::int32_t> wide_cp_next_;  // sets of > 64 stacks
+    std::unordered_map<std::uint64_t, bool> partial_ok_;            // a partial character's check
+    std::vector<std::int32_t> scratch_;
     std::vector<Level> levels_;  // [0] is the current state
     bool finished_ = false;
-    std::unordered_map<std::string, std::vector<std::uint64_t>> cache_;
-    std::vector<std::uint64_t> scratch_mask_;
-    std::string last_key_;
+    std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> cache_;
 };
 
 }  // namespace qvl::grammar

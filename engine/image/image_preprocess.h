@@ -76,6 +76,9 @@ struct PreprocessedImage {
     // [grid_t*grid_h*grid_w, 3*temporal*patch*patch]: rows in merge-window order (window row,
     // window column, row in window, column in window), each row laid out (channel, t, y, x).
     std::vector<float> pixel_values;
+    // One temporal patch of a video (video_preprocess.h video_frames_as_images): its tokens are
+    // <|video_pad|> instead of <|image_pad|>, and it comes with pixel_values only.
+    bool video_frame = false;
     int num_patches() const { return grid_t * grid_h * grid_w; }
     int num_image_tokens() const { return visual_token_count(grid_t, grid_h, grid_w, merge_size); }
 };

@@ -30,4 +30,17 @@ base::Result<RopePositions> compute_rope_positions(std::span<const std::int32_t>
                                                    std::span<const ImageGrid> images,
                                                    std::int32_t image_token_id);
 
+// Images and videos in one prompt: runs of image_token_id take `images` in order, runs of
+// video_token_id take `video_frames` in order. Qwen3-VL's get_rope_index splits each video grid
+// into grid_t grids of t = 1 (the timestamp text between a video's temporal patches separates
+// their runs), so video_frames holds one such grid per temporal patch (split_video_grid).
+base::Result<RopePositions> compute_rope_positions(std::span<const std::int32_t> ids,
+                                                   std::span<const ImageGrid> images,
+                                                   std::int32_t image_token_id,
+                                                   std::span<const ImageGrid> video_frames,
+                                                   std::int32_t video_token_id);
+
+// A video's grid as get_rope_index uses it: video.t grids of {1, h, w}.
+std::vector<ImageGrid> split_video_grid(const ImageGrid& video);
+
 }  // namespace qvl::model

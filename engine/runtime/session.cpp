@@ -364,10 +364,11 @@ base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids)
                                    cfg.text.vocab_size);
             }
         }
-        std::vector<model::ImageGrid> grids;
-        for (const EncodedImage& e : images_) grids.push_back(e.grid);
-        QVL_ASSIGN_OR_RETURN(job_.pos,
-                             model::compute_rope_positions(ids, grids, cfg.image_token_id));
+        std::vector<model::ImageGrid> grids, frames;
+        for (const EncodedImage& e : images_) (e.video_frame ? frames : grids).push_back(e.grid);
+        QVL_ASSIGN_OR_RETURN(job_.pos, model::compute_rope_positions(ids, grids, cfg.image_token_id,
+                                                                     frames, cfg.video_token_id));
+        job_.video_pads = !frames.empty();
         job_.slot = slot;
         job_.ids = ids;
         job_.base_pos = kv_.next_rope_position(slot);
@@ -383,9 +384,11 @@ base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32
     }
     const std::vector<std::int32_t>& held = history_[std::size_t(slot)];
     const std::int32_t pad = model_->config().image_token_id;
+    const std::int32_t video_pad = model_->config().video_token_id;
     if (keep <= 0 || keep >= int(ids.size()) || keep > int(held.size()) ||
         !std::equal(ids.begin(), ids.begin() + keep, held.begin()) ||
-        (ids[keep] == pad && ids[keep - 1] == pad)) {
+        (ids[keep] == pad && ids[keep - 1] == pad) ||
+        (ids[keep] == video_pad && ids[keep - 1] == video_pad)) {
         return base::error(ErrorCode::kInvalidArgument,
                            "cannot reuse {} tokens of slot {} for a prompt of {} tokens", keep,
                            slot, ids.size());
@@ -405,10 +408,13 @@ base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32
                                "prompt of {} tokens does not fit the context of {} tokens",
                                ids.size(), kv_.capacity());
         }
-        std::vector<model::ImageGrid> grids(kept_grids.begin(), kept_grids.end());
-        for (const EncodedImage& e : images_) grids.push_back(e.grid);
-        QVL_ASSIGN_OR_RETURN(job_.pos,
-                             model::compute_rope_positions(ids, grids, cfg.image_token_id));
+        // kept_grids are images: a kept prefix with video frames fails in
+        // compute_rope_positions (more video-frame runs than frames) rather than misplacing them.
+        std::vector<model::ImageGrid> grids(kept_grids.begin(), kept_grids.end()), frames;
+        for (const EncodedImage& e : images_) (e.video_frame ? frames : grids).push_back(e.grid);
+        QVL_ASSIGN_OR_RETURN(job_.pos, model::compute_rope_positions(ids, grids, cfg.image_token_id,
+                                                                     frames, cfg.video_token_id));
+        job_.video_pads = !frames.empty();
         kv_.truncate(keep, slot);
         kv_.set_rope_delta(0, slot);
         history_[std::size_t(slot)].resize(std::size_t(keep));
@@ -443,8 +449,7 @@ base::Status Session::prefill_next(bool* done, int max_tokens) {
             job_.slot = -1;
             return st;
         }
-        const std::int32_t image_id = model_->config().image_token_id;
-        for (int i = 0; i < len; ++i) job_.visual_seen += job_.ids[offset + i] == image_id;
+        for (int i = 0; i < len; ++i) job_.visual_seen += is_visual(job_.ids[offset + i]);
         job_.offset += len;
         if (job_.offset == n) {
             kv_.set_rope_delta(kv_.rope_delta(job_.slot) + job_.pos.rope_delta, job_.slot);
@@ -466,7 +471,7 @@ base::Status Session::run_prefill_chunk(int slot, std::span<const std::int32_t> 
                              text_sin_.data());
     int n_visual = 0;
     for (int i = 0; i < n; ++i) {
-        if (ids[offset + i] == cfg.image_token_id) visual_rows_[n_visual++] = i;
+        if (is_visual(ids[offset + i])) visual_rows_[n_visual++] = i;
     }
     chunk_deepstack_.clear();
     for (float* p : deepstack_ptrs_) {

@@ -287,8 +287,9 @@ class Session {
 
     struct EncodedImage {
         int n_tokens = 0;
-        int first_row = 0;      // row in the visual feature buffers
-        model::ImageGrid grid;  // in merged tokens, for the rope positions
+        int first_row = 0;         // row in the visual feature buffers
+        model::ImageGrid grid;     // in merged tokens, for the rope positions
+        bool video_frame = false;  // its run is of <|video_pad|> (image::PreprocessedImage)
     };
 
     const model::Model* model_;
@@ -342,7 +343,14 @@ class Session {
         model::RopePositions pos;
         std::int64_t base_pos = 0;
         int offset = 0, visual_seen = 0;
+        // <|video_pad|> is a visual token only when video frames wait for this prompt; otherwise
+        // it is text, as compute_rope_positions treats it then.
+        bool video_pads = false;
     };
+    bool is_visual(std::int32_t id) const {
+        return id == model_->config().image_token_id ||
+               (job_.video_pads && id == model_->config().video_token_id);
+    }
     PrefillJob job_;
     // The image whose vision graph (vision_graph_) runs in pieces.
     struct VisionJob {
@@ -350,6 +358,7 @@ class Session {
         std::size_t next_node = 0;
         int tokens = 0;
         model::ImageGrid grid;
+        bool video_frame = false;
         model::VisionGraphOutputs out;
     };
     VisionJob vision_job_;

@@ -120,6 +120,7 @@ base::Status Session::begin_encode_image(const image::PreprocessedImage& image) 
         vision_job_.next_node = 0;
         vision_job_.tokens = tokens;
         vision_job_.grid = {.t = image.grid_t, .h = image.grid_h / m, .w = image.grid_w / m};
+        vision_job_.video_frame = image.video_frame;
         vision_job_.active = true;
         return base::Status();
     });
@@ -153,8 +154,10 @@ base::Status Session::encode_image_next(double budget_ms, bool* done) {
             std::memcpy(deepstack_ptrs_[j] + row0,
                         executor_.data(vision_graph_, out.deepstack[j], vision_arena()), bytes);
         }
-        images_.push_back(
-            {.n_tokens = tokens, .first_row = visual_rows_used_, .grid = vision_job_.grid});
+        images_.push_back({.n_tokens = tokens,
+                           .first_row = visual_rows_used_,
+                           .grid = vision_job_.grid,
+                           .video_frame = vision_job_.video_frame});
         visual_rows_used_ += tokens;
         *done = true;
         return base::Status();

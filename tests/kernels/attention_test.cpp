@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -303,6 +304,48 @@ TEST_P(AttentionTest, Bf16ProductsStayCloseToExact) {
         p.run(GetParam(), 2);
         EXPECT_EQ(!all_close(p.out.data(), bf16_two.data(), bf16_two.size(), 0, 0), bf16_kernel)
             << what;
+    }
+}
+
+// The bf16 kernel's roundings of the weights P and of V, without a tolerance that could hide a
+// wrong rounding mode: with every value of V equal to c, each output is rne(c) times
+// sum(rne(p)) / sum(p) (the kernel keeps the sum of its weights unrounded). Round-to-nearest-even
+// errs by at most 2^-8 of a weight and is unbiased, so over 512 rows the mean of that ratio stays
+// within 1e-4 of 1 (measured: see the property); truncation lowers every weight, by 2^-9 of it on
+// average. c = 1 + 3 * 2^-9 rounds up to 1 + 2^-7 (truncation: down to 1). Where the f32 kernel
+// runs, the outputs are c to f32 accuracy.
+TEST_P(AttentionTest, Bf16WeightsAndValuesRoundToNearestEven) {
+    QVL_SKIP_IF_UNSUPPORTED(GetParam());
+    const float c = 1.0f + 3.0f / 512;
+    for (const int hd : {64, 128, 16}) {
+        Problem p(32, 200, 4, 2, hd, true, false, 17);
+        for (int g = 0; g < 2; ++g) {
+            for (int j = 0; j < 200; ++j) {
+                float* v = const_cast<float*>(static_cast<const float*>(p.args.v)) +
+                           g * p.args.v_head_stride + j * p.args.v_row_stride;
+                std::fill(v, v + hd, c);
+            }
+        }
+        p.args.round_bf16 = true;
+        p.run(GetParam(), 2);
+        const bool bf16_kernel = GetParam() == Isa::kAvx512Bf16;
+        const double value = bf16_kernel ? testing::rne_bf16(c) : c;
+        double mean = 0, worst = 0;
+        for (int i = 0; i < p.n_q; ++i) {
+            for (int h = 0; h < p.n_heads; ++h) {
+                const float* o = p.out.data() + i * p.args.out_row_stride + h * hd;
+                const double ratio = o[0] / value;
+                for (int d = 1; d < hd; ++d) ASSERT_EQ(o[d], o[0]) << "row " << i << " head " << h;
+                mean += (ratio - 1) / (p.n_q * p.n_heads);
+                worst = std::max(worst, std::abs(ratio - 1));
+            }
+        }
+        const std::string what = "hd=" + std::to_string(hd);
+        EXPECT_LE(std::abs(mean), bf16_kernel ? 1e-4 : 1e-6) << what << ": biased rounding";
+        EXPECT_LE(worst, bf16_kernel ? 1.0 / 256 + 1e-5 : 1e-6) << what;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3g", mean);
+        RecordProperty(what + " mean", buf);
     }
 }
 

@@ -47,12 +47,6 @@ std::vector<float> values_with_ties(std::size_t n, std::mt19937& rng) {
     return v;
 }
 
-std::uint16_t bf16_bits(float x) {  // x must be bf16-representable
-    std::uint32_t u = 0;
-    std::memcpy(&u, &x, 4);
-    return std::uint16_t(u >> 16);
-}
-
 // An n x k weight matrix in the three layouts a bf16 product reads: f32 (rounded by the kernel),
 // bf16, and load-time panels of the bf16 values. ld: k + 3 (unaligned rows).
 struct Weights {
@@ -68,7 +62,7 @@ struct Weights {
             for (int kk = 0; kk < k; ++kk) {
                 const float v = values[std::size_t(j) * std::size_t(k) + std::size_t(kk)];
                 f32[std::size_t(j * ld + kk)] = v;
-                bf16[std::size_t(j * ld + kk)] = bf16_bits(rne_bf16(v));
+                bf16[std::size_t(j * ld + kk)] = test::rne_bf16_bits(v);
             }
         }
         panels.resize(panel_bytes(n, k) / sizeof(std::uint32_t) + 1);

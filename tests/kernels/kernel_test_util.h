@@ -6,11 +6,11 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "kernels/isa.h"
+#include "support/bf16_round.h"
 #include "support/cpu_skip.h"
 
 namespace qvl::kernels::testing {
@@ -38,15 +38,8 @@ class FloatBuf {
     std::size_t n_;
 };
 
-// Round to nearest even at bf16 (8 significant bits), finite x: written here rather than taken
-// from the engine, so that the references of the bf16 kernels do not share the kernels' rounding.
-inline float rne_bf16(float x) {
-    std::uint32_t u = 0;
-    std::memcpy(&u, &x, 4);
-    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-    std::memcpy(&x, &u, 4);
-    return x;
-}
+// The test-local bf16 rounding (support/bf16_round.h).
+using test::rne_bf16;
 
 // The fixture of the GEMM tests, one instance per tier: skips a tier this CPU lacks, and has the
 // avx512bf16 rows test the vdpbf16ps kernels on every CPU, also where the engine prefers FMAs

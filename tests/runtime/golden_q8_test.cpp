@@ -107,6 +107,24 @@ TEST(ModelLoad, RefusesBadInt8Block) {
     EXPECT_NE(m.status().message().find("48"), std::string::npos) << m.status().message();
 }
 
+// Every int8 text matrix (and lm_head) carries the block size the load asked for: on the tiny
+// checkpoint (k = 64 or 128) a wrong block barely moves the logits, so the gate above cannot see
+// it (a loader that always used 512 passed it; QuantizedWideModel's outliers show the error).
+TEST(ModelLoad, Int8WeightsUseTheBlockAsked) {
+    for (const int block : {32, 64, 128}) {
+        const model::Model& m = model_with(model::WeightFormat::kQ8, block);
+        std::vector<const model::Matrix*> all = {&m.weights().text().lm_head};
+        for (const model::TextLayerWeights& l : m.weights().text().layers) {
+            for (const model::Matrix* x : {&l.qkv, &l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+                all.push_back(x);
+        }
+        for (const model::Matrix* x : all) {
+            ASSERT_EQ(x->type, kernels::WeightType::kQ8);
+            EXPECT_EQ(static_cast<const kernels::Q8Matrix*>(x->data)->block, block);
+        }
+    }
+}
+
 // q, k and v of every layer are quantized back to back and read as one stacked matrix (one
 // product instead of three): the stacked matrix holds exactly the parts' weights and scales.
 TEST(ModelLoad, Int8QkvIsOneStackedMatrix) {
