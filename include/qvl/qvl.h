@@ -1,14 +1,9 @@
-// qvl: Qwen3-VL inference on CPUs. This header is the whole API a program links against
-// (qvl::engine, installed by `cmake --install`): load a Model, then either open a Session on it
-// (one conversation, generate() blocks) or an Engine (many requests at once: submit, stream,
-// cancel), prepare prompts from chat messages (text and images), generate. It uses only the
-// standard library; graph, kernels, runtime and model internals stay behind the implementation.
-// qvl-run and qvl-serve are built on this header alone.
-//
-// Errors never throw: every call that can fail returns a Status or a Result<T> whose message
-// names the file or the value and the problem. A Model is immutable and can be shared by
-// sessions on several threads; a Session is one conversation, used by one thread at a time; an
-// Engine is thread-safe.
+// qvl: Qwen3-VL inference on CPUs. This header is the whole API of qvl::engine (standard library
+// types only; qvl-run and qvl-serve use it alone): load a Model, then open a Session (one
+// conversation, generate() blocks) or an Engine (many requests: submit, stream, cancel).
+// Errors never throw: a Status or Result<T> names the file or value and the problem. A Model is
+// immutable and shared across threads; a Session is used by one thread at a time; an Engine is
+// thread-safe.
 #pragma once
 
 #include <atomic>
@@ -72,28 +67,22 @@ class [[nodiscard]] Result {
 
 // ---- Model -----------------------------------------------------------------------------------
 
-// How the text decoder's weights are held. kQ8: int8 with one scale per 64 values, quantized at
-// load (no file written; the bf16 pages are released): about half the bytes per decode step,
-// logits cosine >= 0.999 against the reference. kQ4: 4-bit groups of 32 with half scales (the
-// output projection int8), quantized at load the same way: about a third of bf16's bytes per
-// decode step, at a larger logits error (README, "4-bit weights"). The vision tower always stays
-// bf16.
+// The text decoder's weights. kQ8: int8, one scale per 64 values, quantized at load (about half
+// bf16's bytes per decode step); kQ4: 4-bit groups of 32 with half scales, lm_head int8 (about a
+// third, larger logits error). README, "Int8 weights" and "4-bit weights".
 enum class Weights { kBF16, kQ8, kQ4 };
 
-// How the vision tower's linear weights are held. kQ8 (opt-in): int8 with one scale per output
-// channel, activations quantized per row on the fly, products on the int8 kernels (README,
-// "Int8 vision tower"); the patch embedding and the norms stay as stored.
+// The vision tower's linear weights. kQ8 (opt-in): int8, one scale per output channel, on the
+// int8 kernels (README, "Int8 vision tower"); the patch embedding and the norms stay as stored.
 enum class VisionWeights { kBF16, kQ8 };
 
 struct ModelOptions {
     Weights weights = Weights::kBF16;
     VisionWeights vision_weights = VisionWeights::kBF16;
-    // The int8 screen that lets greedy and top-k steps compute only the logits that can win
-    // (the same tokens either way); off computes every logit.
+    // Greedy and top-k steps compute only the logits that can win (same tokens); off: all.
     bool logits_screen = true;
-    // false: the weights are mapped but neither read ahead nor rearranged into panels, for a
-    // program that only prepares prompts or estimates a run (Model::estimate); such a model
-    // must not generate.
+    // false: weights mapped but not read ahead or rearranged, for a program that only prepares
+    // prompts or estimates a run; such a model must not generate.
     bool for_generation = true;
 };
 
@@ -108,12 +97,10 @@ struct Sampling {
     float repetition_penalty = 1.0f;  // Hugging Face's, over prompt and output ids; 1: off
     float presence_penalty = 0.0f;    // OpenAI's, in [-2, 2] over output ids; 0: off
     float frequency_penalty = 0.0f;   // OpenAI's, in [-2, 2] over output ids; 0: off
-    // OpenAI's logit_bias: (token id, bias in [-100, 100]) pairs added to those logits before
-    // the penalties and the sampling; +100 all but forces a token, -100 all but bans it.
+    // OpenAI's logit_bias: (token id, bias in [-100, 100]), added before the penalties.
     std::vector<std::pair<std::int32_t, float>> logit_bias;
-    // OpenAI's logprobs: -1 off; 0..kMaxLogprobs: Generation::logprobs gets each token's
-    // log-probability and this many most likely alternatives (the log-softmax of the model's
-    // logits, before the settings above).
+    // OpenAI's logprobs: -1 off; 0..kMaxLogprobs: each token's log-probability (log-softmax of
+    // the raw logits) and this many alternatives, in Generation::logprobs.
     int logprobs = -1;
 };
 
@@ -146,16 +133,13 @@ class Model {
     std::string_view token_bytes(std::int32_t id) const;
     // Ids to text, special tokens included (Hugging Face's decode); non-UTF-8 bytes as U+FFFD.
     Result<std::string> detokenize(std::span<const std::int32_t> ids) const;
-    // The one rule for sampling defaults (the CLI, the server and Session use it): the model's
-    // generation_config.json (its temperature, top-k and top-p when do_sample is true, greedy
-    // otherwise; its repetition_penalty always, as Hugging Face applies it to greedy runs too),
-    // then each override that is set. An unset seed is drawn at random.
+    // The one rule for sampling defaults: generation_config.json (temperature, top-k, top-p when
+    // do_sample, else greedy; repetition_penalty always, as Hugging Face), then each override
+    // that is set. An unset seed is drawn at random.
     Sampling sampling(const SamplingOverrides& overrides = {}) const;
 
-    // Prompts without a Session or an Engine (qvl-run --tokenize and --dry-run prepare before
-    // they allocate anything): as Engine::prepare with the image budget of `options` (what an
-    // Engine or Session with those options would prepare), default image limits and file://
-    // URLs only. keep_pixel_values: as EngineOptions::keep_pixel_values.
+    // Prompts without a Session or Engine (qvl-run --tokenize, --dry-run): as Engine::prepare
+    // with the image budget of `options`, default image limits and file:// URLs only.
     Result<Prompt> prepare(const std::vector<Message>& messages, const SessionOptions& options,
                            bool keep_pixel_values = false) const;
     Result<Prompt> prepare_raw(std::string_view text) const;
@@ -251,11 +235,9 @@ class Prompt {
 
 // ---- Session ---------------------------------------------------------------------------------
 
-// How the matrix products round their operands: kF32 stays within 2e-5 of the float64
-// reference; kF32KvBF16 is kF32 with the KV cache in bf16 (half the bytes, faster decode over
-// long contexts); kBF16 rounds activations to bf16 (about twice as fast where the CPU has
-// AVX512_BF16) and keeps a bf16 KV cache; kBF16All also runs attention in bf16. kAuto: kBF16All
-// or kBF16 where AVX512_BF16 exists, kF32KvBF16 elsewhere (Session::precision says which).
+// How products round: kF32 within 2e-5 of the float64 reference; kF32KvBF16 with a bf16 KV
+// cache; kBF16 rounds activations to bf16 (about 2x faster with AVX512_BF16), bf16 KV; kBF16All
+// also attention in bf16. kAuto: kBF16All or kBF16 with AVX512_BF16, else kF32KvBF16.
 enum class Precision { kAuto, kF32, kBF16, kBF16All, kF32KvBF16 };
 
 // "f32", "f32-kv-bf16", "bf16", "bf16-all", "auto"; nullopt for any other spelling.
@@ -293,10 +275,8 @@ struct GenerateOptions {
     bool ignore_eos = false;  // keep going past an end-of-turn token
     // Unset: the model's generation_config.json (greedy when it does not sample), seed 0.
     std::optional<Sampling> sampling;
-    // Constrained output (at most one): the answer is JSON that validates against json_schema
-    // (a JSON Schema document), or follows grammar (GBNF, llama.cpp's format, start rule
-    // `root`), or is any JSON object. It ends (finish_reason "stop") only where the constraint
-    // may end. A schema feature or grammar the engine does not support is an error naming it.
+    // Constrained output (at most one), as OutputConstraint: a JSON Schema document, a GBNF
+    // grammar (start rule `root`), or any JSON object.
     std::string json_schema;
     std::string grammar;
     bool json_object = false;
@@ -389,10 +369,8 @@ struct EngineOptions {
 
 class JsonValue;
 
-// A compiled constraint on the answer (structured outputs): every token is one it allows, and
-// the answer ends (finish_reason "stop") only where it may end. Immutable; copies share it. A
-// default-constructed one constrains nothing. A schema feature or grammar the engine does not
-// support is an error (kInvalidArgument) naming it.
+// A compiled constraint on the answer: every token one it allows, the end only where it may
+// end. Immutable, shared by copies; default: none. Unsupported features are errors naming them.
 class OutputConstraint {
   public:
     OutputConstraint();
@@ -468,9 +446,8 @@ struct Request {
     std::function<void(const TokenLogprob&)> on_logprob;
     // When set and it becomes true, the request ends "cancelled" before its next token.
     const std::atomic<bool>* cancel = nullptr;
-    // Optional views for tools (qvl-run's progress and --dump-*), on the engine's thread:
-    // vision blocks done of total while this request's images are encoded; the first image's
-    // features (rows x cols, after the merger) once encoded; the last prompt token's logits.
+    // Views for tools (qvl-run's progress, --dump-*) on the engine's thread: vision blocks done,
+    // the first image's merged features, the last prompt token's logits.
     std::function<void(int done, int total)> on_vision_progress;
     std::function<void(std::span<const float> features, int rows, int cols)> on_image_features;
     std::function<void(std::span<const float> logits)> on_prompt_logits;
@@ -478,10 +455,8 @@ struct Request {
 
 using RequestId = std::uint64_t;
 
-// Many requests over one Model: `slots` sequences decoded in one batched pass (a sequence's
-// tokens never depend on what runs beside it), a queue, chunked admission so that running
-// sequences keep streaming, prefix reuse (a conversation continued in a free slot prefills only
-// its new tokens) and an image-feature cache.
+// Many requests over one Model: `slots` sequences in one batched pass (tokens never depend on
+// what runs beside them), a queue, chunked admission, prefix reuse and an image-feature cache.
 class Engine {
   public:
     static Result<Engine> create(const Model& model, const EngineOptions& options = {});
@@ -498,16 +473,13 @@ class Engine {
     // Thread-safe. Queues the request: kResourceExhausted when the queue is full, kOutOfRange
     // when the prompt cannot fit a slot's context, kInvalidArgument for bad sampling values.
     Result<RequestId> submit(Request request);
-    // Thread-safe. Several choices of one prompt (OpenAI's n): every request has the same
-    // prompt; settings and callbacks are each one's own. Queued together, all or none; when the
-    // first one's prefill ends, the others that find a free slot start from a copy of it (bit
-    // for bit) instead of prefilling it again. The ids are in the order given.
+    // Thread-safe. Choices of one prompt (OpenAI's n), queued all or none: the others start from
+    // a bit-exact copy of the first one's prefill where a slot is free. Ids in the order given.
     Result<std::vector<RequestId>> submit_group(std::vector<Request> requests);
     // Thread-safe, idempotent: the request ends "cancelled" within one step.
     void cancel(RequestId id);
-    // Submits and waits: the result, or the error of a request that was refused or failed.
-    // When *interrupt (may be null) becomes true the request is cancelled (the text so far is
-    // kept, finish_reason "cancelled"). request.on_done is not called.
+    // Submits and waits: the result, or why it was refused or failed. *interrupt (may be null)
+    // true cancels it (text kept, "cancelled"). request.on_done is not called.
     Result<Generation> generate(Request request, const std::atomic<bool>* interrupt = nullptr);
 
     struct Stats {  // for /metrics
@@ -532,8 +504,7 @@ class Engine {
     std::unique_ptr<Impl> impl_;
 };
 
-// What a run would cost, without running it (qvl-run --dry-run): the memory it touches and the
-// times the FLOP/byte model predicts from a sub-second probe of this machine.
+// What a run would cost (qvl-run --dry-run): memory, and times from a FLOP/byte model probed here.
 struct RunEstimate {
     double weights_mb = 0, kv_mb = 0, activations_mb = 0;
     double available_mb = 0;  // anonymous memory the system has now (0: unknown)

@@ -50,7 +50,8 @@ TEST(PublicTools, PromptsAreHuggingFaceIds) {
             engine.prepare(messages.value(), tools, c.find("add_generation_prompt")->as_bool());
         ASSERT_TRUE(p.ok()) << p.status().message();
         std::vector<std::int32_t> want;
-        for (const JsonValue& id : c.find("ids")->items()) want.push_back(std::int32_t(id.as_int()));
+        for (const JsonValue& id : c.find("ids")->items())
+            want.push_back(std::int32_t(id.as_int()));
         EXPECT_EQ(p.value().token_ids(), want);
         Result<std::string> text = tiny().detokenize(want);
         ASSERT_TRUE(text.ok());
@@ -74,8 +75,9 @@ TEST(PublicTools, NamedChoiceGeneratesAValidCall) {
     Result<OutputConstraint> constraint = tools->constraint();
     ASSERT_TRUE(constraint.ok()) << constraint.status().message();
     ASSERT_FALSE(constraint->empty());
-    Result<Prompt> p = engine.prepare(
-        {{.role = "user", .content = {ContentPart::from_text("Weather in Paris?")}}}, tools.value());
+    Result<Prompt> p =
+        engine.prepare({{.role = "user", .content = {ContentPart::from_text("Weather in Paris?")}}},
+                       tools.value());
     ASSERT_TRUE(p.ok());
     Result<Generation> g = engine.generate(Request{.prompt = std::move(p).value(),
                                                    .max_tokens = 200,
