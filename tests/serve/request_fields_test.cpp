@@ -1,6 +1,7 @@
 // The request fields of issue 51: logprobs/top_logprobs, logit_bias, n, the fields accepted and
 // ignored (user, metadata), response_format {"type": "text"}, and every other top-level field
-// refused with a 400 naming it; http(s) image URLs only from the allowed hosts.
+// refused with a 400 naming it (tools are issue 48's: tests/serve/tool_cases.py); http(s) image
+// URLs only from the allowed hosts.
 #include <gtest/gtest.h>
 
 #include "chat_request.h"
@@ -70,8 +71,7 @@ TEST(RequestFields, UnknownAndUnimplementedFieldsAreRefusedByName) {
               std::string::npos);
     EXPECT_TRUE(parse(R"("stream":true,"stream_options":{"include_usage":true})")->include_usage);
     for (const char* field :
-         {R"("frobnicate":1)", R"("tools":[])", R"("tool_choice":"auto")",
-          R"("parallel_tool_calls":false)", R"("functions":[])", R"("modalities":["text","audio"])",
+         {R"("frobnicate":1)", R"("functions":[])", R"("modalities":["text","audio"])",
           R"("store":true)", R"("service_tier":"auto")", R"("prediction":{})",
           R"("reasoning_effort":"low")"}) {
         const std::string name(

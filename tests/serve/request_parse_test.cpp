@@ -59,7 +59,7 @@ TEST(ChatRequestTest, RefusalsNameTheField) {
     EXPECT_NE(parse_error("{}").find("\"messages\" is missing"), std::string::npos);
     EXPECT_NE(parse_error(R"({"messages":[]})").find("messages: is empty"), std::string::npos);
     EXPECT_NE(
-        parse_error(R"({"messages":[{"role":"tool","content":"x"}]})").find("messages[0].role"),
+        parse_error(R"({"messages":[{"role":"robot","content":"x"}]})").find("messages[0].role"),
         std::string::npos);
     EXPECT_NE(parse_error(R"({"messages":[{"role":"user","content":"x"},
                                           {"role":"system","content":"y"}]})")
