@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "io/image.h"
-
+#include "support/file_bytes.h"
 namespace qvl::io {
 namespace {
 
@@ -22,12 +22,7 @@ using base::ErrorCode;
 const std::filesystem::path kImages = std::filesystem::path(QVL_TEST_DATA_DIR) / "images";
 
 std::vector<std::byte> read_bytes(const std::filesystem::path& path) {
-    std::ifstream f(path, std::ios::binary);
-    EXPECT_TRUE(f.good()) << path;
-    std::vector<char> chars((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> out(chars.size());
-    std::memcpy(out.data(), chars.data(), chars.size());
-    return out;
+    return test::file_bytes(path);
 }
 
 std::vector<std::byte> text_bytes(std::string_view s) {

@@ -15,7 +15,7 @@
 
 #include "io/json.h"
 #include "io/video.h"
-
+#include "support/file_bytes.h"
 namespace qvl::io {
 namespace {
 
@@ -24,12 +24,7 @@ using base::ErrorCode;
 const std::filesystem::path kVideos = std::filesystem::path(QVL_TEST_DATA_DIR) / "videos";
 
 std::vector<std::byte> read_bytes(const std::filesystem::path& path) {
-    std::ifstream f(path, std::ios::binary);
-    EXPECT_TRUE(f.good()) << path;
-    std::vector<char> chars((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> out(chars.size());
-    std::memcpy(out.data(), chars.data(), chars.size());
-    return out;
+    return test::file_bytes(path);
 }
 
 FrameSampler fixed(std::vector<std::int64_t> indices) {
