@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (m->empty()) qvl::fuzz::fail("accepted an empty conversation");
     for (const qvl::text::ChatMessage& msg : m.value()) {
-        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
+        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" &&
+            msg.role != "tool") {
             qvl::fuzz::fail("accepted role '" + msg.role + "'");
         }
     }
