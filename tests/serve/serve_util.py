@@ -325,13 +325,19 @@ def proc_status_kb(pid, key):
 
 def hold_slot(port, max_tokens=16000, headers=None):
     """Starts a streamed greedy answer of max_tokens (ignore_eos) on a raw socket and returns it
-    once the first bytes of the answer came back: the request holds a slot until the socket is
-    closed (the server then cancels it). Needs a context of max_tokens plus a few."""
+    once its first chunk came back (the headers and keep-alive comments can come while it is
+    still queued; a chunk means it holds a slot). It holds the slot until the socket is closed
+    (the server then cancels it). Needs a context of max_tokens plus a few."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=120)
     sock.sendall(raw_post(chat_body("go on", max_tokens, ignore_eos=True, stream=True), headers=headers))
-    first = sock.recv(4096)
-    if not first.startswith(b"HTTP/1.1 200"):
-        raise AssertionError(f"the slot-holding request was refused: {first[:200]!r}")
+    got = b""
+    while b"data: {" not in got:
+        part = sock.recv(4096)
+        if not part:
+            break
+        got += part
+    if not got.startswith(b"HTTP/1.1 200") or b"data: {" not in got:
+        raise AssertionError(f"the slot-holding request did not start: {got[:200]!r}")
     return sock
 
 
