@@ -119,7 +119,7 @@ void add_media_options(CLI::App& app, ServeOptions* o) {
                    "Longest fetch of one image URL, redirects included")
         ->check(CLI::Range(0.1, 600.0))
         ->capture_default_str();
-    app.add_option("--max-images", o->max_images, "Images per request")
+    app.add_option("--max-images", o->max_images, "Images and videos per request")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
     app.add_option("--max-image-pixels", o->max_image_pixels,

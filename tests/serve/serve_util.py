@@ -137,19 +137,22 @@ def metrics(url):
 
 def data_uri(path):
     ext = path.rsplit(".", 1)[-1]
-    mime = {"png": "image/png", "webp": "image/webp", "gif": "image/gif"}.get(ext, "image/jpeg")
+    mime = {"png": "image/png", "webp": "image/webp", "gif": "image/gif", "mp4": "video/mp4",
+            "webm": "video/webm"}.get(ext, "image/jpeg")
     with open(path, "rb") as f:
         return f"data:{mime};base64," + base64.b64encode(f.read()).decode()
 
 
 def to_openai(conv):
-    """A conversation given as [(role, [text or ('image', path)...])] in OpenAI form."""
+    """A conversation given as [(role, [text, ('image', path) or ('video', path)...])] in OpenAI
+    form."""
     msgs = []
     for role, parts in conv:
         content = []
         for p in parts:
             if isinstance(p, tuple):
-                content.append({"type": "image_url", "image_url": {"url": data_uri(p[1])}})
+                key = p[0] + "_url"
+                content.append({"type": key, key: {"url": data_uri(p[1])}})
             else:
                 content.append({"type": "text", "text": p})
         msgs.append({"role": role, "content": content})
@@ -164,7 +167,7 @@ def qvl_run_answer(qvl_run, model, conv, n, ctx=4096, extra=()):
         content = []
         for p in parts:
             if isinstance(p, tuple):
-                content.append({"type": "image", "image": os.path.abspath(p[1])})
+                content.append({"type": p[0], p[0]: os.path.abspath(p[1])})
             else:
                 content.append({"type": "text", "text": p})
         msgs.append({"role": role, "content": content})
