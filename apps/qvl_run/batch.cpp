@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/exit_codes.h"
@@ -187,30 +189,24 @@ Status parse_request(const JsonValue& v, const std::string& label,
     return {};
 }
 
-}  // namespace
-
-int run_batch(const RunOptions& o, const EnvOptions& env) {
-    const Stopwatch total;
-    Result<std::string> file = read_text_file(o.batch_file);
-    if (!file.ok()) return fail(kExitInput, file.status().message());
-    std::vector<std::pair<int, std::string_view>> lines;  // (1-based number, text)
-    {
-        const std::string_view all = file.value();
-        std::size_t pos = 0;
-        for (int number = 1; pos < all.size(); ++number) {
-            const std::size_t end = std::min(all.find('\n', pos), all.size());
-            const std::string_view line = all.substr(pos, end - pos);
-            if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
-                lines.emplace_back(number, line);
-            }
-            pos = end + 1;
+// The file's non-blank lines as (1-based number, text).
+std::vector<std::pair<int, std::string_view>> request_lines(std::string_view all) {
+    std::vector<std::pair<int, std::string_view>> lines;
+    std::size_t pos = 0;
+    for (int number = 1; pos < all.size(); ++number) {
+        const std::size_t end = std::min(all.find('\n', pos), all.size());
+        const std::string_view line = all.substr(pos, end - pos);
+        if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
+            lines.emplace_back(number, line);
         }
+        pos = end + 1;
     }
+    return lines;
+}
 
-    Result<Model> loaded = Model::load(o.model_dir, model_options(o, env.logits_screen, true));
-    if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
-    const Model& m = loaded.value();
-
+// The engine with --parallel slots, or the exit code after the error was reported.
+std::variant<std::unique_ptr<Engine>, int> create_engine(const RunOptions& o, const EnvOptions& env,
+                                                         const Model& m) {
     EngineOptions eo;
     eo.slots = o.parallel;
     eo.max_queue = 2 * o.parallel;
@@ -224,7 +220,58 @@ int run_batch(const RunOptions& o, const EnvOptions& env) {
             created.status().code() == ErrorCode::kResourceExhausted ? kExitResource : kExitOther,
             created.status().message(), "lower -c/--ctx-size, --parallel or --image-max-tokens");
     }
-    auto engine = std::make_unique<Engine>(std::move(created).value());
+    return std::make_unique<Engine>(std::move(created).value());
+}
+
+// Parses one line and submits it; every way it can fail becomes that line's error result.
+void submit_line(const RunOptions& o, const Model& m, Engine& engine, int number,
+                 std::string_view text, Output& output) {
+    const std::string label = fmt::format("{}:{}", o.batch_file, number);
+    Result<JsonValue> json = parse_json(text, label);
+    if (!json.ok()) {
+        output.write(error_line("null", number, json.status().message()), 0, true);
+        return;
+    }
+    const std::string id = id_json(json.value().find("id"));
+    const std::filesystem::path image_dir = std::filesystem::path(o.batch_file).parent_path();
+    Request req;
+    const Status st = parse_request(json.value(), label, image_dir, o, m, engine, &req);
+    if (!st.ok()) {
+        output.write(error_line(id, number, st.message()), 0, true);
+        return;
+    }
+    req.on_done = [&output, id, line = number](const Generation& r) {
+        if (r.finish_reason == "error") {
+            output.write(error_line(id, line, r.error.message()), 0, true);
+        } else {
+            output.write(result_line(id, r), int(r.tokens.size()), false);
+        }
+        output.end();
+    };
+    // Keep the engine fed without preparing the whole file's images up front.
+    output.wait_below(2 * o.parallel);
+    output.start();
+    const Result<RequestId> submitted = engine.submit(std::move(req));
+    if (!submitted.ok()) {
+        output.end();
+        output.write(error_line(id, number, submitted.status().message()), 0, true);
+    }
+}
+
+}  // namespace
+
+int run_batch(const RunOptions& o, const EnvOptions& env) {
+    const Stopwatch total;
+    Result<std::string> file = read_text_file(o.batch_file);
+    if (!file.ok()) return fail(kExitInput, file.status().message());
+    const std::vector<std::pair<int, std::string_view>> lines = request_lines(file.value());
+
+    Result<Model> loaded = Model::load(o.model_dir, model_options(o, env.logits_screen, true));
+    if (!loaded.ok()) return fail(kExitModel, loaded.status().message());
+    const Model& m = loaded.value();
+    auto created = create_engine(o, env, m);
+    if (const int* exit_code = std::get_if<int>(&created)) return *exit_code;
+    std::unique_ptr<Engine> engine = std::move(std::get<std::unique_ptr<Engine>>(created));
 
     std::FILE* out = stdout;
     if (!o.output_file.empty()) {
@@ -233,38 +280,7 @@ int run_batch(const RunOptions& o, const EnvOptions& env) {
     }
     // Progress only for a person at a terminal (the summary line at the end is always written).
     Output output(out, int(lines.size()), o.verbosity < 0 || ::isatty(STDERR_FILENO) == 0);
-    const std::filesystem::path image_dir = std::filesystem::path(o.batch_file).parent_path();
-    for (const auto& [number, text] : lines) {
-        const std::string label = fmt::format("{}:{}", o.batch_file, number);
-        Result<JsonValue> json = parse_json(text, label);
-        if (!json.ok()) {
-            output.write(error_line("null", number, json.status().message()), 0, true);
-            continue;
-        }
-        const std::string id = id_json(json.value().find("id"));
-        Request req;
-        const Status st = parse_request(json.value(), label, image_dir, o, m, *engine, &req);
-        if (!st.ok()) {
-            output.write(error_line(id, number, st.message()), 0, true);
-            continue;
-        }
-        req.on_done = [&output, id, line = number](const Generation& r) {
-            if (r.finish_reason == "error") {
-                output.write(error_line(id, line, r.error.message()), 0, true);
-            } else {
-                output.write(result_line(id, r), int(r.tokens.size()), false);
-            }
-            output.end();
-        };
-        // Keep the engine fed without preparing the whole file's images up front.
-        output.wait_below(2 * o.parallel);
-        output.start();
-        const Result<RequestId> submitted = engine->submit(std::move(req));
-        if (!submitted.ok()) {
-            output.end();
-            output.write(error_line(id, number, submitted.status().message()), 0, true);
-        }
-    }
+    for (const auto& [number, text] : lines) submit_line(o, m, *engine, number, text, output);
     output.wait_done();
     engine.reset();
     if (out != stdout) std::fclose(out);

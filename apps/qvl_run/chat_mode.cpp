@@ -26,19 +26,126 @@ void note(const RunOptions& o, const std::string& text) {
     if (o.verbosity >= 0) std::fprintf(stderr, "qvl-run: %s\n", text.c_str());
 }
 
+// What the chat carries from turn to turn.
+struct ChatState {
+    std::vector<Message> start;               // the -s system message, kept by /clear
+    std::vector<Message> conversation;        // start plus every answered turn
+    std::vector<std::string> pending_images;  // attached to the next user turn
+    int turn = 0;
+};
+
+// Runs a command line (/clear, /image PATH, an unknown /word); false when `line` is a user turn.
+bool run_command(const RunOptions& o, const std::string& line, Engine& engine, ChatState* chat) {
+    if (line == "/clear") {
+        chat->conversation = chat->start;
+        chat->pending_images.clear();
+        engine.forget_prefixes();
+        note(o, "new conversation");
+        return true;
+    }
+    if (line.rfind("/image", 0) == 0 && (line.size() == 6 || line[6] == ' ')) {
+        std::string path = trim(line.substr(6));
+        if (path.rfind("file://", 0) == 0) path.erase(0, 7);
+        if (path.empty()) {
+            note(o, "/image needs a path: /image photo.jpg");
+        } else if (::access(path.c_str(), R_OK) != 0) {
+            note(o, "error: " + path + ": cannot read the image; nothing attached");
+        } else {
+            chat->pending_images.push_back(path);
+            note(o, "image attached to the next turn: " + path);
+        }
+        return true;
+    }
+    if (line[0] == '/' && line.find(' ') == std::string::npos && line.size() < 16) {
+        note(o, "unknown command " + line + " (commands: /image PATH, /clear, /exit)");
+        return true;
+    }
+    return false;
+}
+
+// The user turn `line` with the pending images, rendered with the whole conversation; the turn
+// stays in the conversation only when it renders (a failed turn keeps its images pending).
+Result<Prompt> add_user_turn(const std::string& line, Engine& engine, ChatState* chat) {
+    Message user{.role = "user"};
+    for (const std::string& path : chat->pending_images) {
+        user.content.push_back(ContentPart::image_file(path));
+    }
+    user.content.push_back(ContentPart::from_text(line));
+    chat->conversation.push_back(std::move(user));
+    Result<Prompt> prompt = engine.prepare(chat->conversation);
+    if (!prompt.ok()) {
+        chat->conversation.pop_back();
+        return prompt;
+    }
+    chat->pending_images.clear();
+    return prompt;
+}
+
+// Answers one user turn, streaming it to stdout; a failed turn is reported and dropped.
+void answer_turn(const RunOptions& o, const std::string& line, Engine& engine,
+                 const Sampling& sampling, std::atomic<bool>* interrupted, ChatState* chat) {
+    Result<Prompt> prompt = add_user_turn(line, engine, chat);
+    if (!prompt.ok()) {
+        note(o, "error: " + prompt.status().message());
+        return;
+    }
+    const int prompt_tokens = int(prompt.value().token_ids().size());
+    Status fits =
+        check_fits(std::int64_t(prompt_tokens) + o.n_predict, engine.context_size(),
+                   fmt::format("the prompt of {} tokens plus {} new", prompt_tokens, o.n_predict));
+    // The engine reuses the slot's KV for the prefix this prompt shares with the previous
+    // turn (its prompt and answer): the answer is the one a fresh run of the whole
+    // conversation gives, at the cost of the new tokens only.
+    Request request{.prompt = std::move(prompt).value(),
+                    .max_tokens = o.n_predict,
+                    .ignore_eos = o.ignore_eos,
+                    .sampling = sampling};
+    request.on_piece = [](const Piece& piece) {
+        std::fwrite(piece.text.data(), 1, piece.text.size(), stdout);
+        std::fflush(stdout);
+    };
+    interrupted->store(false);  // a Ctrl-C while waiting for the line stops nothing
+    Result<Generation> result = fits.ok() ? engine.generate(std::move(request), interrupted)
+                                          : Result<Generation>(std::move(fits));
+    if (!result.ok()) {
+        chat->conversation.pop_back();
+        std::fputs("\n", stdout);
+        note(o, "error: " + result.status().message() +
+                    (result.status().code() == ErrorCode::kOutOfRange
+                         ? " (/clear starts a new conversation; -c raises the context)"
+                         : ""));
+        return;
+    }
+    const Generation& r = result.value();
+    ++chat->turn;
+    if (o.verbosity > 0) {
+        note(o, fmt::format("turn {}: {} prompt tokens, {} reused from the cache, {} "
+                            "prefilled; first token after {:.1f} ms",
+                            chat->turn, prompt_tokens, r.timings.cached_prompt_tokens,
+                            prompt_tokens - r.timings.cached_prompt_tokens, r.timings.ttft_ms));
+    }
+    if (r.finish_reason == "cancelled") {
+        interrupted->store(false);
+        note(o, "answer stopped");
+    }
+    std::fputs("\n\n", stdout);
+    std::fflush(stdout);
+    chat->conversation.push_back(
+        {.role = "assistant", .content = {ContentPart::from_text(r.text)}});
+}
+
 }  // namespace
 
 int run_chat(const RunOptions& o, Engine& engine, const Sampling& sampling,
              std::atomic<bool>* interrupted) {
     const bool terminal = ::isatty(STDIN_FILENO) != 0;
-    std::vector<Message> start;
+    ChatState chat;
     if (!o.system.empty()) {
-        start.push_back({.role = "system", .content = {ContentPart::from_text(o.system)}});
+        chat.start.push_back({.role = "system", .content = {ContentPart::from_text(o.system)}});
     }
-    std::vector<Message> conversation = start;
-    std::vector<std::string> pending_images = o.images;
+    chat.conversation = chat.start;
+    chat.pending_images = o.images;
     bool first_from_flag = o.prompt_given;
-    int turn = 0;
     for (;;) {
         std::string line;
         if (first_from_flag) {
@@ -51,86 +158,8 @@ int run_chat(const RunOptions& o, Engine& engine, const Sampling& sampling,
         line = trim(line);
         if (line.empty()) continue;
         if (line == "/exit") break;
-        if (line == "/clear") {
-            conversation = start;
-            pending_images.clear();
-            engine.forget_prefixes();
-            note(o, "new conversation");
-            continue;
-        }
-        if (line.rfind("/image", 0) == 0 && (line.size() == 6 || line[6] == ' ')) {
-            std::string path = trim(line.substr(6));
-            if (path.rfind("file://", 0) == 0) path.erase(0, 7);
-            if (path.empty()) {
-                note(o, "/image needs a path: /image photo.jpg");
-            } else if (::access(path.c_str(), R_OK) != 0) {
-                note(o, "error: " + path + ": cannot read the image; nothing attached");
-            } else {
-                pending_images.push_back(path);
-                note(o, "image attached to the next turn: " + path);
-            }
-            continue;
-        }
-        if (line[0] == '/' && line.find(' ') == std::string::npos && line.size() < 16) {
-            note(o, "unknown command " + line + " (commands: /image PATH, /clear, /exit)");
-            continue;
-        }
-
-        Message user{.role = "user"};
-        for (const std::string& path : pending_images) {
-            user.content.push_back(ContentPart::image_file(path));
-        }
-        user.content.push_back(ContentPart::from_text(line));
-        conversation.push_back(std::move(user));
-        Result<Prompt> prompt = engine.prepare(conversation);
-        if (!prompt.ok()) {
-            conversation.pop_back();  // the turn is dropped; its images stay pending
-            note(o, "error: " + prompt.status().message());
-            continue;
-        }
-        pending_images.clear();
-        const int prompt_tokens = int(prompt.value().token_ids().size());
-        Status fits = check_fits(
-            std::int64_t(prompt_tokens) + o.n_predict, engine.context_size(),
-            fmt::format("the prompt of {} tokens plus {} new", prompt_tokens, o.n_predict));
-        // The engine reuses the slot's KV for the prefix this prompt shares with the previous
-        // turn (its prompt and answer): the answer is the one a fresh run of the whole
-        // conversation gives, at the cost of the new tokens only.
-        Request request{.prompt = std::move(prompt).value(),
-                        .max_tokens = o.n_predict,
-                        .ignore_eos = o.ignore_eos,
-                        .sampling = sampling};
-        request.on_piece = [](const Piece& piece) {
-            std::fwrite(piece.text.data(), 1, piece.text.size(), stdout);
-            std::fflush(stdout);
-        };
-        interrupted->store(false);  // a Ctrl-C while waiting for the line stops nothing
-        Result<Generation> result = fits.ok() ? engine.generate(std::move(request), interrupted)
-                                              : Result<Generation>(std::move(fits));
-        if (!result.ok()) {
-            conversation.pop_back();
-            std::fputs("\n", stdout);
-            note(o, "error: " + result.status().message() +
-                        (result.status().code() == ErrorCode::kOutOfRange
-                             ? " (/clear starts a new conversation; -c raises the context)"
-                             : ""));
-            continue;
-        }
-        const Generation& r = result.value();
-        ++turn;
-        if (o.verbosity > 0) {
-            note(o, fmt::format("turn {}: {} prompt tokens, {} reused from the cache, {} "
-                                "prefilled; first token after {:.1f} ms",
-                                turn, prompt_tokens, r.timings.cached_prompt_tokens,
-                                prompt_tokens - r.timings.cached_prompt_tokens, r.timings.ttft_ms));
-        }
-        if (r.finish_reason == "cancelled") {
-            interrupted->store(false);
-            note(o, "answer stopped");
-        }
-        std::fputs("\n\n", stdout);
-        std::fflush(stdout);
-        conversation.push_back({.role = "assistant", .content = {ContentPart::from_text(r.text)}});
+        if (run_command(o, line, engine, &chat)) continue;
+        answer_turn(o, line, engine, sampling, interrupted, &chat);
     }
     return kExitOk;
 }

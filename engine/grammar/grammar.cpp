@@ -32,6 +32,20 @@ bool Grammar::may_match(const Elem& e, std::uint32_t lo, std::uint32_t hi) const
     return cur <= hi;
 }
 
+bool Grammar::covers(const Elem& e, std::uint32_t lo, std::uint32_t hi) const {
+    if (e.negated) {
+        for (std::int32_t i = 0; i < e.n_ranges; ++i) {
+            const auto& r = ranges[std::size_t(e.ranges) + std::size_t(i)];
+            if (r.first <= hi && r.second >= lo) return false;
+        }
+        return true;
+    }
+    // Some point of [lo, hi] outside every range is exactly may_match of the negated class.
+    Elem complement = e;
+    complement.negated = true;
+    return !may_match(complement, lo, hi);
+}
+
 std::int32_t GrammarBuilder::rule(std::string_view name) {
     const auto [it, added] = index_.emplace(std::string(name), std::int32_t(names_.size()));
     if (!added) return it->second;

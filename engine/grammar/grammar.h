@@ -49,6 +49,8 @@ struct Grammar {
     // Whether some code point in [lo, hi] may match e (exact for plain classes; negated classes
     // are answered by whether the ranges leave any of [lo, hi] uncovered).
     bool may_match(const Elem& e, std::uint32_t lo, std::uint32_t hi) const;
+    // Whether every code point in [lo, hi] matches kChars element e.
+    bool covers(const Elem& e, std::uint32_t lo, std::uint32_t hi) const;
 };
 
 // Limits that keep every input's cost bounded (the parser and the schema compiler refuse past

@@ -12,6 +12,7 @@ constexpr std::size_t kMaxCachedMasks = 512;
 // nesting) the tables start over from the current state.
 constexpr std::size_t kMaxSets = 16384;
 constexpr std::int16_t kUnknown = -2;
+constexpr std::int32_t kUnknownRun = -1;
 
 std::int32_t pos_of(std::int64_t node) { return std::int32_t(node >> 32); }
 std::int32_t parent_of(std::int64_t node) { return std::int32_t(node & 0xFFFFFFFF) - 1; }
@@ -48,6 +49,7 @@ std::int32_t Matcher::intern_set(const std::vector<std::int32_t>& sorted_stacks)
         ascii_next_.emplace_back();
         ascii_next_.back().fill(kUnknown);
         wide_next_.emplace_back();
+        plain_run_.push_back(kUnknownRun);
     }
     return it->second;
 }
@@ -105,6 +107,56 @@ bool Matcher::may_start(std::int32_t set, std::uint32_t lo, std::uint32_t hi, st
     return ok;
 }
 
+std::int32_t Matcher::plain_next(std::int32_t set) {
+    bool taken = false;
+    for (const std::int32_t n : sets_[std::size_t(set)]) {
+        if (n < 0) continue;
+        const Elem& e = g_->elems[std::size_t(pos_of(nodes_[std::size_t(n)]))];
+        bool all = true, none = true;
+        for (const auto& [lo, hi] : Vocab::kPlainRanges) {
+            all = all && g_->covers(e, lo, hi);
+            none = none && !g_->may_match(e, lo, hi);
+        }
+        if (!all && !none) return -2;
+        taken = taken || all;
+    }
+    // Every plain character leads where 'a' does: the same stacks take it.
+    return taken ? next_set(set, 'a') : -1;
+}
+
+int Matcher::plain_run(std::int32_t set) {
+    if (plain_run_[std::size_t(set)] != kUnknownRun) return plain_run_[std::size_t(set)];
+    // Follow the chain of sets to a known run, a set that breaks it, or the cap (a string of
+    // unbounded length cycles: the cap is more than any token holds).
+    const int cap = vocab_->max_depth() + 1;
+    run_chain_.clear();
+    std::int32_t s = set;
+    int run = 0;
+    while (true) {
+        if (plain_run_[std::size_t(s)] != kUnknownRun) {
+            run = plain_run_[std::size_t(s)];
+            break;
+        }
+        if (int(run_chain_.size()) == cap) {
+            // Only the first set's run is known (at least the cap); the others stay unknown.
+            plain_run_[std::size_t(set)] = cap;
+            return cap;
+        }
+        const std::int32_t next = plain_next(s);
+        if (next < 0) {
+            plain_run_[std::size_t(s)] = 0;
+            break;
+        }
+        run_chain_.push_back(s);
+        s = next;
+    }
+    for (auto it = run_chain_.rbegin(); it != run_chain_.rend(); ++it) {
+        run = std::min(run + 1, cap);
+        plain_run_[std::size_t(*it)] = run;
+    }
+    return plain_run_[std::size_t(set)];
+}
+
 void Matcher::bound_tables() {
     if (sets_.size() < kMaxSets) return;
     std::vector<std::int32_t> current = sets_[std::size_t(levels_[0].set)];
@@ -112,6 +164,7 @@ void Matcher::bound_tables() {
     set_index_.clear();
     ascii_next_.clear();
     wide_next_.clear();
+    plain_run_.clear();
     wide_cp_next_.clear();
     partial_ok_.clear();
     cache_.clear();
@@ -244,6 +297,18 @@ void Matcher::walk(std::vector<std::uint64_t>& bits) {
     const std::span<const std::int32_t> ids = vocab_->token_ids();
     for (std::size_t i = 1; i < trie.size();) {
         const Vocab::Node& node = trie[i];
+        const int plain = plain_subtrees_ ? vocab_->plain_chars(i) : -1;
+        const Level& from = levels_[std::size_t(node.depth - 1)];
+        if (plain >= 0 && from.need == 0 && plain_run(from.set) >= plain) {
+            // Inside a string: every token below continues it (Vocab::plain_chars), no walk.
+            const auto [first, end] = vocab_->subtree_tokens(i);
+            for (std::int32_t k = first; k < end; ++k) {
+                const std::int32_t id = ids[std::size_t(k)];
+                bits[std::size_t(id) >> 6] |= std::uint64_t(1) << (id & 63);
+            }
+            i = std::size_t(node.skip);
+            continue;
+        }
         if (!step(node.depth - 1, node.depth, node.byte)) {
             i = std::size_t(node.skip);
             continue;

@@ -56,6 +56,9 @@ class Matcher {
     // An end token was accepted.
     bool finished() const { return finished_; }
 
+    // Tests turn the whole-subtree shortcut of plain text off to compare the two walks.
+    void use_plain_subtrees(bool on) { plain_subtrees_ = on; }
+
     const Grammar& grammar() const { return *g_; }
     std::span<const std::int32_t> end_ids() const { return end_ids_; }
     bool is_end(std::int32_t id) const;
@@ -81,6 +84,11 @@ class Matcher {
     std::int32_t intern_set(const std::vector<std::int32_t>& sorted_stacks);
     std::int32_t next_set(std::int32_t set, std::uint32_t cp);  // -1: no stack takes cp
     bool may_start(std::int32_t set, std::uint32_t lo, std::uint32_t hi, std::uint64_t key);
+    // Plain text (Vocab::plain_chars) from a set: the set after any plain character when every
+    // stack takes all of them or none (-2 when some stack takes only some, -1 when none does).
+    std::int32_t plain_next(std::int32_t set);
+    // How many plain characters in a row the set surely takes (capped past the longest token).
+    int plain_run(std::int32_t set);
     // Drops the interned sets and caches past a size bound (keeping the current state).
     void bound_tables();
     // Level `to` from level `from` of levels_ plus one byte; false when no stack can take it.
@@ -108,6 +116,9 @@ class Matcher {
     std::unordered_map<std::uint64_t, std::int32_t> wide_cp_next_;  // sets of > 64 stacks
     std::unordered_map<std::uint64_t, bool> partial_ok_;            // a partial character's check
     std::vector<std::int32_t> scratch_;
+    std::vector<std::int32_t> plain_run_;  // per set, kUnknownRun until computed
+    std::vector<std::int32_t> run_chain_;
+    bool plain_subtrees_ = true;
     std::vector<Level> levels_;  // [0] is the current state
     bool finished_ = false;
     std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> cache_;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "text/tokenizer.h"
@@ -29,6 +30,20 @@ class Vocab {
         std::uint8_t byte = 0;  // the byte leading from the parent to this node
     };
 
+    // Plain text: the code points 0x20-0x10FFFF except '"' and '\\' (a JSON string's
+    // characters that need no escape). plain_chars(i) >= 0 when the path to node i ends on a
+    // character boundary before its byte and every token in its subtree continues with plain
+    // text only, as whole characters or a valid partial last one (the matcher's UTF-8 rules):
+    // then it is the most characters any of them starts below that boundary. Inside a JSON
+    // string the matcher takes such a subtree whole instead of walking it byte by byte.
+    int plain_chars(std::size_t node) const { return plain_chars_[node]; }
+    // The ids of the tokens in node i's subtree: token_ids()[subtree_tokens(i)...).
+    std::pair<std::int32_t, std::int32_t> subtree_tokens(std::size_t node) const {
+        return {first_token_[node], first_token_[std::size_t(nodes_[node].skip)]};
+    }
+    static constexpr std::uint32_t kPlainRanges[3][2] = {
+        {0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x10FFFF}};
+
     int size() const { return size_; }
     int max_depth() const { return max_depth_; }
     std::span<const Node> nodes() const { return nodes_; }
@@ -36,11 +51,14 @@ class Vocab {
     const std::string& bytes(std::int32_t id) const { return bytes_[std::size_t(id)]; }
 
   private:
+    void find_plain_subtrees();
     int size_ = 0;
     int max_depth_ = 0;
     std::vector<Node> nodes_;
     std::vector<std::int32_t> token_ids_;
     std::vector<std::string> bytes_;
+    std::vector<std::int16_t> plain_chars_;  // per node, -1: not a plain subtree
+    std::vector<std::int32_t> first_token_;  // per node, plus one past the last
 };
 
 // The vocabulary of a model with `vocab_size` logits rows: each id's bytes from the tokenizer,

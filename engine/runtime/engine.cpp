@@ -182,7 +182,12 @@ void Engine::Impl::take_token(int slot) {
         }
     }
     const std::vector<std::int32_t>& stops = gp.stop_ids.empty() ? default_stops : gp.stop_ids;
-    if (!gp.ignore_eos && std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    // ignore_eos does not outlast a grammar: once the grammar has ended, its end token is the
+    // only choice left, and continuing would repeat it until the length limit.
+    const grammar::Matcher* constraint = j.sampler->constraint();
+    const bool grammar_ends = constraint != nullptr && constraint->is_end(token);
+    if ((!gp.ignore_eos || grammar_ends) &&
+        std::find(stops.begin(), stops.end(), token) != stops.end()) {
         finish(slot, "stop");
         return;
     }

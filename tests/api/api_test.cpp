@@ -102,6 +102,22 @@ TEST(PublicApi, GenerateStreamsAndFitsTheContext) {
     EXPECT_EQ(over.status().code(), ErrorCode::kOutOfRange);
 }
 
+// ignore_eos keeps going past the end of a turn, but not past the end of a grammar: once the
+// grammar has ended its end token is the only choice, and repeating it to n_predict is noise.
+TEST(PublicApi, IgnoreEosStopsWhereTheGrammarEnds) {
+    Result<Session> s = Session::create(tiny(), {.threads = 1, .ctx_size = 256});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    Result<Prompt> p = s->prepare({{.role = "user", .content = {ContentPart::from_text("Yes?")}}});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    GenerateOptions options{.n_predict = 24, .ignore_eos = true, .sampling = Sampling{}};
+    options.grammar = R"(root ::= "yes" | "no")";
+    Result<Generation> g = s->generate(p.value(), options);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(g->finish_reason, "stop");
+    EXPECT_TRUE(g->text == "yes" || g->text == "no") << g->text;
+    EXPECT_LE(g->tokens.size(), 3u);
+}
+
 TEST(PublicApi, PromptsFollowTheSessionImageBudget) {
     std::vector<int> tokens;
     for (int budget : {4, 16}) {

@@ -4,26 +4,20 @@ data-URI images, multi-turn, stop strings, seeds, usage, every error status with
 8 concurrent clients on --parallel 4, and a disconnect that frees the slot.
 
 usage: api_test.py --serve QVL_SERVE --run QVL_RUN --model DIR --images DIR --venv DIR"""
-import argparse
 import concurrent.futures
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
-import zlib
-import struct
 import subprocess
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util as su  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--serve", required=True)
-ap.add_argument("--run", required=True)
-ap.add_argument("--model", required=True)
-ap.add_argument("--images", required=True)
+ap = su.arg_parser()
 ap.add_argument("--venv", required=True)
 args = ap.parse_args()
 su.ensure_venv(args.venv, ("openai", "jsonschema"))
@@ -34,33 +28,12 @@ JPG = os.path.join(args.images, "baseline420.jpg")
 PNG = os.path.join(args.images, "gray8.png")
 if not os.path.exists(PNG):
     PNG = JPG
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-
-
-def case(fn):
-    t = time.time()
-    try:
-        fn()
-        print(f"ok   {fn.__name__} ({time.time() - t:.1f}s)", flush=True)
-    except Exception as e:  # a failing case must not hide the others
-        failures.append(f"{fn.__name__}: {e!r}")
-        print(f"FAIL {fn.__name__}: {e!r}", flush=True)
+check = su.Checks("serve_api")
 
 
 def tiny_png_bomb(width=20000, height=20000):
     """A PNG whose header promises width*height pixels (over the server's pixel limit)."""
-    def chunk(kind, data):
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-    raw = zlib.compress(b"\0" * (width * 3 + 1) * 4)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", raw) + chunk(b"IEND", b""))
+    return su.png(width, height, b"\0" * (width * 3 + 1) * 4)
 
 
 server = su.Server(args.serve, args.model, "-c", "4096")
@@ -189,7 +162,7 @@ def test_client_errors():
 
 def test_limits_key_and_queue():
     with su.Server(args.serve, args.model, "--api-key", "sekret", "--max-body-mb", "1",
-                   "--max-queue", "0") as s:
+                   "--max-queue", "0", "-c", "16384") as s:
         keyed = openai.OpenAI(base_url=s.url + "/v1", api_key="sekret", max_retries=0)
         wrong = openai.OpenAI(base_url=s.url + "/v1", api_key="nope", max_retries=0)
         msgs = [{"role": "user", "content": "hi"}]
@@ -205,13 +178,9 @@ def test_limits_key_and_queue():
                                   headers={"Authorization": "Bearer sekret",
                                            "Content-Type": "application/json"})
         check(status == 413 and b"--max-body-mb" in body, f"413 over the body limit ({status})")
-        # One long request holds the only slot; with --max-queue 0 the next one gets 503.
-        long_req = threading.Thread(target=lambda: keyed.chat.completions.create(
-            model="m", messages=msgs, max_tokens=600, extra_body={"ignore_eos": True}))
-        long_req.start()
-        deadline = time.time() + 10
-        while su.metrics(s.url).get("qvl_slots_busy", 0) < 1 and time.time() < deadline:
-            time.sleep(0.01)
+        # A long answer holds the only slot until the 503 has been seen (then its client leaves,
+        # which cancels it): no race with how fast it is generated.
+        holder = su.hold_slot(s.port, headers={"Authorization": "Bearer sekret"})
         check(su.metrics(s.url).get("qvl_slots_busy", 0) == 1,
               "--max-queue 0 still admits a request while the slot is free")
         try:
@@ -222,7 +191,9 @@ def test_limits_key_and_queue():
             check(e.response.headers.get("retry-after") == "1", "Retry-After header")
             err = e.body.get("error", e.body) if isinstance(e.body, dict) else {}
             check(err.get("code") == "queue_full", "queue_full code")
-        long_req.join()
+        check(su.still_open(holder), "the slot-holding answer was still running at the 503")
+        holder.close()
+        su.wait_until(lambda: su.metrics(s.url).get("qvl_slots_busy", 1) == 0, "the held slot to be freed")
 
 
 def test_concurrent_clients_equal_qvl_run():
@@ -292,23 +263,23 @@ def test_disconnect_cancels():
     body = json.dumps({"messages": [{"role": "user", "content": "go"}], "max_tokens": 3000,
                        "ignore_eos": True, "stream": True}).encode()
     sock = socket.create_connection(("127.0.0.1", server.port))
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    sock.sendall(su.raw_post(body))
     sock.recv(4096)  # headers and the first tokens: it is running
     sock.close()
     t = time.time()
-    m = su.metrics(server.url)
-    while (m["qvl_slots_busy"] > 0 or m['qvl_requests_total{outcome="cancelled"}']
-           <= before['qvl_requests_total{outcome="cancelled"}']) and time.time() - t < 5:
-        time.sleep(0.01)
+    key = 'qvl_requests_total{outcome="cancelled"}'
+
+    def cancelled():
         m = su.metrics(server.url)
+        return m if m["qvl_slots_busy"] == 0 and m[key] > before[key] else None
+    m = su.wait_until(cancelled, "the disconnected stream to be cancelled and its slot freed")
     took = time.time() - t
     check(m["qvl_slots_busy"] == 0, "slot freed after disconnect")
     check(m['qvl_requests_total{outcome="cancelled"}'] > before['qvl_requests_total{outcome="cancelled"}'],
           "counted as cancelled")
     check(m["qvl_generated_tokens_total"] - before["qvl_generated_tokens_total"] < 3000,
           "generation stopped early")
-    print(f"     disconnect noticed and slot freed in {took * 1000:.0f} ms")
+    print(f"     disconnect noticed and slot freed in {took * 1000:.0f} ms (printed only)")
 
 
 def test_metrics_and_page():
@@ -422,12 +393,13 @@ def test_allowed_media_hosts():
                 self.send_response(301)
                 self.send_header("Location", "/palette16.png")
                 self.end_headers()
-            elif self.path.startswith("/slow"):
-                time.sleep(2)
+            elif self.path.startswith("/slow"):  # answers only once the test has seen the timeout
+                released.wait(120)
                 super().do_GET()
             else:
                 super().do_GET()
 
+    released = threading.Event()
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     port = httpd.server_address[1]
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -455,6 +427,7 @@ def test_allowed_media_hosts():
             expect_error(400, lambda: ask_url(f"http://127.0.0.1:{port}/slow/palette16.png"),
                          "longer than 1 s")
     finally:
+        released.set()
         httpd.shutdown()
 
 
@@ -503,15 +476,11 @@ def test_tools_and_tokenize():
     tool_cases.run(client, check, expect_error, server.url, su.http, args.model)
 
 
-for fn in (test_structured_outputs, test_tools_and_tokenize, test_logprobs_and_logit_bias, test_n_choices_one_prefill, test_allowed_media_hosts, test_unknown_fields_refused,
+check.run((test_structured_outputs, test_tools_and_tokenize, test_logprobs_and_logit_bias, test_n_choices_one_prefill, test_allowed_media_hosts, test_unknown_fields_refused,
            test_webp_and_gif_answer_as_png, test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
            test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,
-           test_disconnect_cancels, test_metrics_and_page):
-    case(fn)
+           test_disconnect_cancels, test_metrics_and_page))
 rc = server.stop()
 check(rc == 0, f"SIGTERM exit code {rc}")
-if failures:
-    print(f"serve_api: FAIL ({len(failures)})")
-    sys.exit(1)
-print("serve_api: PASS")
+check.finish()

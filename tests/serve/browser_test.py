@@ -4,21 +4,15 @@ timings, ask a follow-up (multi-turn), and save a screenshot. Skipped (exit 77) 
 chromedriver or selenium is absent: scripts/install-deps.sh --browser installs them.
 
 usage: browser_test.py --serve QVL_SERVE --model DIR --images DIR --out DIR"""
-import argparse
 import os
 import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util as su  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--serve", required=True)
-ap.add_argument("--model", required=True)
-ap.add_argument("--images", required=True)
+ap = su.arg_parser()
 ap.add_argument("--out", required=True)
-ap.add_argument("--run", default=None)  # accepted for a uniform command line
 args = ap.parse_args()
 
 chromium = shutil.which("chromium")
@@ -59,15 +53,14 @@ try:
     prompt.send_keys(Keys.ENTER)  # the keyboard sends
     # Streaming: text shows up while the Stop button is still enabled, then the timings appear.
     seen_partial = False
-    deadline = time.time() + 60
-    while time.time() < deadline:
+
+    def answered():
+        global seen_partial
         answers = browser.find_elements(By.CSS_SELECTOR, ".msg.assistant .text")
         stop_enabled = browser.find_element(By.ID, "stop").is_enabled()
-        if answers and answers[-1].text and stop_enabled:
-            seen_partial = True
-        if not stop_enabled and answers and answers[-1].text:
-            break
-        time.sleep(0.005)
+        seen_partial = seen_partial or bool(answers and answers[-1].text and stop_enabled)
+        return not stop_enabled and answers and answers[-1].text
+    su.wait_until(answered, "the streamed answer to finish on the page", interval=0.005)
     stats = browser.find_elements(By.CSS_SELECTOR, ".msg.assistant .stats")
     stats_text = stats[-1].text if stats else ""
     if "time to first token" not in stats_text or "tokens/s" not in stats_text:

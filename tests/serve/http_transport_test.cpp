@@ -1,6 +1,9 @@
 // qvl-serve's HTTP transport on 127.0.0.1 with raw sockets (issue 47): the body limit for every
 // framing, the header, request-line and field-count limits, the header deadline and body rate,
 // the connection caps, keep-alive, and that idle or slow connections hold no worker thread.
+// No check passes or fails on how fast the machine is (issue 52 item 7): each waits for the event
+// it is about, under a hang guard (kHangGuard) far above any expected wait; where a close must
+// come from one cause (the cap, not a deadline) the other is set out of reach.
 #include "http_transport.h"
 
 #include <arpa/inet.h>
@@ -20,6 +23,9 @@ namespace qvl::serve::http {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Only guards against a hang: a loaded machine never needs it, a defect always runs into it.
+constexpr std::chrono::milliseconds kHangGuard = 30s;
 
 class Fd {
   public:
@@ -94,8 +100,9 @@ class TransportTest : public ::testing::Test {
         }
         return true;
     }
-    // Everything until the peer closes or `wait` passes without a byte.
-    static std::string read_some(int fd, std::chrono::milliseconds wait = 2000ms) {
+    // Everything until the peer closes or `wait` passes without a byte (200 ms once the headers
+    // are in: the transport writes a whole answer at once).
+    static std::string read_some(int fd, std::chrono::milliseconds wait = kHangGuard) {
         std::string out;
         char buf[4096];
         for (;;) {
@@ -107,6 +114,11 @@ class TransportTest : public ::testing::Test {
             if (out.find("\r\n\r\n") != std::string::npos && wait > 200ms) wait = 200ms;
         }
         return out;
+    }
+    // True when the peer has neither closed nor reset the connection (nothing to read).
+    static bool still_open(int fd) {
+        pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+        return ::poll(&p, 1, 0) == 0;
     }
     // True when the peer closes the connection within `wait`.
     static bool closed_within(int fd, std::chrono::milliseconds wait) {
@@ -136,7 +148,7 @@ TEST_F(TransportTest, AnswersAndKeepsConnectionsAlive) {
     for (int i = 0; i < 3; ++i) {
         ASSERT_TRUE(
             send_all(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"));
-        const std::string r = read_some(fd.get(), 1000ms);
+        const std::string r = read_some(fd.get());
         EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
         EXPECT_NE(r.find("\r\n\r\n5"), std::string::npos) << r;
     }
@@ -198,60 +210,69 @@ TEST_F(TransportTest, HeadersHaveATotalDeadlineNotAPerByteOne) {
     start({.header_timeout_s = 0.6});
     const Fd fd(connect_from());
     const auto t0 = std::chrono::steady_clock::now();
-    // One header byte every 100 ms: each recv is quick, the whole is not.
+    // One header byte every 100 ms, for up to the hang guard (50 times the deadline): a deadline
+    // per byte would never close it, a total one does. Not before the deadline, though: load can
+    // only make the close later.
     send_all(fd.get(), "GET /health HTTP/1.1\r\n");
     bool closed = false;
-    for (int i = 0; i < 30 && !closed; ++i) {
+    const auto guard = t0 + kHangGuard;
+    while (!closed && std::chrono::steady_clock::now() < guard) {
         closed = !send_all(fd.get(), "X") || closed_within(fd.get(), 100ms);
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_TRUE(closed);
+    EXPECT_TRUE(closed) << "a header sent a byte every 100 ms was still open after " << s << " s";
     EXPECT_GT(s, 0.5);
-    EXPECT_LT(s, 1.2);
-    // A connection that never sends a byte is closed at the same deadline.
+    // A connection that never sends a byte is closed by the same deadline.
     const Fd idle(connect_from());
-    EXPECT_TRUE(closed_within(idle.get(), 1500ms));
+    EXPECT_TRUE(closed_within(idle.get(), kHangGuard));
 }
 
 TEST_F(TransportTest, SlowBodiesAreCut) {
     start({.header_timeout_s = 0.5, .min_body_bytes_per_s = 1000});
     const Fd fd(connect_from());
     send_all(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n");
-    const auto t0 = std::chrono::steady_clock::now();
+    // 10 bytes per 100 ms (100 B/s) for up to the hang guard: the 100000-byte body could not
+    // end in that time, so only the rate limit closes the connection.
+    const auto guard = std::chrono::steady_clock::now() + kHangGuard;
     bool closed = false;
-    for (int i = 0; i < 40 && !closed; ++i) {  // 10 bytes per 100 ms: 100 B/s
+    while (!closed && std::chrono::steady_clock::now() < guard) {
         closed = !send_all(fd.get(), std::string(10, 'z')) || closed_within(fd.get(), 100ms);
     }
-    EXPECT_TRUE(closed);
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+    EXPECT_TRUE(closed) << "a body at 100 B/s against a 1000 B/s minimum was never cut";
 }
 
-TEST_F(TransportTest, ConnectionCapsCloseTheExcessAtOnce) {
-    start({.max_connections = 8, .max_connections_per_client = 3});
+// The header deadline is out of reach (600 s), so every close seen here is a cap's.
+TEST_F(TransportTest, ConnectionCapsCloseTheExcess) {
+    start({.header_timeout_s = 600, .max_connections = 8, .max_connections_per_client = 3});
     std::vector<std::unique_ptr<Fd>> mine;
     for (int i = 0; i < 3; ++i) mine.push_back(std::make_unique<Fd>(connect_from("127.0.0.2")));
     const Fd fourth(connect_from("127.0.0.2"));
-    const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(read_some(fourth.get(), 1000ms), "");  // closed: EOF at once
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.5);
+    EXPECT_TRUE(closed_within(fourth.get(), kHangGuard)) << "the 4th connection of a client";
+    for (const auto& fd : mine) EXPECT_TRUE(still_open(fd->get())) << "the client's first three";
     // Over the total cap the oldest idle connection gives way, so a new client still gets in.
     for (int i = 0; i < 6; ++i) {
         mine.push_back(
             std::make_unique<Fd>(connect_from(("127.0.1." + std::to_string(i + 1)).c_str())));
     }
-    std::this_thread::sleep_for(100ms);
+    EXPECT_TRUE(closed_within(mine[0]->get(), kHangGuard)) << "the oldest idle connection";
     EXPECT_NE(request("GET /health HTTP/1.1\r\nHost: x\r\n\r\n").find("200 OK"), std::string::npos);
     EXPECT_LE(t_->stats().connections, 8);
 }
 
+// The header deadline is out of reach (600 s): a worker held by an unfinished header would not be
+// free again in the test's time, so the one worker answering /echo shows that none is held.
 TEST_F(TransportTest, IdleAndSlowConnectionsHoldNoWorker) {
-    start({.header_timeout_s = 30});
+    start({.header_timeout_s = 600});
     std::vector<std::unique_ptr<Fd>> idle;
     for (int i = 0; i < 40; ++i) {
         idle.push_back(std::make_unique<Fd>(connect_from()));
         if (i % 2 == 0) send_all(idle.back()->get(), "POST /echo HTTP/1.1\r\nHost: x\r\n");
     }
-    std::this_thread::sleep_for(100ms);
+    const auto guard = std::chrono::steady_clock::now() + kHangGuard;
+    while (t_->stats().connections < 40 && std::chrono::steady_clock::now() < guard) {
+        std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(t_->stats().connections, 40);
     EXPECT_EQ(t_->stats().busy_workers, 0);
     // The one worker still serves, and /health is answered by the I/O thread.
     const std::string r = request("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");

@@ -9,29 +9,22 @@ first token in both phases.
 
 usage: reliability_test.py --serve QVL_SERVE --model DIR --images DIR [--soak-seconds 60]
        [--soak-only --threads 2 --parallel 4 --report FILE]   (the long soak on a big model)"""
-import argparse
 import base64
 import http.client
 import json
 import os
-import resource
+import signal
 import socket
 import statistics
-import struct
 import sys
 import threading
 import time
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util as su  # noqa: E402
 import soak  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--serve", required=True)
-ap.add_argument("--model", required=True)
-ap.add_argument("--images", required=True)
-ap.add_argument("--run", default=None)
+ap = su.arg_parser()
 ap.add_argument("--soak-seconds", type=float, default=60)
 ap.add_argument("--baseline-seconds", type=float, default=None,
                 help="the phase without hostile clients (default: a quarter, at most 300 s)")
@@ -41,14 +34,8 @@ ap.add_argument("--parallel", type=int, default=4)
 ap.add_argument("--ctx", type=int, default=4096)
 ap.add_argument("--report", default=None, help="write the soak's tables here (markdown)")
 args = ap.parse_args()
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
+check = su.Checks("serve_reliability")
+chat_body = su.chat_body
 
 
 def raw_exchange(port, payload, read_timeout=10):
@@ -73,17 +60,7 @@ def raw_exchange(port, payload, read_timeout=10):
 
 
 def png_header_bomb(width, height):
-    def chunk(kind, data):
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(b"\0" * 1024)) + chunk(b"IEND", b""))
-
-
-def chat_body(content, n=8, **kw):
-    body = {"messages": [{"role": "user", "content": content}], "max_tokens": n, "temperature": 0}
-    body.update(kw)
-    return body
+    return su.png(width, height, b"\0" * 1024)
 
 
 def image_part(data, mime="image/png"):
@@ -152,14 +129,12 @@ def latencies(n=6):
 def test_slow_clients():
     base = latencies()
     stop = threading.Event()
-    body = json.dumps(chat_body("slow", n=64, ignore_eos=True, stream=True)).encode()
-    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode())
+    request = su.raw_post(chat_body("slow", n=64, ignore_eos=True, stream=True))
 
     def slow_sender():  # one byte per second of the request
         s = socket.create_connection(("127.0.0.1", port))
         try:
-            for b in head + body:
+            for b in request:
                 if stop.is_set():
                     break
                 s.send(bytes([b]))
@@ -172,7 +147,7 @@ def test_slow_clients():
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
         s.connect(("127.0.0.1", port))
-        s.sendall(head + body)
+        s.sendall(request)
         try:
             while not stop.is_set() and s.recv(1):
                 time.sleep(1.0)
@@ -197,8 +172,7 @@ def test_slow_clients():
 
 
 def test_soak():
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1]),
-                                                resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    su.raise_fd_limit(4096)
     s = soak.Soak(port, server.proc.pid, args.images)
     base_s = args.baseline_seconds if args.baseline_seconds is not None else min(300, args.soak_seconds / 4)
     health = lambda: su.http("GET", url + "/health", timeout=10)[0]  # noqa: E731
@@ -231,40 +205,30 @@ def test_soak():
 def test_graceful_shutdown():
     """SIGTERM: the running answer completes, new requests are refused, exit 0.
 
-    The running answer is long enough (400 tokens) to be still streaming when the late request
-    arrives, and short enough to end within the server's 5 s grace period on the slowest machine
-    seen: 1000 tokens overran it on a Zen 1 while other tests ran beside it, and were cut short.
-    The late request is sent once /health says the server is draining: a completion request sent
-    before the server has taken the signal is accepted, as it should be, and waits in the queue
-    behind the running answer; it then got its 200 only when that answer ended, the drained
-    server exited, and the next poll met a closed port instead of the 503 this test is about (a
-    flake seen about once in four runs)."""
-    n = 400
-    s = su.Server(args.serve, args.model, "-c", "4096")
+    The grace period (--shutdown-grace-s 300) is far longer than the answer (3000 tokens, a few
+    seconds), so a loaded machine cannot turn a completed answer into a cut one; the answer is
+    long enough to be still streaming when the late request comes, which is sent once /health
+    says the server is draining (a request sent before the server has taken the signal is
+    rightly accepted and queued). Both waits are events, not sleeps."""
+    n = 3000
+    s = su.Server(args.serve, args.model, "-c", "4096", "--shutdown-grace-s", "300")
     body = json.dumps(chat_body("tell me everything", n=n, ignore_eos=True, stream=True,
                                 stream_options={"include_usage": True}))
-    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
     conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
     r = conn.getresponse()
     first = r.read1(1024)
     check(first.startswith(b"data: "), "streaming started before SIGTERM")
-    s.proc.send_signal(__import__("signal").SIGTERM)
-    # Until the server has taken the signal a request is still accepted; /health answers at
-    # once (it never queues behind the model) and says when the drain has begun.
-    health = None
-    for _ in range(500):
-        health, _, _ = su.http("GET", s.url + "/health")
-        if health == 503:
-            break
-        time.sleep(0.01)
-    check(health == 503, f"/health while draining: {health}")
+    s.proc.send_signal(signal.SIGTERM)
+    # /health answers at once (it never queues behind the model) and says when the drain began.
+    su.wait_until(lambda: su.http("GET", s.url + "/health")[0] == 503, "/health to say 503 while draining")
     status, headers, _ = su.http("POST", s.url + "/v1/chat/completions", chat_body("late", n=2))
     check(status == 503 and headers.get("Retry-After") == "1", f"request while draining: {status}")
     rest = r.read()
     conn.close()
     check((first + rest).endswith(b"data: [DONE]\n\n"), "the running answer finished")
     check(f'"completion_tokens":{n}'.encode() in rest, f"all {n} tokens arrived")
-    rc = s.proc.wait(15)
+    rc = s.proc.wait(120)
     check(rc == 0, f"exit code after SIGTERM: {rc}")
 
 
@@ -275,20 +239,15 @@ def test_unstreamed_disconnect_cancels():
     leaves), not by a sleep."""
     before = su.metrics(url)
     key = 'qvl_requests_total{outcome="cancelled"}'
-    body = json.dumps(chat_body("go", n=3000, ignore_eos=True, stream=False)).encode()
     sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-    deadline = time.time() + 120  # a hang guard only
-    while su.metrics(url)["qvl_slots_busy"] < 1 and time.time() < deadline:
-        time.sleep(0.01)
+    sock.sendall(su.raw_post(chat_body("go", n=3000, ignore_eos=True, stream=False)))
+    su.wait_until(lambda: su.metrics(url)["qvl_slots_busy"] >= 1, "the request to hold a slot")
     sock.close()
-    m = su.metrics(url)
-    while (m["qvl_slots_busy"] > 0 or m.get(key, 0) <= before.get(key, 0)) and time.time() < deadline:
-        time.sleep(0.01)
+
+    def cancelled():
         m = su.metrics(url)
-    check(m.get(key, 0) > before.get(key, 0), "a non-streamed request whose client left is counted as cancelled")
-    check(m["qvl_slots_busy"] == 0, "its slot freed")
+        return m if m["qvl_slots_busy"] == 0 and m.get(key, 0) > before.get(key, 0) else None
+    m = su.wait_until(cancelled, "the request to be counted as cancelled and its slot freed")
     made = m["qvl_generated_tokens_total"] - before["qvl_generated_tokens_total"]
     check(made < 3000, f"generation stopped early ({made:.0f} of 3000 tokens)")
 
@@ -296,19 +255,8 @@ def test_unstreamed_disconnect_cancels():
 tests = (test_soak,) if args.soak_only else (test_bad_inputs, test_slow_clients,
                                              test_unstreamed_disconnect_cancels,
                                              test_graceful_shutdown, test_soak)
-for fn in tests:
-    t = time.time()
-    n = len(failures)
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001
-        failures.append(f"{fn.__name__}: {e!r}")
-        print(f"FAIL: {fn.__name__} raised {e!r}", flush=True)
-    print(f"{'ok  ' if len(failures) == n else 'FAIL'} {fn.__name__} ({time.time() - t:.1f}s)", flush=True)
+check.run(tests)
 check(server.proc.poll() is None, "server still running")
 rc = server.stop()
 check(rc == 0, f"SIGTERM exit code {rc}")
-if failures:
-    print(f"serve_reliability: FAIL ({len(failures)})")
-    sys.exit(1)
-print("serve_reliability: PASS")
+check.finish()

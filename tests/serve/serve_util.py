@@ -1,12 +1,20 @@
 """Shared helpers of the qvl-serve tests: start the server on a free port (reading its readiness
-line), stop it, run qvl-run for reference answers, and re-run a test inside the venv that holds
-the official openai client (created on first use; the test is skipped when PyPI is unreachable)."""
+line), stop it, run qvl-run for reference answers, re-run a test inside the venv that holds the
+official openai client (created on first use; the test is skipped when PyPI is unreachable), the
+command line, checks and test loop every serve test has, event waits with a generous outer
+timeout (no wall-clock bound decides a pass: issue 52 item 7), raw sockets, slow-loris and idle
+connections, a slot held by a long stream, and PNG files made to measure."""
+import argparse
 import atexit
 import base64
 import json
 import os
 import re
+import resource
+import selectors
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -14,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 SKIP = 77  # CTest SKIP_RETURN_CODE
 
@@ -169,3 +178,218 @@ def qvl_run_answer(qvl_run, model, conv, n, ctx=4096, extra=()):
     finally:
         os.unlink(path)
     return json.loads(out.stdout)
+
+
+# ---- the command line, checks and test loop of every serve test
+
+def arg_parser(doc=None):
+    """The options every serve test takes (tests/serve/serve_tests.cmake passes them all)."""
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--serve", required=True)
+    ap.add_argument("--run", default=None)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--images", required=True)
+    return ap
+
+
+class Checks:
+    """Collects failures so that one failing check does not hide the others; run() times each
+    test function and records an exception as its failure; finish() prints the line CTest's
+    PASS_REGULAR_EXPRESSION looks for and exits."""
+
+    def __init__(self, name):
+        self.name = name
+        self.failures = []
+
+    def __call__(self, cond, what):
+        if not cond:
+            self.failures.append(what)
+            print("FAIL:", what, flush=True)
+        return cond
+
+    def run(self, fns, only=None):
+        for fn in fns:
+            if only and fn.__name__ not in only:
+                continue
+            t, n = time.time(), len(self.failures)
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 -- a failing case must not hide the others
+                self.failures.append(f"{fn.__name__}: {e!r}")
+                print(f"FAIL: {fn.__name__} raised {e!r}", flush=True)
+            print(f"{'ok  ' if len(self.failures) == n else 'FAIL'} {fn.__name__} ({time.time() - t:.1f}s)",
+                  flush=True)
+
+    def finish(self):
+        if self.failures:
+            print(f"{self.name}: FAIL ({len(self.failures)})")
+            sys.exit(1)
+        print(f"{self.name}: PASS")
+
+
+class WaitTimeout(AssertionError):
+    pass
+
+
+def wait_until(pred, what, timeout=120, interval=0.01):
+    """Polls pred until it returns something true and returns that. The timeout only guards
+    against a hang: it is far above any expected wait, and running out is a failure that names
+    what was awaited (what may be a function, called then, to show the state at that time)."""
+    end = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise WaitTimeout(f"waited {timeout} s for {what() if callable(what) else what}")
+        time.sleep(interval)
+
+
+# ---- raw sockets and request bodies
+
+def connect(port, source="127.0.0.1", timeout=10):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.settimeout(timeout)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def closed_by_peer(sock, timeout=60):
+    """True when the peer closes (EOF or reset) within the hang guard; False when it is still
+    open then, so a connection that should have been closed at once cannot pass by timing out."""
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(1) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def still_open(sock):
+    """True when the peer has neither closed nor reset sock (nothing to read yet)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.setblocking(True)
+
+
+def raw_post(body, path="/v1/chat/completions", headers=None):
+    """An HTTP/1.1 POST of a JSON body (bytes or an object) as raw bytes."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{extra}"
+            f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+
+
+def chat_body(content, n=8, **kw):
+    body = {"messages": [{"role": "user", "content": content}], "max_tokens": n, "temperature": 0}
+    body.update(kw)
+    return body
+
+
+def sse_events(text):
+    return [line[6:] for line in text.split("\n") if line.startswith("data: ")]
+
+
+def png(width, height, idat_raw):
+    """A PNG of width x height 8-bit RGB whose image data is idat_raw (compressed here): a
+    header can promise more pixels than the data holds."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(idat_raw, 1))
+            + chunk(b"IEND", b""))
+
+
+def raise_fd_limit(n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
+
+
+def proc_status_kb(pid, key):
+    """A /proc/PID/status field in kB (VmRSS, VmHWM)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def hold_slot(port, max_tokens=16000, headers=None):
+    """Starts a streamed greedy answer of max_tokens (ignore_eos) on a raw socket and returns it
+    once the first bytes of the answer came back: the request holds a slot until the socket is
+    closed (the server then cancels it). Needs a context of max_tokens plus a few."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+    sock.sendall(raw_post(chat_body("go on", max_tokens, ignore_eos=True, stream=True), headers=headers))
+    first = sock.recv(4096)
+    if not first.startswith(b"HTTP/1.1 200"):
+        raise AssertionError(f"the slot-holding request was refused: {first[:200]!r}")
+    return sock
+
+
+def slow_connections(port, stop, counts, n_loris=300, n_idle=300, per_address=50, subnet="127.0.1",
+                     reconnect_at_once=True):
+    """n_loris connections sending a header byte per second and n_idle sending nothing, spread
+    over subnet.x source addresses (per_address each, under the per-client cap), until stop is
+    set. What the server closes comes back at once or at the next one-second tick. counts gets
+    opened (after the first wave), refused, closed_by_server and loris_closed."""
+    for key in ("opened", "refused", "closed_by_server", "loris_closed"):
+        counts.setdefault(key, 0)
+    sources = [f"{subnet}.{i + 1}" for i in range((n_loris + n_idle) // per_address + 1)]
+    sel = selectors.DefaultSelector()
+    conns = {}
+
+    def open_one(i):
+        try:
+            s = connect(port, sources[i // per_address], timeout=5)
+        except OSError:
+            counts["refused"] += 1
+            return
+        s.setblocking(False)
+        conns[s] = i
+        sel.register(s, selectors.EVENT_READ)
+        if i < n_loris:
+            s.send(b"POST /v1/chat/completions HTTP/1.1\r\n")
+
+    for i in range(n_loris + n_idle):
+        open_one(i)
+    counts["opened"] = len(conns)
+    later, last = [], time.time()
+    while not stop.is_set():
+        for key, _ in sel.select(0.2):
+            s = key.fileobj
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b""
+            if not data:  # closed by the server: come back
+                i = conns.pop(s)
+                sel.unregister(s)
+                s.close()
+                counts["closed_by_server"] += 1
+                counts["loris_closed"] += i < n_loris
+                if reconnect_at_once:
+                    open_one(i)
+                else:
+                    later.append(i)
+        if time.time() - last >= 1:
+            last = time.time()
+            for i in later:
+                open_one(i)
+            later.clear()
+            for s, i in list(conns.items()):
+                if i < n_loris:
+                    try:
+                        s.send(b"X")
+                    except OSError:
+                        pass
+    for s in conns:
+        s.close()

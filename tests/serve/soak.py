@@ -14,13 +14,7 @@ import statistics
 import threading
 import time
 
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+import serve_util as su
 
 
 def percentile(xs, p):
@@ -110,8 +104,7 @@ class Soak:
                                "stream": rng.random() < 0.7, "max_tokens": 64}).encode()
             try:
                 s = socket.create_connection(("127.0.0.1", self.port), timeout=60)
-                s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                s.sendall(su.raw_post(body))
                 # Gone while queued, during prefill or mid-stream: after a few hundred bytes or
                 # a few seconds, whichever first (a non-streamed answer is never waited for).
                 s.settimeout(rng.uniform(0.2, 4.0))
@@ -139,8 +132,7 @@ class Soak:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
                 s.settimeout(5)
                 s.connect(("127.0.0.1", self.port))
-                s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                s.sendall(su.raw_post(body))
                 t0 = time.time()
                 while not stop.is_set() and time.time() - t0 < 20 and s.recv(1):
                     time.sleep(0.3)
@@ -183,51 +175,8 @@ class Soak:
                 stats["malformed_unexpected"] += 1
             stop.wait(0.3)
 
-    def loris(self, stop, stats, n_loris=100, n_idle=100, per_address=50):
-        sources = [f"127.0.3.{i + 1}" for i in range((n_loris + n_idle) // per_address + 1)]
-        sel = selectors.DefaultSelector()
-        conns = {}
-
-        def open_one(i):
-            try:
-                s = socket.socket()
-                s.bind((sources[i // per_address], 0))
-                s.settimeout(5)
-                s.connect(("127.0.0.1", self.port))
-            except OSError:
-                return
-            s.setblocking(False)
-            conns[s] = i
-            sel.register(s, selectors.EVENT_READ)
-            if i < n_loris:
-                s.send(b"POST /v1/chat/completions HTTP/1.1\r\n")
-
-        for i in range(n_loris + n_idle):
-            open_one(i)
-        last = time.time()
-        while not stop.is_set():
-            for key, _ in sel.select(0.2):
-                s = key.fileobj
-                try:
-                    data = s.recv(4096)
-                except OSError:
-                    data = b""
-                if not data:
-                    i = conns.pop(s)
-                    sel.unregister(s)
-                    s.close()
-                    stats["loris_closed"] += 1
-                    open_one(i)
-            if time.time() - last >= 1:
-                last = time.time()
-                for s, i in list(conns.items()):
-                    if i < n_loris:
-                        try:
-                            s.send(b"X")
-                        except OSError:
-                            pass
-        for s in conns:
-            s.close()
+    def loris(self, stop, stats):
+        su.slow_connections(self.port, stop, stats, n_loris=100, n_idle=100, subnet="127.0.3")
 
     def run_hostile(self, stop, stats):
         workers = [self.disconnecter, self.disconnecter, self.slow_reader, self.malformed, self.loris]
@@ -247,7 +196,7 @@ class Soak:
         rss, health = [], []
         while any(t.is_alive() for t in valid):
             time.sleep(2)
-            rss.append((time.time() - t_start, rss_kb(self.pid)))
+            rss.append((time.time() - t_start, su.proc_status_kb(self.pid, "VmRSS")))
             t = time.time()
             code = health_url_get()
             health.append((time.time() - t, code))
