@@ -151,9 +151,8 @@ TEST_P(DecodeRowTest, FusedRowsGiveThePrefillNodesBits) {
             for (const int threads : {1, 2}) {
                 Inputs in = make_inputs(type);
                 const std::vector<float> got = run(&in, true, precision, GetParam(), threads);
-                const auto what = ::testing::Message()
-                                  << "kv " << int(type) << " precision " << int(precision)
-                                  << " threads " << threads;
+                const auto what = ::testing::Message() << "kv " << int(type) << " precision "
+                                                       << int(precision) << " threads " << threads;
                 ASSERT_EQ(got.size(), ref.size()) << what;
                 EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)))
                     << what;
