@@ -4,6 +4,7 @@
 
 #include "base64.h"
 #include "chat_request.h"
+#include "image_url_request.h"
 
 namespace qvl::serve {
 namespace {
@@ -83,11 +84,7 @@ TEST(ChatRequestTest, RefusalsNameTheField) {
 }
 
 TEST(ChatRequestTest, ImageUrlsAreChecked) {
-    const auto with_url = [](std::string_view url) {
-        return std::string(R"({"messages":[{"role":"user","content":[{"type":"image_url",
-            "image_url":{"url":")") +
-               std::string(url) + R"("}}]}]})";
-    };
+    const auto with_url = test::image_url_request;
     EXPECT_NE(parse_error(with_url("https://example.com/a.png")).find("--allowed-media-hosts"),
               std::string::npos);
     EXPECT_NE(parse_error(with_url("file:///tmp/a.png")).find("--allowed-media-dir"),
