@@ -54,6 +54,9 @@ def parse_args(argv=None):
     p.add_argument("--reuse", action="store_true",
                    help="use the traces already in --work-dir instead of running qvl-run")
     p.add_argument("--calibrate-threads", type=int, default=1)
+    p.add_argument("--calibration-dir",
+                   help="take the calibration trace from this earlier --work-dir, so that the "
+                        "runs here (1 thread too) validate it independently")
     p.add_argument("--validate-threads", default="1,2",
                    help="thread counts run and compared with the prediction ('' for none)")
     p.add_argument("--table-threads", default=",".join(map(str, TABLE_THREADS)))
@@ -233,7 +236,11 @@ def main(argv=None):
         traces[t] = load_trace(trace)
         traces[t].load = f"{load} -> {load_average()}"
     machine = measure_machine(args)
-    calib = traces[args.calibrate_threads]
+    if args.calibration_dir:
+        calib = load_trace(os.path.join(args.calibration_dir,
+                                        f"trace_t{args.calibrate_threads}.jsonl"))
+    else:
+        calib = traces[args.calibrate_threads]
     sims = {t: simulate(calib, t, args.bandwidth, machine, args.attention_key_chunk)
             for t in wanted}
     summaries = {t: phase_summary(sims[t], calib, sims[1], args.bandwidth, machine)
