@@ -52,8 +52,8 @@ TEST(PublicVideo, PromptIdsMatchTheProcessor) {
     for (const auto& [name, clip] : {std::pair{"shapes_default", "shapes_100x62_12fps.mp4"},
                                      std::pair{"narrow_default", "narrow_24x72_3fps.mp4"}}) {
         SCOPED_TRACE(name);
-        const Result<Prompt> p = tiny().prepare(ask(ContentPart::video_file(kVideos + "/" + clip)),
-                                                small());
+        const Result<Prompt> p =
+            tiny().prepare(ask(ContentPart::video_file(kVideos + "/" + clip)), small());
         ASSERT_TRUE(p.ok()) << p.status().message();
         EXPECT_EQ(p->token_ids(), expected_ids(name));
     }
@@ -126,8 +126,7 @@ TEST(PublicVideo, BadVideosAreErrorsNamingThem) {
         const Result<Prompt> p = tiny().prepare(ask(b.part), small());
         ASSERT_FALSE(p.ok()) << b.fragment;
         EXPECT_EQ(p.status().code(), b.code) << p.status().message();
-        EXPECT_NE(p.status().message().find(b.fragment), std::string::npos)
-            << p.status().message();
+        EXPECT_NE(p.status().message().find(b.fragment), std::string::npos) << p.status().message();
     }
     // A truncated clip: the decoder's error, named.
     std::vector<std::uint8_t> cut = file_bytes(kShapes);
@@ -150,12 +149,14 @@ TEST(PublicVideo, FeatureCacheKeysOnContentAndSampling) {
     eo.session = small();
     Result<Engine> engine = Engine::create(tiny(), eo);
     ASSERT_TRUE(engine.ok()) << engine.status().message();
-    const Generation first = run(engine.value(), engine->prepare(ask(ContentPart::video_file(kShapes))));
+    const Generation first =
+        run(engine.value(), engine->prepare(ask(ContentPart::video_file(kShapes))));
     EXPECT_EQ(first.timings.image_cache_hits, 0);
     EXPECT_GT(first.timings.vision_ms, 0.0);
     // Not the slot's prefix (that would skip the vision tower anyway): the cache.
     engine->forget_prefixes();
-    const Generation again = run(engine.value(), engine->prepare(ask(ContentPart::video_file(kShapes))));
+    const Generation again =
+        run(engine.value(), engine->prepare(ask(ContentPart::video_file(kShapes))));
     EXPECT_EQ(again.timings.image_cache_hits, 3);  // one per frame pair
     EXPECT_EQ(again.tokens, first.tokens);
     engine->forget_prefixes();
@@ -174,8 +175,9 @@ TEST(PublicVideo, ConversationWithAVideoContinuesAsAColdRun) {
     ASSERT_TRUE(first.ok()) << first.status().message();
     const Result<Generation> g1 = s->generate(first.value(), greedy);
     ASSERT_TRUE(g1.ok()) << g1.status().message();
-    const std::string turn = "<|im_end|>\n<|im_start|>user\nAnd then?<|im_end|>\n"
-                             "<|im_start|>assistant\n";
+    const std::string turn =
+        "<|im_end|>\n<|im_start|>user\nAnd then?<|im_end|>\n"
+        "<|im_start|>assistant\n";
     const Result<Prompt> second = s->prepare_raw(turn);
     ASSERT_TRUE(second.ok()) << second.status().message();
     const Result<Generation> g2 = s->generate(second.value(), greedy);
