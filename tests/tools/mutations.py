@@ -44,6 +44,12 @@ MUTATIONS = {
         "        } else if (false && reply.client_gone()) {",
         "a non-streamed answer whose client left is generated to the end",
         SERVE.format("reliability_test.py") + " --soak-seconds 12"),
+    "queued-cancel-dropped": (
+        6, "engine/runtime/engine.cpp",
+        "                    dropped.push_back(std::move(*it));",
+        "                    // dropped.push_back(std::move(*it));",
+        "a request cancelled while queued is erased without its on_done: its caller waits forever",
+        f"{B}/tests/qvl_test_runtime --gtest_filter='EngineAdmission.CancelWhileQueued*'"),
     "isa-objects-renamed": (
         8, "engine/CMakeLists.txt",
         "set(QVL_ENGINE_SOURCES \"\")",
