@@ -105,7 +105,8 @@ unsigned kinds(const JsonValue& root, const JsonValue* s, int hops) {
     }
     if (t->is_string()) return kind_of_type(t->as_string());
     unsigned k = 0;
-    for (const JsonValue& item : t->items()) k |= item.is_string() ? kind_of_type(item.as_string()) : kAny;
+    for (const JsonValue& item : t->items())
+        k |= item.is_string() ? kind_of_type(item.as_string()) : kAny;
     return k;
 }
 
