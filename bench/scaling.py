@@ -15,6 +15,7 @@ import heapq
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -53,10 +54,18 @@ def parse_args(argv=None):
     p.add_argument("--reuse", action="store_true",
                    help="use the traces already in --work-dir instead of running qvl-run")
     p.add_argument("--calibrate-threads", type=int, default=1)
+    p.add_argument("--calibration-dir",
+                   help="take the calibration trace from this earlier --work-dir, so that the "
+                        "runs here (1 thread too) validate it independently")
     p.add_argument("--validate-threads", default="1,2",
                    help="thread counts run and compared with the prediction ('' for none)")
     p.add_argument("--table-threads", default=",".join(map(str, TABLE_THREADS)))
     p.add_argument("--timeout", type=float, default=3600)
+    p.add_argument("--attention-key-chunk", type=int, default=0,
+                   help="what if: decode attention also split over keys in chunks of this many "
+                        "(not what the engine does; for planning)")
+    p.add_argument("--qvl-args", default="",
+                   help="extra qvl-run arguments for every run, e.g. '--vision-weights q8'")
     return p.parse_args(argv)
 
 
@@ -95,7 +104,7 @@ def write_batch(folder, images, tokens):
 def run_workload(args, batch, threads, trace, out, trace_threads):
     env = dict(os.environ, QVL_TASK_TRACE=trace, QVL_TASK_TRACE_THREADS=trace_threads)
     cmd = [args.qvl_run, "-m", args.model, "--batch", batch, "--parallel", str(args.clients),
-           "-t", str(threads), "-o", out]
+           "-t", str(threads), "-o", out, *shlex.split(args.qvl_args)]
     log(f"scaling: {' '.join(cmd)}")
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     if r.returncode != 0:
@@ -227,14 +236,22 @@ def main(argv=None):
         traces[t] = load_trace(trace)
         traces[t].load = f"{load} -> {load_average()}"
     machine = measure_machine(args)
-    calib = traces[args.calibrate_threads]
-    sims = {t: simulate(calib, t, args.bandwidth, machine) for t in wanted}
+    if args.calibration_dir:
+        calib = load_trace(os.path.join(args.calibration_dir,
+                                        f"trace_t{args.calibrate_threads}.jsonl"))
+    else:
+        calib = traces[args.calibrate_threads]
+    sims = {t: simulate(calib, t, args.bandwidth, machine, args.attention_key_chunk)
+            for t in wanted}
     summaries = {t: phase_summary(sims[t], calib, sims[1], args.bandwidth, machine)
                  for t in wanted}
     val = validation_rows(args, machine, calib, {t: traces[t] for t in validate})
     s = summaries[args.threads]
     measured_ttft = sorted(r["timings_ms"]["ttft"] / 1000 for r in results[max(runs)])
     print(f"machine: {machine.describe()}; target: T={args.threads}, B={args.bandwidth} GB/s")
+    if args.attention_key_chunk:
+        print(f"WHAT IF: decode attention split over keys in chunks of {args.attention_key_chunk}"
+              " (the engine splits over kv heads only)")
     print(f"workload: {args.clients} x {args.image}, {args.tokens} tokens; load average during "
           f"runs: " + ", ".join(f"t={t}: {traces[t].load}" for t in runs))
     print_phase_table(f"per-phase efficiency (predicted seconds), B={args.bandwidth} GB/s",

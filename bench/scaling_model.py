@@ -124,9 +124,33 @@ def expand(rle):
     return out
 
 
+DECODE_ATTENTION = re.compile(r"q=1 kv=(\d+) h=\d+/(\d+) d=(\d+)")
+
+
+def split_over_keys(sig, tasks, chunk):
+    """What if one-row (decode) attention were split over keys too: every kv-head task of a
+    one-row attention (alone or in a group) becomes ceil(keys / chunk) tasks of equal shares,
+    each with the FLOPs of merging its partial (max, sum and head_dim values per query head) in a
+    fixed order. None when sig is not (only) one-row attention."""
+    if not sig.startswith(("attention q=1 ", "group [q=1 ")):
+        return None
+    problems = DECODE_ATTENTION.findall(sig)
+    if sig.startswith("group") and len(problems) != sig.count("["):
+        return None
+    out, i = [], 0
+    for keys, kv_heads, dim in problems:
+        pieces = max(1, -(-int(keys) // chunk))
+        for flops, dram, act in tasks[i:i + int(kv_heads)]:
+            merge = 4.0 * (int(dim) + 2) * 2  # two query heads per kv head (GQA group of 2)
+            out.extend([(flops / pieces + merge, dram / pieces, act / pieces)] * pieces)
+        i += int(kv_heads)
+    return out if i == len(tasks) else None
+
+
 class Simulator:
-    def __init__(self, trace, threads, bandwidth_gbs, machine):
+    def __init__(self, trace, threads, bandwidth_gbs, machine, key_chunk=0):
         self.tr, self.T, self.B, self.m = trace, threads, bandwidth_gbs, machine
+        self.key_chunk = key_chunk  # > 0: what-if decode attention split over keys
         self.cache = {}
         self.expanded = {}
 
@@ -150,6 +174,8 @@ class Simulator:
         """Predicted us, busy us (sum of task times), task count, DRAM bytes, FLOPs."""
         rate, unit = self.rate(region)
         tasks = self.tasks(region["sig"], self.T) if rate is not None else None
+        if tasks is not None and self.key_chunk > 0:
+            tasks = split_over_keys(region["sig"], tasks, self.key_chunk) or tasks
         if tasks is None:  # no work description: its measured span, unscaled
             span = 1000.0 * region_cpu_ms(region)
             return span, span, len(region["us"]), 0.0, 0.0
@@ -183,10 +209,10 @@ class Simulator:
         return end + m.join_us, sum(times), len(tasks), dram, flops
 
 
-def simulate(trace, threads, bandwidth_gbs, machine):
+def simulate(trace, threads, bandwidth_gbs, machine, key_chunk=0):
     """Per item: predicted ms, busy ms, task count, DRAM bytes, FLOPs; and the predicted clock at
     each item's start and end (for marks)."""
-    sim = Simulator(trace, threads, bandwidth_gbs, machine)
+    sim = Simulator(trace, threads, bandwidth_gbs, machine, key_chunk)
     out = []
     clock = 0.0  # predicted ms, from the trace's first event
     starts = [it["t0"] for it in trace.items[:1]] + [t for _, _, t in trace.marks]

@@ -83,9 +83,23 @@ UsageError from_cli11(const CLI::ParseError& e) {
     }
     if (e.get_name() == "ArgumentMismatch" && what.find("At Most") != std::string::npos) {
         return UsageError{fmt::format("{} given more than once", flag),
-                          "only -i/--image may be repeated"};
+                          "only -i/--image, --video and --logit-bias may be repeated"};
     }
     return UsageError{what, "run 'qvl-run --help' for the list of options"};
+}
+
+// -i and --video in the order the command line gives them (CLI11 keeps each option's values
+// apart; its parse order says how they interleave).
+void order_media(const CLI::App& app, const Flags& f, RunOptions* o) {
+    std::size_t image = 0, video = 0;
+    o->media.clear();
+    for (const CLI::Option* opt : app.parse_order()) {
+        if (opt == f.image && image < o->images.size()) {
+            o->media.emplace_back(false, o->images[image++]);
+        } else if (opt == f.video && video < o->videos.size()) {
+            o->media.emplace_back(true, o->videos[video++]);
+        }
+    }
 }
 
 void print_error(std::FILE* err, const UsageError& e) {
@@ -121,6 +135,7 @@ ParseOutcome parse_args(int argc, const char* const* argv, RunOptions* options, 
             print_error(err, from_cli11(e));
             return ParseOutcome{2};
         }
+        order_media(app, flags, options);
         std::optional<UsageError> error = check_leftovers(app);
         if (!error) error = convert_numbers(app, texts, options);
         if (!error) {

@@ -17,16 +17,21 @@ namespace qvl::app {
 
 struct RunOptions {
     std::string model_dir;            // -m, --model (required unless --help / --version)
-    std::vector<std::string> images;  // -i, --image, in the order given ("-" = stdin;
-                                      // "file://PATH" is already turned into PATH)
-    std::string prompt;               // -p, --prompt
-    bool prompt_given = false;        // -p was present (an empty prompt is still a prompt)
-    std::string prompt_file;          // -f, --file
-    std::string system;               // -s, --system
-    std::string messages_file;        // --messages
-    bool raw = false;                 // --raw
-    int n_predict = 128;              // -n, --n-predict, in [0, 1 << 20]
-    bool ignore_eos = false;          // --ignore-eos
+    std::vector<std::string> images;  // -i, --image, in the order given ("-" = stdin)
+    std::vector<std::string> videos;  // --video, likewise
+    // -i and --video together in the order given ({is_video, path}; "file://PATH" already
+    // turned into PATH): the user turn's visual parts.
+    std::vector<std::pair<bool, std::string>> media;
+    double video_fps = 0;       // --video-fps, in (0, 1000]; 0: the model's sampling
+    int video_max_frames = 0;   // --video-max-frames, in [1, 100000]; 0: the model's
+    std::string prompt;         // -p, --prompt
+    bool prompt_given = false;  // -p was present (an empty prompt is still a prompt)
+    std::string prompt_file;    // -f, --file
+    std::string system;         // -s, --system
+    std::string messages_file;  // --messages
+    bool raw = false;           // --raw
+    int n_predict = 128;        // -n, --n-predict, in [0, 1 << 20]
+    bool ignore_eos = false;    // --ignore-eos
     // Sampling overrides; unset = the model's generation_config.json value.
     std::optional<float> temperature;   // --temp, >= 0 (0 = greedy)
     std::optional<int> top_k;           // --top-k, >= 0 (0 = off)

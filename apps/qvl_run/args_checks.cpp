@@ -27,12 +27,12 @@ std::optional<UsageError> check_batch(const Flags& f, const RunOptions* o) {
         return UsageError{"-o/--output: empty path", {}};
     }
     const bool other = o->prompt_given || f.prompt_file->count() > 0 || f.messages->count() > 0 ||
-                       f.system->count() > 0 || !o->images.empty() || o->raw || o->json ||
+                       f.system->count() > 0 || !o->media.empty() || o->raw || o->json ||
                        o->tokenize || !o->dump_pixels.empty() || !o->dump_vision.empty() ||
                        !o->dump_logits.empty();
     if (other) {
         return UsageError{
-            "--batch takes each conversation from its lines: no -p, -f, -i, -s, "
+            "--batch takes each conversation from its lines: no -p, -f, -i, --video, -s, "
             "--messages, --raw, --json, --tokenize or --dump-*",
             "put each conversation's \"messages\" in the batch file"};
     }
@@ -61,29 +61,34 @@ std::optional<UsageError> check_prompt_source(const Flags& f, RunOptions* o,
     }
     if (f.messages->count() > 0) {
         if (o->messages_file.empty()) return UsageError{"--messages: empty path", {}};
-        if (!o->images.empty() || f.system->count() > 0) {
-            return UsageError{"--messages holds the whole conversation: -i and -s cannot be added",
-                              "put images and the system message inside the messages file"};
+        if (!o->media.empty() || f.system->count() > 0) {
+            return UsageError{
+                "--messages holds the whole conversation: -i and -s cannot be added, nor --video",
+                "put images, videos and the system message inside the messages file"};
         }
     }
     if (o->raw) {
-        if (!o->images.empty() || f.messages->count() > 0 || f.system->count() > 0) {
-            return UsageError{"--raw takes plain text only: no -i, -s or --messages",
+        if (!o->media.empty() || f.messages->count() > 0 || f.system->count() > 0) {
+            return UsageError{"--raw takes plain text only: no -i, --video, -s or --messages",
                               "write the chat template yourself or drop --raw"};
         }
     }
     return std::nullopt;
 }
 
-// Turns "file://PATH" into PATH and counts the images read from stdin ("-"): at most one.
+// Turns "file://PATH" into PATH and counts the images and videos read from stdin ("-"): at
+// most one.
 std::optional<UsageError> check_images(RunOptions* o, int* from_stdin) {
     *from_stdin = 0;
-    for (std::string& image : o->images) {
-        if (image.rfind("file://", 0) == 0) image.erase(0, 7);  // a local file URL is its path
-        if (image.empty()) return UsageError{"-i/--image: empty path", {}};
-        *from_stdin += image == "-";
+    for (auto& [video, path] : o->media) {
+        if (path.rfind("file://", 0) == 0) path.erase(0, 7);  // a local file URL is its path
+        if (path.empty())
+            return UsageError{video ? "--video: empty path" : "-i/--image: empty path", {}};
+        *from_stdin += path == "-";
     }
-    if (*from_stdin > 1) return UsageError{"-i -: stdin holds one image; give it once", {}};
+    if (*from_stdin > 1) {
+        return UsageError{"stdin holds one image or video: give '-' once (-i - or --video -)", {}};
+    }
     return std::nullopt;
 }
 
@@ -96,6 +101,10 @@ std::optional<UsageError> check_interactive(const Flags& f, const RunOptions* o,
     if (from_stdin > 0) {
         return UsageError{"-i - reads stdin, which --interactive needs for the turns",
                           "save the image to a file and give its path"};
+    }
+    if (!o->videos.empty()) {
+        return UsageError{"--interactive attaches images only (-i, /image): no --video",
+                          "ask about a video with -p, or put it in a --messages file"};
     }
     if (o->json || o->tokenize || o->dry_run || !o->draw_boxes.empty() || !o->dump_pixels.empty() ||
         !o->dump_vision.empty() || !o->dump_logits.empty()) {
@@ -113,14 +122,14 @@ std::optional<UsageError> check_outputs(const Flags& f, const RunOptions* o) {
         return UsageError{"--draw-boxes needs an image (-i)", {}};
     }
     if (auto e = check_image_token_range(o)) return e;
-    const bool may_have_images = !o->images.empty() || f.messages->count() > 0;
+    const bool may_have_images = !o->media.empty() || f.messages->count() > 0;
     const std::pair<const char*, const std::string*> dumps[] = {{"--dump-pixels", &o->dump_pixels},
                                                                 {"--dump-vision", &o->dump_vision},
                                                                 {"--dump-logits", &o->dump_logits}};
     for (const auto& [flag, path] : dumps) {
         if (path->empty()) continue;
         if (std::string_view(flag) != "--dump-logits" && !may_have_images) {
-            return UsageError{fmt::format("{} needs an image (-i)", flag), {}};
+            return UsageError{fmt::format("{} needs an image (-i) or a video (--video)", flag), {}};
         }
         if (o->tokenize && std::string_view(flag) != "--dump-pixels") {
             return UsageError{fmt::format("--tokenize stops before {} could be written", flag), {}};

@@ -9,14 +9,15 @@ namespace qvl::app {
 namespace {
 
 const char* const kUsage =
-    "Usage: qvl-run -m MODEL_DIR [-i IMAGE]... [-p PROMPT | -f PROMPT_FILE] [options]\n"
+    "Usage: qvl-run -m MODEL_DIR [-i IMAGE | --video VIDEO]... [-p PROMPT | -f PROMPT_FILE] "
+    "[options]\n"
     "       qvl-run -m MODEL_DIR --messages FILE [options]\n"
     "       qvl-run -m MODEL_DIR --batch FILE.jsonl [--parallel N] [-o OUT.jsonl] [options]\n"
 
     "       qvl-run -m MODEL_DIR --interactive [-i IMAGE]... [-s SYSTEM] [options]\n";
 
 const char* const kDescription =
-    "Answers a prompt about images with a Qwen3-VL model (a Hugging Face folder).\n"
+    "Answers a prompt about images and videos with a Qwen3-VL model (a Hugging Face folder).\n"
     "Generated text goes to stdout; progress and timings go to stderr.\n";
 
 class QvlFormatter : public CLI::Formatter {
@@ -28,7 +29,7 @@ class QvlFormatter : public CLI::Formatter {
 
 const char* const kFooter =
     "Exit codes: 0 success, 1 other error, 2 usage error, 3 model folder or weights invalid,\n"
-    "4 input (image, prompt file) invalid, 5 resource limit (context or memory budget).";
+    "4 input (image, video, prompt file) invalid, 5 resource limit (context or memory budget).";
 
 // Where the prompt and images come from, and --batch's own flags.
 void add_input_flags(CLI::App& app, RunOptions* o, NumberTexts* t, Flags* f) {
@@ -36,10 +37,25 @@ void add_input_flags(CLI::App& app, RunOptions* o, NumberTexts* t, Flags* f) {
     f->model = app.add_option("-m,--model", o->model_dir, "Hugging Face model folder")
                    ->type_name("DIR")
                    ->group(in);
-    app.add_option("-i,--image", o->images,
-                   "JPEG, PNG, WebP or GIF image (- = stdin, file://PATH); repeatable, in order")
-        ->type_name("FILE")
-        ->allow_extra_args(false)
+    f->image = app.add_option("-i,--image", o->images,
+                              "JPEG, PNG, WebP or GIF image (- = stdin, file://PATH); repeatable, "
+                              "in order with --video")
+                   ->type_name("FILE")
+                   ->allow_extra_args(false)
+                   ->group(in);
+    f->video = app.add_option("--video", o->videos,
+                              "MP4, WebM or animated GIF video (- = stdin, file://PATH); "
+                              "repeatable, in order with -i")
+                   ->type_name("FILE")
+                   ->allow_extra_args(false)
+                   ->group(in);
+    app.add_option("--video-fps", t->video_fps,
+                   "Frames sampled per second of video (default: the model's, 2)")
+        ->type_name("F")
+        ->group(in);
+    app.add_option("--video-max-frames", t->video_max_frames,
+                   "Most frames sampled from a video (default: the model's)")
+        ->type_name("N")
         ->group(in);
     f->prompt =
         app.add_option("-p,--prompt", o->prompt, "The user message")->type_name("TEXT")->group(in);
@@ -153,7 +169,8 @@ void add_output_flags(CLI::App& app, RunOptions* o, int* verbose_count, int* qui
     app.add_flag("--tokenize", o->tokenize, "Only tokenize the prompt, print the ids and exit")
         ->group(out);
     app.add_option("--dump-pixels", o->dump_pixels,
-                   "Write the first image's pixel_values (float32 .npy)")
+                   "Write the first image's pixel_values or video's pixel_values_videos "
+                   "(float32 .npy)")
         ->type_name("FILE")
         ->group(out);
     app.add_option("--dump-vision", o->dump_vision,
@@ -173,7 +190,7 @@ void add_output_flags(CLI::App& app, RunOptions* o, int* verbose_count, int* qui
         ->type_name("OUT.png")
         ->group(out);
     app.add_flag("--dry-run", o->dry_run,
-                 "Report images, tokens, memory and time estimates; run nothing")
+                 "Report images, videos, tokens, memory and time estimates; run nothing")
         ->group(out);
     f->verbose =
         app.add_flag("-v,--verbose", *verbose_count, "More progress on stderr")->group(out);

@@ -166,6 +166,26 @@ std::optional<UsageError> convert_reals(const CLI::App& app, const NumberTexts& 
     return std::nullopt;
 }
 
+// --video-fps and --video-max-frames: the sampling every video of the run gets.
+std::optional<UsageError> convert_video_numbers(const CLI::App& app, const NumberTexts& t,
+                                                RunOptions* o) {
+    if (given(app, "--video-fps")) {
+        float f = 0.0f;
+        if (auto e = to_float("--video-fps", t.video_fps, &f)) return e;
+        if (!(f > 0.0f && f <= 1000.0f)) {
+            return UsageError{fmt::format("--video-fps: {} is out of range (0, 1000]", t.video_fps),
+                              {}};
+        }
+        o->video_fps = f;
+    }
+    if (given(app, "--video-max-frames")) {
+        long long v = 0;
+        if (auto e = to_int("--video-max-frames", t.video_max_frames, 1, 100000, &v)) return e;
+        o->video_max_frames = int(v);
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<UsageError> convert_numbers(const CLI::App& app, const NumberTexts& t,
@@ -173,6 +193,7 @@ std::optional<UsageError> convert_numbers(const CLI::App& app, const NumberTexts
     if (auto e = convert_integers(app, t, o)) return e;
     if (auto e = convert_weight_formats(app, t, o)) return e;
     if (auto e = convert_wide_numbers(app, t, o)) return e;
+    if (auto e = convert_video_numbers(app, t, o)) return e;
     return convert_reals(app, t, o);
 }
 

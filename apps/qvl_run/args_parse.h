@@ -26,6 +26,7 @@ struct NumberTexts {
     std::string weights, vision_weights;
     std::string image_min_tokens, image_max_tokens, parallel, admission_budget;
     std::string repeat_penalty, presence_penalty;
+    std::string video_fps, video_max_frames;
     std::string logprobs;
     std::vector<std::string> logit_bias;
 };
@@ -43,6 +44,8 @@ struct Flags {
     CLI::Option* parallel = nullptr;
     CLI::Option* admission_budget = nullptr;
     CLI::Option* interactive = nullptr;
+    CLI::Option* image = nullptr;
+    CLI::Option* video = nullptr;
 };
 
 // Registers every flag on `app`, writing into *o, *t and the -v/-q counts.

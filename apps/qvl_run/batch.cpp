@@ -173,6 +173,7 @@ Status parse_request(const JsonValue& v, const std::string& label,
     if (messages == nullptr) return bad(label, "no \"messages\"");
     Result<std::vector<Message>> chat = parse_messages(*messages, label, image_dir.string());
     if (!chat.ok()) return chat.status();
+    for (Message& m : chat.value()) apply_video_sampling(o, &m);
     Result<Prompt> prompt = engine.prepare(chat.value());
     if (!prompt.ok()) {
         return Status(prompt.status().code(), label + ": " + prompt.status().message());

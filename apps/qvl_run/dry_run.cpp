@@ -37,17 +37,10 @@ int run_dry(const RunOptions& o, const SessionOptions& so, const Model& model,
     }
 
     if (o.json) {
-        std::string images = "[";
-        for (std::size_t i = 0; i < prompt.images().size(); ++i) {
-            const ImageInfo& im = prompt.images()[i];
-            images += fmt::format(
-                "{}{{\"path\": {}, \"width\": {}, \"height\": {}, \"resized_width\": {}, "
-                "\"resized_height\": {}, \"tokens\": {}}}",
-                i ? ", " : "", json_quote(im.name), im.width, im.height, im.resized_width,
-                im.resized_height, im.tokens);
-        }
+        const std::string images = media_json(prompt.images(), false) +
+                                   ", \"videos\": " + media_json(prompt.images(), true);
         fmt::print(
-            "{{\"images\": {}], \"prompt_tokens\": {}, \"n_predict\": {}, \"ctx_size\": {}, "
+            "{{\"images\": {}, \"prompt_tokens\": {}, \"n_predict\": {}, \"ctx_size\": {}, "
             "\"memory_mb\": {{\"weights\": {:.1f}, \"kv\": {:.1f}, \"activations\": {:.1f}, "
             "\"process\": {:.1f}, \"total\": {:.1f}}}, \"estimate_ms\": {{\"vision\": {:.1f}, "
             "\"prefill\": {:.1f}, \"ttft\": {:.1f}, \"decode_per_token\": {:.2f}}}, "
@@ -60,6 +53,12 @@ int run_dry(const RunOptions& o, const SessionOptions& so, const Model& model,
             problem.empty() ? "" : ", \"problem\": " + json_quote(problem));
     } else {
         for (const ImageInfo& im : prompt.images()) {
+            if (im.video) {
+                fmt::print("video {}: {}x{}, {} frames sampled of {:.1f} s -> {}x{}, {} tokens\n",
+                           im.name, im.width, im.height, im.frames, im.duration_s, im.resized_width,
+                           im.resized_height, im.tokens);
+                continue;
+            }
             fmt::print("image {}: {}x{} -> {}x{}, {} tokens\n", im.name, im.width, im.height,
                        im.resized_width, im.resized_height, im.tokens);
         }

@@ -50,21 +50,40 @@ std::string logprobs_json(std::span<const TokenLogprob> logprobs, const Model& m
     return out + "]";
 }
 
+std::string media_json(const std::vector<ImageInfo>& infos, bool videos) {
+    std::string out = "[";
+    for (const ImageInfo& im : infos) {
+        if (im.video != videos) continue;
+        out += fmt::format(
+            "{}{{\"path\": {}, \"width\": {}, \"height\": {}, \"resized_width\": {}, "
+            "\"resized_height\": {}, \"tokens\": {}",
+            out.size() > 1 ? ", " : "", json_quote(im.name), im.width, im.height, im.resized_width,
+            im.resized_height, im.tokens);
+        if (videos) {
+            out += fmt::format(
+                ", \"frames\": {}, \"fps\": {}, \"duration_s\": {}, \"sample_fps\": {}, "
+                "\"max_frames\": {}",
+                im.frames, json_number(im.fps), json_number(im.duration_s),
+                json_number(im.sample_fps), im.max_frames);
+        }
+        out += "}";
+    }
+    return out + "]";
+}
+
+std::vector<ImageInfo> images_only(const std::vector<ImageInfo>& infos) {
+    std::vector<ImageInfo> out;
+    for (const ImageInfo& im : infos)
+        if (!im.video) out.push_back(im);
+    return out;
+}
+
 std::string format_json_report(const RunReport& r) {
     const Generation& g = *r.result;
     const PromptFacts& p = *r.prompt;
     const Timings& t = g.timings;
-    const std::vector<ImageInfo>& infos = p.images;
-    std::string images = "[";
-    for (std::size_t i = 0; i < infos.size(); ++i) {
-        const ImageInfo& im = infos[i];
-        images += fmt::format(
-            "{}{{\"path\": {}, \"width\": {}, \"height\": {}, \"resized_width\": {}, "
-            "\"resized_height\": {}, \"tokens\": {}}}",
-            i ? ", " : "", json_quote(im.name), im.width, im.height, im.resized_width,
-            im.resized_height, im.tokens);
-    }
-    images += "]";
+    const std::string images =
+        media_json(p.images, false) + ", \"videos\": " + media_json(p.images, true);
     std::string boxes;
     if (!r.boxes_json.empty()) boxes = ", \"boxes\": " + r.boxes_json;
     if (r.logprobs_model != nullptr) {

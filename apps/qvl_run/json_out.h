@@ -43,6 +43,12 @@ struct RunReport {
 std::string logprobs_json(std::span<const TokenLogprob> logprobs, const Model& model);
 
 std::string json_int_array(std::span<const std::int32_t> ids);
+// The "images" (videos false) or "videos" array of the report: [{"path", "width", "height",
+// "resized_width", "resized_height", "tokens"}], a video with "frames" (sampled), "fps" and
+// "duration_s" (the stream's), "sample_fps" and "max_frames" (the sampling used) too.
+std::string media_json(const std::vector<ImageInfo>& infos, bool videos);
+// Only the images of a prompt's visual inputs (grounding boxes and --draw-boxes refer to them).
+std::vector<ImageInfo> images_only(const std::vector<ImageInfo>& infos);
 std::string format_json_report(const RunReport& r);
 std::string format_timing_block(const RunReport& r);
 

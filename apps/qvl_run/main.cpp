@@ -76,10 +76,11 @@ int run_interactive(const RunOptions& o, const Model& m, const SessionOptions& s
 Status draw_boxes_file(const RunOptions& o, const PromptFacts& prompt,
                        const std::vector<std::uint8_t>& stdin_image,
                        const std::vector<GroundingItem>& boxes) {
-    if (prompt.images.empty()) {
+    const std::vector<ImageInfo> images = images_only(prompt.images);
+    if (images.empty()) {
         return Status(ErrorCode::kInvalidArgument, "--draw-boxes: the prompt has no image");
     }
-    const std::string& path = prompt.images[0].name;
+    const std::string& path = images[0].name;
     Result<RgbImage> image = decode_image(path == "stdin" && !stdin_image.empty()
                                               ? ContentPart::image_bytes(stdin_image, path)
                                               : ContentPart::image_file(path));
@@ -125,9 +126,9 @@ int print_tokens(const RunOptions& o, const std::vector<std::int32_t>& ids) {
     return kExitOk;
 }
 
-// --dump-pixels: the first image's normalized patches.
+// --dump-pixels: the first image's normalized patches, or the first video's.
 int dump_pixels(const RunOptions& o, const Prompt& prompt) {
-    if (prompt.images().empty()) return fail(kExitUsage, "--dump-pixels needs an image");
+    if (prompt.images().empty()) return fail(kExitUsage, "--dump-pixels needs an image or a video");
     int rows = 0, cols = 0;
     const std::span<const float> pixels = prompt.pixel_values(0, &rows, &cols);
     const Status st = write_npy(o.dump_pixels, pixels, {rows, cols});
@@ -203,7 +204,9 @@ int generate_and_report(const RunOptions& o, const Model& m, const SessionOption
         return kExitInterrupted;
     }
     std::vector<ImageSize> sizes;
-    for (const ImageInfo& info : facts.images) sizes.push_back({info.width, info.height});
+    for (const ImageInfo& info : images_only(facts.images)) {
+        sizes.push_back({info.width, info.height});
+    }
     const std::vector<GroundingItem> boxes = find_grounding(r.text, sizes);
     if (!o.draw_boxes.empty()) {
         if (Status st = draw_boxes_file(o, facts, stdin_image, boxes); !st.ok()) {
@@ -270,8 +273,9 @@ int run(const RunOptions& o, const EnvOptions& env) {
     const Stopwatch total;
     std::string text;
     if (const int code = read_user_text(o, &text); code >= 0) return code;
-    std::vector<std::uint8_t> stdin_image;
-    if (std::find(o.images.begin(), o.images.end(), "-") != o.images.end()) {
+    std::vector<std::uint8_t> stdin_image;  // or video: "-" is given once (args_checks.cpp)
+    if (std::any_of(o.media.begin(), o.media.end(),
+                    [](const auto& m) { return m.second == "-"; })) {
         Result<std::vector<std::uint8_t>> bytes = read_stdin_image();
         if (!bytes.ok()) return fail(input_exit(bytes.status()), bytes.status());
         stdin_image = std::move(bytes).value();

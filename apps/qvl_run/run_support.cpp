@@ -56,31 +56,51 @@ Result<std::vector<std::uint8_t>> read_stdin_image() {
         if (n == 0) break;
         if (n < 0) {
             if (errno == EINTR) continue;
-            return error(ErrorCode::kIo, "stdin: cannot read the image: {}", std::strerror(errno));
+            return error(ErrorCode::kIo, "stdin: cannot read it: {}", std::strerror(errno));
         }
         if (bytes.size() + std::size_t(n) > limit) {
-            return error(ErrorCode::kOutOfRange, "stdin: the image is over {} bytes", limit);
+            return error(ErrorCode::kOutOfRange, "stdin: over {} bytes", limit);
         }
         bytes.insert(bytes.end(), buf, buf + n);
     }
-    if (bytes.empty()) return error(ErrorCode::kCorruptFile, "stdin: no image data (-i -)");
+    if (bytes.empty()) return error(ErrorCode::kCorruptFile, "stdin: no data (-i - or --video -)");
     return bytes;
 }
 
 Message user_turn(const RunOptions& o, const std::string& text,
                   const std::vector<std::uint8_t>& stdin_image) {
     Message user{.role = "user"};
-    for (const std::string& path : o.images) {
-        user.content.push_back(path == "-" ? ContentPart::image_bytes(stdin_image, "stdin")
-                                           : ContentPart::image_file(path));
+    for (const auto& [video, path] : o.media) {
+        if (video) {
+            user.content.push_back(path == "-" ? ContentPart::video_bytes(stdin_image, "stdin")
+                                               : ContentPart::video_file(path));
+        } else {
+            user.content.push_back(path == "-" ? ContentPart::image_bytes(stdin_image, "stdin")
+                                               : ContentPart::image_file(path));
+        }
     }
     user.content.push_back(ContentPart::from_text(text));
+    apply_video_sampling(o, &user);
     return user;
+}
+
+void apply_video_sampling(const RunOptions& o, Message* message) {
+    for (ContentPart& part : message->content) {
+        if (!part.is_video()) continue;
+        part.video_fps = o.video_fps;
+        part.video_max_frames = o.video_max_frames;
+    }
 }
 
 Result<std::vector<Message>> build_messages(const RunOptions& o, const std::string& text,
                                             const std::vector<std::uint8_t>& stdin_image) {
-    if (!o.messages_file.empty()) return load_messages_file(o.messages_file);
+    if (!o.messages_file.empty()) {
+        Result<std::vector<Message>> messages = load_messages_file(o.messages_file);
+        if (messages.ok()) {
+            for (Message& m : messages.value()) apply_video_sampling(o, &m);
+        }
+        return messages;
+    }
     std::vector<Message> messages;
     if (!o.system.empty()) {
         messages.push_back({.role = "system", .content = {ContentPart::from_text(o.system)}});

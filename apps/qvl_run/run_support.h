@@ -33,11 +33,14 @@ double peak_rss_mb();
 // Resident memory now (/proc/self/statm), in MB; 0 when unreadable.
 double current_rss_mb();
 
-// Reads the image given as "-i -" from stdin (bounded like an image file).
+// Reads the image or video given as "-i -" or "--video -" from stdin (bounded like a file).
 Result<std::vector<std::uint8_t>> read_stdin_image();
 
-// The user turn the flags describe: the -i images first (the "-" image from stdin_image), then
-// the text.
+// --video-fps and --video-max-frames on every video part of the message (0: the model's).
+void apply_video_sampling(const RunOptions& o, Message* message);
+
+// The user turn the flags describe: the -i images and --video videos first, in the order given
+// (the "-" one from stdin_image), then the text.
 Message user_turn(const RunOptions& o, const std::string& text,
                   const std::vector<std::uint8_t>& stdin_image);
 

@@ -59,41 +59,58 @@ Status read_bool(const JsonValue& root, std::string_view key, bool* out) {
     return {};
 }
 
-Status parse_image_url(const JsonValue& part, const std::string& where, const ParseLimits& limits,
-                       ImageRef* out) {
-    const JsonValue* iu = part.find("image_url");
-    if (iu == nullptr) return bad(where, "an image_url part needs \"image_url\": {\"url\": ...}");
-    const JsonValue* url = iu->is_string() ? iu : iu->find("url");
-    if (url == nullptr || !url->is_string()) {
-        return bad(where + ".image_url", "needs \"url\", a string");
+// What a data: URI of an image_url (video_url) part may declare: image/* (video/* or an
+// animated image/gif), or nothing more specific than bytes.
+bool data_type_fits(std::string_view type, bool video) {
+    if (type.empty() || type.starts_with("application/octet-stream")) return true;
+    return video ? type.starts_with("video/") || type.starts_with("image/gif")
+                 : type.starts_with("image/");
+}
+
+// The one reader of media parts: {"type": "image_url", "image_url": {"url"}} or the same with
+// video_url; the URL a base64 data: URI, a file:// URL (--allowed-media-dir) or an http(s) URL
+// of an allowed host.
+Status parse_media_url(const JsonValue& part, const std::string& where, const ParseLimits& limits,
+                       bool video, ImageRef* out) {
+    const std::string key = video ? "video_url" : "image_url";
+    const char* medium = video ? "video" : "image";
+    const JsonValue* iu = part.find(key);
+    if (iu == nullptr) {
+        return bad(where, fmt::format("{0} {1} part needs \"{1}\": {{\"url\": ...}}",
+                                      video ? "a" : "an", key));
     }
+    const JsonValue* url = iu->is_string() ? iu : iu->find("url");
+    if (url == nullptr || !url->is_string())
+        return bad(where + "." + key, "needs \"url\", a string");
     const std::string_view u = url->as_string();
-    const std::string url_where = where + ".image_url.url";
+    const std::string url_where = where + "." + key + ".url";
     out->where = where;
     if (u.starts_with("data:")) {
         const std::size_t comma = u.find(',');
         if (comma == std::string_view::npos) return bad(url_where, "data: URI without a comma");
         const std::string_view header = u.substr(5, comma - 5);
         if (!header.ends_with(";base64")) {
-            return bad(url_where,
-                       "only base64 data: URIs are accepted (data:image/...;base64,...)");
+            return bad(url_where, fmt::format("only base64 data: URIs are accepted "
+                                              "(data:{}/...;base64,...)",
+                                              medium));
         }
-        if (!header.starts_with("image/") && header != ";base64" &&
-            !header.starts_with("application/octet-stream")) {
-            return bad(url_where, fmt::format("data: URI of type '{}' is not an image",
-                                              header.substr(0, header.size() - 7)));
+        const std::string_view type = header.substr(0, header.size() - 7);
+        if (!data_type_fits(type, video)) {
+            return bad(url_where, fmt::format("data: URI of type '{}' is not an {}", type,
+                                              video ? "MP4, WebM or GIF video" : "image"));
         }
         Result<std::vector<std::uint8_t>> bytes = decode_base64(u.substr(comma + 1));
         if (!bytes.ok()) return bad(url_where, bytes.status().message());
-        if (bytes.value().empty()) return bad(url_where, "the image is empty");
+        if (bytes.value().empty()) return bad(url_where, fmt::format("the {} is empty", medium));
         out->bytes = std::move(bytes).value();
         return {};
     }
     if (u.starts_with("file://")) {
         if (!limits.allow_file_urls) {
-            return bad(url_where,
-                       "file:// URLs are refused (the server was not started with "
-                       "--allowed-media-dir); send the image as a data: URI");
+            return bad(url_where, fmt::format("file:// URLs are refused (the server was not "
+                                              "started with --allowed-media-dir); send the {} as a "
+                                              "data: URI",
+                                              medium));
         }
         std::string_view path = u.substr(7);
         if (path.starts_with("localhost/")) path.remove_prefix(9);
@@ -105,9 +122,10 @@ Status parse_image_url(const JsonValue& part, const std::string& where, const Pa
         const std::string host = url_host(u);
         const auto& hosts = limits.allowed_media_hosts;
         if (hosts.empty()) {
-            return bad(url_where,
-                       "http(s) image URLs are refused (the server was not started with "
-                       "--allowed-media-hosts); send the image as a data:image/...;base64 URI");
+            return bad(url_where, fmt::format("http(s) {0} URLs are refused (the server was not "
+                                              "started with --allowed-media-hosts); send the {0} "
+                                              "as a data:{0}/...;base64 URI",
+                                              medium));
         }
         if (host.empty() || std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
             return bad(url_where, fmt::format("host '{}' is not in --allowed-media-hosts", host));
@@ -115,9 +133,9 @@ Status parse_image_url(const JsonValue& part, const std::string& where, const Pa
         out->remote_url = std::string(u);
         return {};
     }
-    return bad(url_where,
-               "expected a data:image/...;base64 URI (or file:// under "
-               "--allowed-media-dir)");
+    return bad(url_where, fmt::format("expected a data:{}/...;base64 URI (or file:// under "
+                                      "--allowed-media-dir)",
+                                      medium));
 }
 
 Status parse_content(const JsonValue& content, const std::string& where, const ParseLimits& limits,
@@ -140,7 +158,8 @@ Status parse_content(const JsonValue& content, const std::string& where, const P
         }
         const JsonValue* type = part.find("type");
         if (type == nullptr || !type->is_string()) {
-            return bad(pw, "a content part needs \"type\": \"text\" or \"image_url\"");
+            return bad(pw,
+                       "a content part needs \"type\": \"text\", \"image_url\" or \"video_url\"");
         }
         const std::string& t = type->as_string();
         if (t == "text" || t == "input_text") {
@@ -149,20 +168,23 @@ Status parse_content(const JsonValue& content, const std::string& where, const P
                 return bad(pw, "a text part needs \"text\", a string");
             }
             msg->parts.push_back({.kind = RequestPart::Kind::kText, .text = text->as_string()});
-        } else if (t == "image_url") {
+        } else if (t == "image_url" || t == "video_url") {
+            const bool video = t == "video_url";
             if (msg->role != "user") {
-                return bad(
-                    pw, fmt::format("images are only allowed in user messages, not {}", msg->role));
+                return bad(pw, fmt::format("{} are only allowed in user messages, not {}",
+                                           video ? "videos" : "images", msg->role));
             }
             if (++*images > limits.max_images) {
-                return bad(pw,
-                           fmt::format("more than {} images in one request", limits.max_images));
+                return bad(pw, fmt::format("more than {} images and videos in one request",
+                                           limits.max_images));
             }
-            RequestPart p{.kind = RequestPart::Kind::kImage};
-            APP_TRY(parse_image_url(part, pw, limits, &p.image));
+            RequestPart p{.kind = video ? RequestPart::Kind::kVideo : RequestPart::Kind::kImage};
+            APP_TRY(parse_media_url(part, pw, limits, video, &p.image));
             msg->parts.push_back(std::move(p));
         } else {
-            return bad(pw, fmt::format("unsupported part type '{}' (text and image_url are)", t));
+            return bad(pw, fmt::format("unsupported part type '{}' (text, image_url and video_url "
+                                       "are)",
+                                       t));
         }
     }
     return {};
@@ -436,16 +458,27 @@ std::string url_host(std::string_view url) {
     return host;
 }
 
-Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits) {
+namespace {
+
+// A request body: a JSON object, or a 400 saying what it is instead.
+Result<JsonValue> parse_body(std::string_view body) {
     Result<JsonValue> parsed = parse_json(body, "request body");
     if (!parsed.ok()) {
         return Status(ErrorCode::kInvalidArgument,
                       fmt::format("malformed JSON: {}", parsed.status().message()));
     }
-    const JsonValue& root = parsed.value();
-    if (!root.is_object()) {
-        return bad("body", fmt::format("must be a JSON object, not {}", type_of(root)));
+    if (!parsed->is_object()) {
+        return bad("body", fmt::format("must be a JSON object, not {}", type_of(parsed.value())));
     }
+    return parsed;
+}
+
+}  // namespace
+
+Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits& limits) {
+    Result<JsonValue> parsed = parse_body(body);
+    if (!parsed.ok()) return parsed.status();
+    const JsonValue& root = parsed.value();
     APP_TRY(check_fields(root));
     ChatRequest out;
     if (const JsonValue* model = root.find("model"); model != nullptr && !model->is_null()) {
@@ -468,15 +501,9 @@ Result<ChatRequest> parse_chat_request(std::string_view body, const ParseLimits&
 }
 
 Result<TokenizeRequest> parse_tokenize_request(std::string_view body, const ParseLimits& limits) {
-    Result<JsonValue> parsed = parse_json(body, "request body");
-    if (!parsed.ok()) {
-        return Status(ErrorCode::kInvalidArgument,
-                      fmt::format("malformed JSON: {}", parsed.status().message()));
-    }
+    Result<JsonValue> parsed = parse_body(body);
+    if (!parsed.ok()) return parsed.status();
     const JsonValue& root = parsed.value();
-    if (!root.is_object()) {
-        return bad("body", fmt::format("must be a JSON object, not {}", type_of(root)));
-    }
     static constexpr std::array<std::string_view, 7> kFields = {"prompt",
                                                                 "messages",
                                                                 "tools",

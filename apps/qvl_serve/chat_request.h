@@ -1,10 +1,10 @@
 // The body of POST /v1/chat/completions (shared docs/serve.md) parsed into what the server
-// needs: messages with text and image parts, and the sampling settings. Pure: no file system,
-// no model. Every refusal is kInvalidArgument (HTTP 400) with a message naming the field, e.g.
-// "messages[1].content[0].image_url.url: invalid base64 character '%' at offset 12".
-// A top-level key the server does not implement is refused, naming it (nothing a client asks
-// for is ignored in silence): any key not listed in chat_request.cpp; `user` and `metadata` are
-// accepted and ignored, and a key whose value is null counts as absent.
+// needs: messages with text, image and video parts, and the sampling settings. Pure: no file
+// system, no model. Every refusal is kInvalidArgument (HTTP 400) with a message naming the field,
+// e.g. "messages[1].content[0].image_url.url: invalid base64 character '%' at offset 12". A
+// top-level key the server does not implement is refused, naming it (nothing a client asks for is
+// ignored in silence): any key not listed in chat_request.cpp; `user` and `metadata` are accepted
+// and ignored, and a key whose value is null counts as absent.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +20,7 @@
 
 namespace qvl::serve {
 
+// An image_url or video_url part's media.
 struct ImageRef {
     std::vector<std::uint8_t> bytes;  // from a data: URI, base64-decoded
     std::string file_path;   // from a file:// URL; checked against --allowed-media-dir later
@@ -28,9 +29,9 @@ struct ImageRef {
 };
 
 struct RequestPart {
-    enum class Kind { kText, kImage } kind = Kind::kText;
+    enum class Kind { kText, kImage, kVideo } kind = Kind::kText;
     std::string text;
-    ImageRef image;
+    ImageRef image;  // kImage, kVideo
 };
 
 struct RequestMessage {
@@ -66,12 +67,12 @@ struct ChatRequest {
 };
 
 struct ParseLimits {
-    int max_images = 64;  // image parts per request
+    int max_images = 64;  // image and video parts per request
     int max_stop = 16;    // stop strings
     std::size_t max_stop_bytes = 256;
     bool allow_file_urls = false;  // --allowed-media-dir given
-    // --allowed-media-hosts: http(s) image URLs whose host is one of these (compared without
-    // case); empty: every http(s) URL is refused.
+    // --allowed-media-hosts: http(s) image and video URLs whose host is one of these (compared
+    // without case); empty: every http(s) URL is refused.
     std::vector<std::string> allowed_media_hosts;
     int max_tokens_limit = 1 << 20;
     int vocab_size = 0;  // logit_bias ids must be below it (0: not checked)

@@ -29,6 +29,21 @@ Result<std::filesystem::path> resolve_media_path(const std::string& path,
 
 constexpr std::string_view kFileScheme = "file://";
 
+// An image or video part: its bytes, or a URL the resolver turns into a file or bytes.
+ContentPart media_part(RequestPart& part) {
+    const bool video = part.kind == RequestPart::Kind::kVideo;
+    ImageRef& m = part.image;
+    std::string url = !m.remote_url.empty()  ? std::move(m.remote_url)
+                      : !m.file_path.empty() ? std::string(kFileScheme) + m.file_path
+                                             : std::string();
+    if (!url.empty()) {
+        return video ? ContentPart::video_url(std::move(url), m.where)
+                     : ContentPart::image_url(std::move(url), m.where);
+    }
+    return video ? ContentPart::video_bytes(std::move(m.bytes), m.where)
+                 : ContentPart::image_bytes(std::move(m.bytes), m.where);
+}
+
 }  // namespace
 
 std::vector<Message> engine_messages(std::vector<RequestMessage>& messages) {
@@ -38,15 +53,8 @@ std::vector<Message> engine_messages(std::vector<RequestMessage>& messages) {
         for (RequestPart& part : m.parts) {
             if (part.kind == RequestPart::Kind::kText) {
                 msg.content.push_back(ContentPart::from_text(std::move(part.text)));
-            } else if (!part.image.remote_url.empty()) {
-                msg.content.push_back(
-                    ContentPart::image_url(std::move(part.image.remote_url), part.image.where));
-            } else if (!part.image.file_path.empty()) {
-                msg.content.push_back(ContentPart::image_url(
-                    std::string(kFileScheme) + part.image.file_path, part.image.where));
             } else {
-                msg.content.push_back(
-                    ContentPart::image_bytes(std::move(part.image.bytes), part.image.where));
+                msg.content.push_back(media_part(part));
             }
         }
         out.push_back(std::move(msg));
@@ -61,12 +69,14 @@ MediaResolver media_resolver(std::filesystem::path allowed_media_dir, FetchLimit
             Result<std::vector<std::uint8_t>> bytes = fetch_media(part.url, fetch);
             if (!bytes.ok())
                 return Status(bytes.status().code(), part.path + ": " + bytes.status().message());
-            return ContentPart::image_bytes(std::move(bytes).value(), part.path);
+            return part.is_video() ? ContentPart::video_bytes(std::move(bytes).value(), part.path)
+                                   : ContentPart::image_bytes(std::move(bytes).value(), part.path);
         }
         const std::string path = part.url.substr(kFileScheme.size());
         Result<std::filesystem::path> real = resolve_media_path(path, root, part.path);
         if (!real.ok()) return real.status();
-        return ContentPart::image_file(real.value().string());
+        return part.is_video() ? ContentPart::video_file(real.value().string())
+                               : ContentPart::image_file(real.value().string());
     };
 }
 

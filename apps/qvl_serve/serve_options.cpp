@@ -101,13 +101,14 @@ void add_http_options(CLI::App& app, ServeOptions* o) {
 // Which image URLs may be read, and how large an image may be.
 void add_media_options(CLI::App& app, ServeOptions* o) {
     app.add_option("--allowed-media-dir", o->allowed_media_dir,
-                   "Allow file:// image URLs under DIR (default: refused)")
+                   "Allow file:// image and video URLs under DIR (default: refused)")
         ->type_name("DIR")
         ->check(CLI::ExistingDirectory);
-    app.add_option("--allowed-media-hosts", o->allowed_media_hosts,
-                   "Allow http(s) image URLs from these hosts only, fetched within the body "
-                   "limit and --media-fetch-timeout-s, redirects only to the same host (default: "
-                   "none)")
+    app.add_option(
+           "--allowed-media-hosts", o->allowed_media_hosts,
+           "Allow http(s) image and video URLs from these hosts only, fetched within the body "
+           "limit and --media-fetch-timeout-s, redirects only to the same host (default: "
+           "none)")
         ->type_name("H1,H2")
         ->delimiter(',')
         ->transform([](std::string h) {
@@ -119,7 +120,7 @@ void add_media_options(CLI::App& app, ServeOptions* o) {
                    "Longest fetch of one image URL, redirects included")
         ->check(CLI::Range(0.1, 600.0))
         ->capture_default_str();
-    app.add_option("--max-images", o->max_images, "Images per request")
+    app.add_option("--max-images", o->max_images, "Images and videos per request")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
     app.add_option("--max-image-pixels", o->max_image_pixels,

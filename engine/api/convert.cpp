@@ -1,5 +1,6 @@
 #include "api/convert.h"
 
+#include <algorithm>
 #include <span>
 
 #include "kernels/isa.h"
@@ -52,6 +53,11 @@ std::vector<text::ChatMessage> to_engine(const std::vector<Message>& messages) {
         for (const ContentPart& p : m.content) {
             if (p.kind == ContentPart::Kind::kText) {
                 cm.parts.push_back({.kind = text::ChatPart::Kind::kText, .text = p.text});
+            } else if (p.is_video()) {
+                cm.parts.push_back({.kind = text::ChatPart::Kind::kVideo,
+                                    .image_path = p.path,
+                                    .video_fps = p.video_fps,
+                                    .video_max_frames = p.video_max_frames});
             } else {
                 cm.parts.push_back({.kind = text::ChatPart::Kind::kImage, .image_path = p.path});
             }
@@ -84,12 +90,29 @@ base::Result<io::Image> load_rgb(const ContentPart& p, const io::ImageLimits& li
 // Without a resolver a URL part may only name a local file.
 Result<ContentPart> default_resolve(const ContentPart& part) {
     constexpr std::string_view kFile = "file://";
+    const bool video = part.is_video();
     if (std::string_view(part.url).starts_with(kFile)) {
-        return ContentPart::image_file(part.url.substr(kFile.size()));
+        std::string path = part.url.substr(kFile.size());
+        return video ? ContentPart::video_file(std::move(path))
+                     : ContentPart::image_file(std::move(path));
     }
     return Status(ErrorCode::kUnsupported,
-                  part.path + ": only file:// image URLs can be loaded here, not '" +
-                      part.url.substr(0, 64) + "'");
+                  part.path + ": only file:// " + (video ? "video" : "image") +
+                      " URLs can be loaded here, not '" + part.url.substr(0, 64) + "'");
+}
+
+// A URL part through the resolver: a part of the same medium that is not a URL.
+base::Result<ContentPart> resolve_url(const ContentPart& p, const MediaResolver& resolve) {
+    Result<ContentPart> resolved = resolve ? resolve(p) : default_resolve(p);
+    if (!resolved.ok()) return engine_status(resolved.status());
+    const ContentPart::Kind url =
+        p.is_video() ? ContentPart::Kind::kVideoUrl : ContentPart::Kind::kImageUrl;
+    if (resolved->kind == url || resolved->is_video() != p.is_video() ||
+        resolved->kind == ContentPart::Kind::kText) {
+        return base::error(base::ErrorCode::kInternal,
+                           "{}: the media resolver returned a URL or another medium", p.path);
+    }
+    return std::move(resolved).value();
 }
 
 }  // namespace
@@ -104,27 +127,43 @@ base::Result<io::Image> load_image_part(const ContentPart& p, const io::ImageLim
         case ContentPart::Kind::kImageRgb:
             return load_rgb(p, limits);
         case ContentPart::Kind::kImageUrl: {
-            Result<ContentPart> resolved = resolve ? resolve(p) : default_resolve(p);
-            if (!resolved.ok()) return engine_status(resolved.status());
-            if (resolved->kind == ContentPart::Kind::kImageUrl) {
-                return base::error(base::ErrorCode::kInternal,
-                                   "{}: the media resolver returned a URL", p.path);
-            }
-            base::Result<io::Image> image = load_image_part(resolved.value(), limits, resolve);
-            if (image.ok() || resolved->path == p.path) return image;
+            QVL_ASSIGN_OR_RETURN(const ContentPart resolved, resolve_url(p, resolve));
+            base::Result<io::Image> image = load_image_part(resolved, limits, resolve);
+            if (image.ok() || resolved.path == p.path) return image;
             return image.status().with_context(p.path + ": ");
         }
-        case ContentPart::Kind::kText:
+        default:
             break;
     }
     return base::error(base::ErrorCode::kInternal, "{}: not an image part", p.path);
 }
 
-const ContentPart* image_part(const std::vector<Message>& messages, int index) {
+base::Result<io::Video> load_video_part(const ContentPart& p, const io::VideoLimits& limits,
+                                        const MediaResolver& resolve,
+                                        const io::FrameSampler& sample) {
+    switch (p.kind) {
+        case ContentPart::Kind::kVideoFile:
+            return io::load_video(p.path, limits, sample);
+        case ContentPart::Kind::kVideoBytes:
+            return io::decode_video(std::as_bytes(std::span(p.data)), limits, p.path, sample);
+        case ContentPart::Kind::kVideoUrl: {
+            QVL_ASSIGN_OR_RETURN(const ContentPart resolved, resolve_url(p, resolve));
+            base::Result<io::Video> video = load_video_part(resolved, limits, resolve, sample);
+            if (video.ok() || resolved.path == p.path) return video;
+            return video.status().with_context(p.path + ": ");
+        }
+        default:
+            break;
+    }
+    return base::error(base::ErrorCode::kInternal, "{}: not a video part", p.path);
+}
+
+const ContentPart* media_part(const std::vector<Message>& messages, int index, bool video) {
     int seen = 0;
     for (const Message& m : messages) {
         for (const ContentPart& p : m.content) {
-            if (p.kind != ContentPart::Kind::kText && seen++ == index) return &p;
+            if (p.kind != ContentPart::Kind::kText && p.is_video() == video && seen++ == index)
+                return &p;
         }
     }
     return nullptr;
@@ -132,6 +171,14 @@ const ContentPart* image_part(const std::vector<Message>& messages, int index) {
 
 io::ImageLimits to_engine(const ImageLimits& limits) {
     return {.max_pixels = limits.max_pixels, .max_file_bytes = limits.max_file_bytes};
+}
+
+io::VideoLimits video_limits(const ImageLimits& limits, int ctx_size) {
+    io::VideoLimits v;
+    v.max_pixels = std::min(v.max_pixels, limits.max_pixels);
+    v.max_file_bytes = limits.max_file_bytes;
+    v.max_sampled_frames = std::min(v.max_sampled_frames, std::uint64_t(std::max(ctx_size, 1)) * 2);
+    return v;
 }
 
 }  // namespace qvl::api

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/video.h"
 #include "qvl/qvl.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
@@ -27,9 +28,19 @@ std::vector<text::ChatMessage> to_engine(const std::vector<Message>& messages);
 base::Result<io::Image> load_image_part(const ContentPart& part, const io::ImageLimits& limits,
                                         const MediaResolver& resolve);
 
-// The index-th image part of `messages`, or nullptr.
-const ContentPart* image_part(const std::vector<Message>& messages, int index);
+// Decodes the frames `sample` picks of a video part under `limits`; a kVideoUrl part goes
+// through `resolve` first (unset: file:// URLs only).
+base::Result<io::Video> load_video_part(const ContentPart& part, const io::VideoLimits& limits,
+                                        const MediaResolver& resolve,
+                                        const io::FrameSampler& sample);
+
+// The index-th image part (video: video part) of `messages`, or nullptr.
+const ContentPart* media_part(const std::vector<Message>& messages, int index, bool video);
 
 io::ImageLimits to_engine(const ImageLimits& limits);
+// The video limits of an engine with these image limits whose slots hold ctx_size tokens: a
+// frame's pixels within both limits, at most two frames (one pair, at least one token) per
+// context token, the file within max_file_bytes.
+io::VideoLimits video_limits(const ImageLimits& limits, int ctx_size);
 
 }  // namespace qvl::api

@@ -36,16 +36,20 @@ struct Tools::Impl {
 struct Prompt::Impl {
     runtime::PreparedPrompt prepared;
     std::vector<ImageInfo> infos;
+    std::vector<float> joined_pixels;  // Prompt::pixel_values of a video (its frames' rows)
 };
 
 namespace api {
 
 // How a session or an engine turns messages into prompts: the model, the preprocessing of its
-// image budget, the decoder's limits and the resolver of URL parts.
+// image budget (videos: the model's sampling, each frame pair within that budget), the
+// decoders' limits and the resolver of URL parts.
 struct PromptRoad {
     const model::Model* model = nullptr;
     image::PreprocessConfig preprocess;
+    image::VideoPreprocessConfig video;
     io::ImageLimits limits;
+    io::VideoLimits video_limits;
     MediaResolver resolve_media;
 
     // The road of an engine with these options (session: its image budget).
@@ -55,6 +59,11 @@ struct PromptRoad {
                            bool add_generation_prompt = true) const;
     Result<Prompt> prepare_raw(std::string_view text) const;
 };
+
+// How many of PreparedPrompt::images an image or video of its infos stands for.
+inline std::size_t prepared_images_of(const runtime::ImageInfo& info) {
+    return info.video ? std::size_t(info.frame_pairs) : 1;
+}
 
 // The public result of a finished request (finish_reason as the runtime names it).
 Generation to_generation(runtime::RequestResult&& r, const Sampling& sampling);

@@ -88,6 +88,15 @@ ContentPart ContentPart::image_bytes(std::vector<std::uint8_t> bytes, std::strin
 ContentPart ContentPart::image_url(std::string url, std::string name) {
     return {.kind = Kind::kImageUrl, .path = std::move(name), .url = std::move(url)};
 }
+ContentPart ContentPart::video_file(std::string path) {
+    return {.kind = Kind::kVideoFile, .path = std::move(path)};
+}
+ContentPart ContentPart::video_bytes(std::vector<std::uint8_t> bytes, std::string name) {
+    return {.kind = Kind::kVideoBytes, .path = std::move(name), .data = std::move(bytes)};
+}
+ContentPart ContentPart::video_url(std::string url, std::string name) {
+    return {.kind = Kind::kVideoUrl, .path = std::move(name), .url = std::move(url)};
+}
 ContentPart ContentPart::image_rgb(int width, int height, std::vector<std::uint8_t> rgb,
                                    std::string name) {
     return {.kind = Kind::kImageRgb,
@@ -115,12 +124,25 @@ double Prompt::image_decode_ms() const { return impl_->prepared.image_decode_ms;
 double Prompt::preprocess_ms() const { return impl_->prepared.preprocess_ms; }
 std::span<const float> Prompt::pixel_values(int image, int* rows, int* cols) const {
     *rows = *cols = 0;
-    if (image < 0 || std::size_t(image) >= impl_->prepared.images.size()) return {};
-    const image::PreprocessedImage& im = impl_->prepared.images[std::size_t(image)];
+    const runtime::PreparedPrompt& p = impl_->prepared;
+    if (image < 0 || std::size_t(image) >= p.infos.size()) return {};
+    // infos[i] stands for one prepared image, or for a video's frame pairs in a row.
+    std::size_t first = 0;
+    for (int i = 0; i < image; ++i) first += api::prepared_images_of(p.infos[std::size_t(i)]);
+    const std::size_t count = api::prepared_images_of(p.infos[std::size_t(image)]);
+    if (count == 0 || first + count > p.images.size()) return {};
+    const image::PreprocessedImage& im = p.images[first];
     if (im.pixel_values.empty()) return {};
-    *rows = im.grid_t * im.grid_h * im.grid_w;
-    *cols = int(im.pixel_values.size()) / std::max(*rows, 1);
-    return im.pixel_values;
+    *rows = im.grid_t * im.grid_h * im.grid_w * int(count);
+    *cols = int(im.pixel_values.size()) / std::max(im.grid_t * im.grid_h * im.grid_w, 1);
+    if (count == 1) return im.pixel_values;
+    // A video: its frame pairs' rows one after the other (pixel_values_videos), joined once.
+    std::vector<float>& joined = impl_->joined_pixels;
+    joined.clear();
+    for (std::size_t k = first; k < first + count; ++k)
+        joined.insert(joined.end(), p.images[k].pixel_values.begin(),
+                      p.images[k].pixel_values.end());
+    return joined;
 }
 
 }  // namespace qvl

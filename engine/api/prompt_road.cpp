@@ -1,6 +1,7 @@
 // The one road from chat messages to a prompt (Session::prepare, Engine::prepare, and through
 // them qvl-run and qvl-serve): runtime::prepare_chat_prompt_with, with every image part loaded
-// by api::load_image_part (files, bytes, pixels, URLs through the media resolver).
+// by api::load_image_part (files, bytes, pixels, URLs through the media resolver) and every
+// video part by api::load_video_part.
 #include <exception>
 
 #include "api/convert.h"
@@ -22,7 +23,13 @@ Result<Prompt> wrap_prompt(base::Result<runtime::PreparedPrompt> prepared) {
                                .height = i.height,
                                .resized_width = i.resized_width,
                                .resized_height = i.resized_height,
-                               .tokens = i.tokens});
+                               .tokens = i.tokens,
+                               .video = i.video,
+                               .frames = i.frames,
+                               .max_frames = i.max_frames,
+                               .fps = i.fps,
+                               .duration_s = i.duration_s,
+                               .sample_fps = i.sample_fps});
     }
     return Prompt(std::move(impl));
 }
@@ -49,6 +56,8 @@ PromptRoad PromptRoad::make(const model::Model& model, const runtime::SessionOpt
     // (a model whose channels need the unfused embedding gets them anyway).
     road.preprocess.pixel_values = options.keep_pixel_values;
     road.limits = to_engine(options.image_limits);
+    road.video = model.video_preprocess();
+    road.video_limits = api::video_limits(options.image_limits, session.ctx_size);
     road.resolve_media = options.resolve_media;
     return road;
 }
@@ -59,17 +68,28 @@ Result<Prompt> PromptRoad::prepare(const std::vector<Message>& messages, const T
         const std::vector<text::ChatMessage> chat = to_engine(messages);
         std::span<const text::ChatTool> chat_tools;
         if (tools.impl != nullptr) chat_tools = tools.impl->tools;
+        const runtime::VideoRoad video_road{
+            .config = video,
+            .max_frame_tokens = image::max_visual_tokens(preprocess),
+            .load = [&](int index, const text::ChatPart&, const io::FrameSampler& sample) {
+                const ContentPart* part = media_part(messages, index, true);
+                if (part == nullptr) {
+                    return base::Result<io::Video>(
+                        base::error(base::ErrorCode::kInternal, "video part {} not found", index));
+                }
+                return load_video_part(*part, video_limits, resolve_media, sample);
+            }};
         return wrap_prompt(runtime::prepare_chat_prompt_with(
             *model, chat, preprocess,
             [&](int index, const text::ChatPart&) {
-                const ContentPart* part = image_part(messages, index);
+                const ContentPart* part = media_part(messages, index, false);
                 if (part == nullptr) {
                     return base::Result<io::Image>(
                         base::error(base::ErrorCode::kInternal, "image part {} not found", index));
                 }
                 return load_image_part(*part, limits, resolve_media);
             },
-            chat_tools, add_generation_prompt));
+            chat_tools, add_generation_prompt, &video_road));
     });
 }
 

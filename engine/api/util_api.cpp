@@ -32,6 +32,8 @@ Result<std::vector<Message>> from_engine(base::Result<std::vector<text::ChatMess
         for (text::ChatPart& p : m.parts) {
             if (p.kind == text::ChatPart::Kind::kText) {
                 msg.content.push_back(ContentPart::from_text(std::move(p.text)));
+            } else if (p.kind == text::ChatPart::Kind::kVideo) {
+                msg.content.push_back(ContentPart::video_file(std::move(p.image_path)));
             } else {
                 msg.content.push_back(ContentPart::image_file(std::move(p.image_path)));
             }

@@ -194,6 +194,29 @@ Tensor GraphBuilder::attention_cached(const char* name, Tensor q, const KvLayerV
     return out;
 }
 
+void GraphBuilder::attention_decode_row(const char* name, Tensor q, Tensor k, Tensor v, Tensor out,
+                                        const KvLayerView& kv,
+                                        const op::Attention::DecodePrep& prep,
+                                        const AttentionOptions& o) {
+    const int q_cols = o.n_heads * o.head_dim, kv_cols = o.n_kv_heads * o.head_dim;
+    QVL_CHECK(desc(q).rows == 1 && desc(q).cols == q_cols, "attention_decode_row: q");
+    QVL_CHECK(desc(k).rows == 1 && desc(k).cols == kv_cols, "attention_decode_row: k");
+    QVL_CHECK(desc(v).rows == 1 && desc(v).cols == kv_cols, "attention_decode_row: v");
+    QVL_CHECK(desc(out).rows == 1 && desc(out).cols == q_cols, "attention_decode_row: out");
+    QVL_CHECK(o.n_kv_heads > 0 && o.n_heads % o.n_kv_heads == 0, "attention_decode_row: heads");
+    QVL_CHECK(prep.q_norm != nullptr && prep.k_norm != nullptr && prep.cos != nullptr &&
+                  prep.sin != nullptr,
+              "attention_decode_row: prep");
+    op::Attention p = attention_params(o, attention_precision_, o.pos0 + 1);
+    p.use_cache = true;
+    p.kv = kv;
+    p.prep = prep;
+    Node& n = new_node(name, out, p);
+    n.in[0] = q;
+    n.in[1] = k;
+    n.in[2] = v;
+}
+
 void GraphBuilder::store_kv(const char* name, Tensor k, Tensor v, const KvLayerView& kv, int pos0,
                             int n_kv_heads, int head_dim) {
     QVL_CHECK(desc(k).cols == n_kv_heads * head_dim && desc(v).cols == desc(k).cols, "store_kv");

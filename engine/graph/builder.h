@@ -59,6 +59,12 @@ class GraphBuilder {
     Tensor attention(const char* name, Tensor q, Tensor k, Tensor v, const AttentionOptions& o);
     Tensor attention_cached(const char* name, Tensor q, const KvLayerView& kv, int n_kv,
                             const AttentionOptions& o);
+    // One decode row (q, k, v: one row each, raw from the projections) with its q/k RMSNorm,
+    // RoPE and K/V store fused into the attention (op::Attention::prep): attends over kv's
+    // first o.pos0 + 1 keys and writes out (one row, e.g. a view into a batch's output).
+    void attention_decode_row(const char* name, Tensor q, Tensor k, Tensor v, Tensor out,
+                              const KvLayerView& kv, const op::Attention::DecodePrep& prep,
+                              const AttentionOptions& o);
     void store_kv(const char* name, Tensor k, Tensor v, const KvLayerView& kv, int pos0,
                   int n_kv_heads, int head_dim);
     Tensor add(const char* name, Tensor a, Tensor b);

@@ -12,6 +12,7 @@
 #include "base/bf16.h"
 #include "base/check.h"
 #include "base/timer.h"
+#include "graph/decode_row.h"
 #include "kernels/scratch.h"
 #include "kernels/task_work.h"
 
@@ -305,11 +306,31 @@ AttentionArgs attention_args(const OpRun& r, const op::Attention& p) {
     return a;
 }
 
+// The decode row of a fused attention node (op::Attention::prep), or one that prepares nothing.
+DecodeRow decode_row(const OpRun& r, const op::Attention& p, const AttentionArgs& a, int nt) {
+    if (p.prep.q_norm == nullptr) return {};
+    // Task t must be kv head t (attention_plan.h), which one query row always gives.
+    QVL_CHECK(a.n_q == 1 && p.use_cache && nt == p.n_kv_heads, "decode row: split");
+    return {.prep = &p.prep,
+            .q = r.in(0),
+            .k = r.in(1),
+            .v = r.in(2),
+            .kv = p.kv,
+            .pos = p.pos0,
+            .n_heads = p.n_heads,
+            .n_kv_heads = p.n_kv_heads,
+            .head_dim = p.head_dim};
+}
+
 void run_op(const OpRun& r, const op::Attention& p) {
     const AttentionArgs a = attention_args(r, p);
     const int nt = attention_num_tasks(a, r.pool.size());
+    const DecodeRow row = decode_row(r, p, a, nt);
     trace_attention(a);
-    r.pool.parallel_for(nt, [&](int t) { r.k.attention_task(a, t, nt); });
+    r.pool.parallel_for(nt, [&](int t) {
+        prepare_decode_head(r.k, row, t);
+        r.k.attention_task(a, t, nt);
+    });
 }
 
 // K (after RoPE) and V rows into the arena: copied for f32, rounded to nearest even for bf16.
@@ -318,21 +339,10 @@ void run_op(const OpRun& r, const op::StoreKv& p) {
     const TensorDesc& vd = r.in_desc(1);
     const float* k = r.in(0);
     const float* v = r.in(1);
-    const bool bf16 = p.kv.type == kernels::KvType::kBF16;
-    auto store = [&](void* arena, std::ptrdiff_t dst, const float* src) {
-        if (bf16) {
-            auto* out = static_cast<base::bf16*>(arena) + dst;
-            for (int d = 0; d < p.head_dim; ++d) out[d] = base::f32_to_bf16(src[d]);
-        } else {
-            std::memcpy(static_cast<float*>(arena) + dst, src, sizeof(float) * p.head_dim);
-        }
-    };
     for (int i = 0; i < kd.rows; ++i) {
         for (int h = 0; h < p.n_kv_heads; ++h) {
-            const std::ptrdiff_t dst =
-                h * p.kv.head_stride + std::ptrdiff_t(p.pos0 + i) * p.head_dim;
-            store(p.kv.k, dst, k + i * kd.stride + h * p.head_dim);
-            store(p.kv.v, dst, v + i * vd.stride + h * p.head_dim);
+            store_kv_head(p.kv, p.pos0 + i, h, p.head_dim, k + i * kd.stride + h * p.head_dim,
+                          v + i * vd.stride + h * p.head_dim);
         }
     }
 }
@@ -399,6 +409,7 @@ std::size_t attention_group_end(const Graph& g, std::size_t i, std::size_t last)
 
 void run_attention_group(const OpRun& r, std::span<const Node> nodes) {
     std::array<AttentionArgs, kMaxAttentionGroup> args;
+    std::array<DecodeRow, kMaxAttentionGroup> rows;
     std::array<int, kMaxAttentionGroup + 1> first_task{};
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         const OpRun ri{.exec = r.exec,
@@ -408,13 +419,17 @@ void run_attention_group(const OpRun& r, std::span<const Node> nodes) {
                        .k = r.k,
                        .pool = r.pool,
                        .gemm_runner = r.gemm_runner};
-        args[i] = attention_args(ri, std::get<op::Attention>(nodes[i].p));
-        first_task[i + 1] = first_task[i] + attention_num_tasks(args[i], r.pool.size());
+        const auto& p = std::get<op::Attention>(nodes[i].p);
+        args[i] = attention_args(ri, p);
+        const int nt = attention_num_tasks(args[i], r.pool.size());
+        rows[i] = decode_row(ri, p, args[i], nt);
+        first_task[i + 1] = first_task[i] + nt;
     }
     trace_attention_group({args.data(), nodes.size()});
     r.pool.parallel_for(first_task[nodes.size()], [&](int t) {
         std::size_t i = 0;
         while (t >= first_task[i + 1]) ++i;
+        prepare_decode_head(r.k, rows[i], t - first_task[i]);
         r.k.attention_task(args[i], t - first_task[i], first_task[i + 1] - first_task[i]);
     });
 }

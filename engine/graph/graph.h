@@ -114,6 +114,18 @@ struct Attention {
     kernels::GemmPrecision precision = kernels::GemmPrecision::kF32;
     bool use_cache = false;  // keys and values from kv instead of in1 / in2
     KvLayerView kv;
+    // A decode row with its preparation fused in (prep.q_norm set; one query row, use_cache):
+    // in0/in1/in2 are the row's raw q, k, v, and the task of kv head h first does for its heads
+    // what the q_norm, k_norm, q_rope, k_rope and kv nodes of a prefill do (same kernels, so
+    // the same bits; q and k are finished in place), storing k and v at pos0, then attends. A
+    // decode step's serial work becomes part of the attention job (graph/decode_row.h).
+    struct DecodePrep {
+        const float* q_norm = nullptr;  // [head_dim] RMSNorm weights
+        const float* k_norm = nullptr;
+        float eps = 0.f;
+        const float* cos = nullptr;  // [head_dim / 2] this row's RoPE tables
+        const float* sin = nullptr;
+    } prep;
 };
 struct StoreKv {
     KvLayerView kv;

@@ -24,6 +24,27 @@ base::Status check_preprocess_matches_vision(const image::PreprocessConfig& conf
     return {};
 }
 
+namespace {
+
+constexpr const char* kVideoPreprocessFile = "video_preprocessor_config.json";
+
+// Without the video file the processor's defaults hold for the sampling and the clip budget;
+// patch sizes, mean and std are the image processor's (one vision tower reads both).
+base::Result<image::VideoPreprocessConfig> load_video_config(
+    const std::filesystem::path& dir, const image::PreprocessConfig& image_config) {
+    const std::filesystem::path path = dir / kVideoPreprocessFile;
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) return image::load_video_preprocess_config(path);
+    image::VideoPreprocessConfig video;
+    const image::PreprocessConfig budget = video.base;
+    video.base = image_config;
+    video.base.min_pixels = budget.min_pixels;
+    video.base.max_pixels = budget.max_pixels;
+    return video;
+}
+
+}  // namespace
+
 base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& dir,
                                                  const LoadOptions& options) {
     std::error_code ec;
@@ -43,6 +64,9 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     QVL_ASSIGN_OR_RETURN(image::PreprocessConfig preprocess,
                          image::load_preprocess_config(preprocess_path));
     QVL_TRY(check_preprocess_matches_vision(preprocess, config.vision, preprocess_path.string()));
+    QVL_ASSIGN_OR_RETURN(image::VideoPreprocessConfig video, load_video_config(dir, preprocess));
+    QVL_TRY(check_preprocess_matches_vision(video.base, config.vision,
+                                            (dir / kVideoPreprocessFile).string()));
     QVL_ASSIGN_OR_RETURN(GenerationConfig generation,
                          load_generation_config(dir / "generation_config.json"));
     QVL_ASSIGN_OR_RETURN(ModelWeights weights, ModelWeights::load(dir, config));
@@ -88,6 +112,7 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     auto model = std::unique_ptr<Model>(new Model(std::move(config), std::move(weights),
                                                   std::move(tokenizer), preprocess,
                                                   std::move(generation), dir));
+    model->video_preprocess_ = std::move(video);
     model->quantized_ = std::move(quantized);
     model->quantized_vision_ = std::move(quantized_vision);
     model->panels_ = std::move(panels);

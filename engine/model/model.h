@@ -7,6 +7,7 @@
 
 #include "base/status.h"
 #include "image/image_preprocess.h"
+#include "image/video_preprocess.h"
 #include "model/config.h"
 #include "model/logits_screen.h"
 #include "model/quantize.h"
@@ -56,6 +57,9 @@ class Model {
     const ModelWeights& weights() const { return weights_; }
     const text::Tokenizer& tokenizer() const { return tokenizer_; }
     const image::PreprocessConfig& preprocess() const { return preprocess_; }
+    // video_preprocessor_config.json, or Qwen3VLVideoProcessor's defaults (patch sizes, mean
+    // and std then from preprocessor_config.json) when the folder has none.
+    const image::VideoPreprocessConfig& video_preprocess() const { return video_preprocess_; }
     const GenerationConfig& generation() const { return generation_; }
     const std::filesystem::path& dir() const { return dir_; }
     WeightFormat weight_format() const {
@@ -87,6 +91,7 @@ class Model {
     ModelWeights weights_;
     text::Tokenizer tokenizer_;
     image::PreprocessConfig preprocess_;
+    image::VideoPreprocessConfig video_preprocess_;
     GenerationConfig generation_;
     std::filesystem::path dir_;
     std::unique_ptr<QuantizedText> quantized_;         // the weights_ text matrices point into it

@@ -106,17 +106,22 @@ void Engine::Impl::run() {
 }
 
 // How many of j's prompt tokens the slot's KV already holds: the common prefix of token ids,
-// cut before the first image whose content differs and never inside a run of image pads, and
-// at least one token short of the prompt (its last position's logits are needed).
+// cut before the first image or video frame whose content differs and never inside a run of
+// image or video pads, and at least one token short of the prompt (its last position's logits
+// are needed).
 int Engine::Impl::reusable_prefix(int slot, const Job& j, std::size_t* kept_images) const {
     const std::span<const std::int32_t> held = session->slot_tokens(slot);
     const std::vector<std::int32_t>& ids = j.req.prompt.ids;
-    const std::int32_t pad = model->config().image_token_id;
+    const std::int32_t image_pad = model->config().image_token_id;
+    const std::int32_t video_pad = model->config().video_token_id;
+    // A run of video pads in a prompt without videos is text; it has no image to match and
+    // stops the reuse, which is safe.
+    const auto is_pad = [&](std::int32_t id) { return id == image_pad || id == video_pad; };
     const SlotImages& mem = slot_images[std::size_t(slot)];
     const std::size_t limit = std::min(held.size(), ids.size() - 1);
     std::size_t keep = 0, image = 0;
     while (keep < limit && held[keep] == ids[keep]) {
-        if (ids[keep] == pad && (keep == 0 || ids[keep - 1] != pad)) {  // an image's run starts
+        if (is_pad(ids[keep]) && (keep == 0 || ids[keep - 1] != ids[keep])) {  // a run starts
             const bool same = image < mem.hashes.size() && image < j.image_hashes.size() &&
                               mem.hashes[image] == j.image_hashes[image] &&
                               mem.grids[image].t == j.grids[image].t &&
@@ -127,9 +132,10 @@ int Engine::Impl::reusable_prefix(int slot, const Job& j, std::size_t* kept_imag
         }
         ++keep;
     }
-    while (keep > 0 && ids[keep] == pad && ids[keep - 1] == pad) --keep;  // not inside a run
+    while (keep > 0 && is_pad(ids[keep]) && ids[keep - 1] == ids[keep]) --keep;  // not in a run
     std::size_t images = 0;
-    for (std::size_t i = 0; i < keep; ++i) images += ids[i] == pad && (i == 0 || ids[i - 1] != pad);
+    for (std::size_t i = 0; i < keep; ++i)
+        images += is_pad(ids[i]) && (i == 0 || ids[i - 1] != ids[i]);
     *kept_images = images;
     return int(keep);
 }

@@ -98,7 +98,8 @@ bool Engine::Impl::vision_piece(Job& j, double budget_ms) {
         const std::vector<float>* cached =
             image_cache ? image_cache->find(j.image_hashes[i], j.grids[i]) : nullptr;
         if (cached != nullptr) {
-            st = session->add_encoded_image(j.grids[i], *cached);
+            st =
+                session->add_encoded_image(j.grids[i], *cached, j.req.prompt.images[i].video_frame);
             ++j.result.image_cache_hits;
             done = cached_image = true;
         } else {
@@ -149,9 +150,10 @@ void Engine::Impl::admit_piece(double budget_ms) {
         if (j.req.params.top_logprobs >= 0) session->set_full_logits(slot, true);
         base::Status st;
         if (j.keep > 0) {
-            st = session->begin_prefill_reusing(
-                slot, j.req.prompt.ids, j.keep,
-                std::span<const model::ImageGrid>(j.grids).first(j.kept_images));
+            std::vector<model::ImageGrid> kept[2];  // images, video frames
+            for (std::size_t i = 0; i < j.kept_images; ++i)
+                kept[j.req.prompt.images[i].video_frame ? 1 : 0].push_back(j.grids[i]);
+            st = session->begin_prefill_reusing(slot, j.req.prompt.ids, j.keep, kept[0], kept[1]);
         } else {
             session->reset_slot(slot);
             st = session->begin_prefill(slot, j.req.prompt.ids);

@@ -15,7 +15,9 @@
 
 #include "base/status.h"
 #include "image/image_preprocess.h"
+#include "image/video_preprocess.h"
 #include "io/image.h"
+#include "io/video.h"
 #include "runtime/logprobs.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -23,16 +25,24 @@
 
 namespace qvl::runtime {
 
+// One image or video of the prompt, in prompt order.
 struct ImageInfo {
     std::string path;
     int width = 0, height = 0;
     int resized_width = 0, resized_height = 0;
     int tokens = 0;
+    // A video: frames sampled, the stream's frame rate and length (its metadata), and the
+    // sampling it was prepared with.
+    bool video = false;
+    int frames = 0, frame_pairs = 0;  // frame_pairs: its entries in PreparedPrompt::images
+    double fps = 0, duration_s = 0, sample_fps = 0;
+    int max_frames = 0;
 };
 
 struct PreparedPrompt {
-    std::vector<std::int32_t> ids;                 // expanded: one <|image_pad|> per visual token
-    std::vector<image::PreprocessedImage> images;  // in prompt order
+    std::vector<std::int32_t> ids;  // expanded: one <|image_pad|> per visual token
+    // In prompt order; a video is one image per temporal patch (video_frames_as_images).
+    std::vector<image::PreprocessedImage> images;
     std::vector<ImageInfo> infos;
     double image_decode_ms = 0, preprocess_ms = 0;
 };
@@ -48,14 +58,28 @@ base::Result<PreparedPrompt> prepare_chat_prompt(const model::Model& model,
 // the i-th image part (already in memory, decoded from bytes, ...); its errors pass through.
 // part.image_path names the image in infos and messages.
 using ImageLoader = std::function<base::Result<io::Image>(int index, const text::ChatPart& part)>;
+// Video parts: load(i, part, sample) decodes the i-th video part with the frames `sample`
+// picks; its errors pass through. config is the model's video_preprocess() (the part's fps and
+// max_frames override its sampling); a clip whose frame pairs would exceed max_frame_tokens
+// (the session's per-image budget, what its vision scratch holds) is resized to fit it (the
+// reference's size otherwise).
+using VideoLoader = std::function<base::Result<io::Video>(int index, const text::ChatPart& part,
+                                                          const io::FrameSampler& sample)>;
+struct VideoRoad {
+    image::VideoPreprocessConfig config;
+    int max_frame_tokens = 0;
+    VideoLoader load;
+};
 // tools: the functions offered (rendered into the system turn as the template does);
-// add_generation_prompt false leaves the assistant turn unopened (/tokenize).
+// add_generation_prompt false leaves the assistant turn unopened (/tokenize). Without `video`
+// a video part is kUnsupported.
 base::Result<PreparedPrompt> prepare_chat_prompt_with(const model::Model& model,
                                                       std::span<const text::ChatMessage> messages,
                                                       const image::PreprocessConfig& preprocess,
                                                       const ImageLoader& load,
                                                       std::span<const text::ChatTool> tools = {},
-                                                      bool add_generation_prompt = true);
+                                                      bool add_generation_prompt = true,
+                                                      const VideoRoad* video = nullptr);
 // Raw text (no template, no images); special tokens written in the text are recognised.
 base::Result<PreparedPrompt> prepare_raw_prompt(const model::Model& model, std::string_view text);
 

@@ -19,7 +19,10 @@ class Fnv {
 
 std::uint64_t hash_with(std::uint64_t basis, const image::PreprocessedImage& im) {
     Fnv f(basis);
-    const int dims[] = {im.grid_t, im.grid_h, im.grid_w, im.resized_height, im.resized_width};
+    // A video frame's features equal a still image's of the same pixels, but its tokens are
+    // <|video_pad|>: the flag is part of its identity (prefix reuse, the cache's entry).
+    const int dims[] = {im.grid_t,         im.grid_h,        im.grid_w,
+                        im.resized_height, im.resized_width, int(im.video_frame)};
     f.mix(dims, sizeof dims);
     if (!im.resized.rgb.empty()) {
         f.mix(im.resized.rgb.data(), im.resized.rgb.size());

@@ -377,7 +377,8 @@ base::Status Session::begin_prefill(int slot, std::span<const std::int32_t> ids)
 }
 
 base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
-                                            std::span<const model::ImageGrid> kept_grids) {
+                                            std::span<const model::ImageGrid> kept_grids,
+                                            std::span<const model::ImageGrid> kept_frames) {
     QVL_TRY(refuse_while_encoding("cannot prefill"));
     if (slot < 0 || slot >= kv_.slots()) {
         return base::error(ErrorCode::kInvalidArgument, "no slot {}", slot);
@@ -408,9 +409,8 @@ base::Status Session::begin_prefill_reusing(int slot, std::span<const std::int32
                                "prompt of {} tokens does not fit the context of {} tokens",
                                ids.size(), kv_.capacity());
         }
-        // kept_grids are images: a kept prefix with video frames fails in
-        // compute_rope_positions (more video-frame runs than frames) rather than misplacing them.
-        std::vector<model::ImageGrid> grids(kept_grids.begin(), kept_grids.end()), frames;
+        std::vector<model::ImageGrid> grids(kept_grids.begin(), kept_grids.end());
+        std::vector<model::ImageGrid> frames(kept_frames.begin(), kept_frames.end());
         for (const EncodedImage& e : images_) (e.video_frame ? frames : grids).push_back(e.grid);
         QVL_ASSIGN_OR_RETURN(job_.pos, model::compute_rope_positions(ids, grids, cfg.image_token_id,
                                                                      frames, cfg.video_token_id));

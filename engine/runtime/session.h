@@ -156,10 +156,12 @@ class Session {
     // the slot's KV already holds (slot_tokens begins with them, with the same images:
     // the caller checks those); keep must not cut a run of image pads. The KV is cut back to
     // keep and only the rest is prefilled, at the positions a cold prefill of ids gives it.
-    // kept_grids: the grids of the images whose pads lie in ids[0, keep); the pending images
-    // (encode_image) are those of the rest.
+    // kept_grids: the grids of the images whose pads lie in ids[0, keep), kept_frames those of
+    // the video frames (temporal patches) there; the pending images (encode_image) are those of
+    // the rest.
     base::Status begin_prefill_reusing(int slot, std::span<const std::int32_t> ids, int keep,
-                                       std::span<const model::ImageGrid> kept_grids);
+                                       std::span<const model::ImageGrid> kept_grids,
+                                       std::span<const model::ImageGrid> kept_frames = {});
     // max_tokens (>= 1) caps this chunk below kMaxPrefillChunk: a scheduler sizes chunks to a
     // time budget. Results are identical for any chunking.
     base::Status prefill_next(bool* done, int max_tokens = kMaxPrefillChunk);
@@ -199,8 +201,9 @@ class Session {
     // image.
     std::vector<float> image_feature_levels(int image) const;
     // Adds an image as if encode_image had run: levels as image_feature_levels returns them,
-    // grid in merged tokens.
-    base::Status add_encoded_image(const model::ImageGrid& grid, std::span<const float> levels);
+    // grid in merged tokens; video_frame: a temporal patch of a video (a run of <|video_pad|>).
+    base::Status add_encoded_image(const model::ImageGrid& grid, std::span<const float> levels,
+                                   bool video_frame = false);
     void reset();
     // Drops the images encoded for the next prefill and any encode in progress (an abandoned
     // admission).

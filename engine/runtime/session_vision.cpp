@@ -46,8 +46,8 @@ std::vector<float> Session::image_feature_levels(int image) const {
     return out;
 }
 
-base::Status Session::add_encoded_image(const model::ImageGrid& grid,
-                                        std::span<const float> levels) {
+base::Status Session::add_encoded_image(const model::ImageGrid& grid, std::span<const float> levels,
+                                        bool video_frame) {
     const std::size_t hidden = std::size_t(model_->config().text.hidden_size);
     const std::int64_t tokens = std::int64_t(grid.t) * grid.h * grid.w;
     if (tokens < 1 || tokens > max_image_tokens_ ||
@@ -67,7 +67,10 @@ base::Status Session::add_encoded_image(const model::ImageGrid& grid,
         const auto src = levels.begin() + std::ptrdiff_t((l + 1) * n);
         std::copy(src, src + std::ptrdiff_t(n), deepstack_ptrs_[l] + row0);
     }
-    images_.push_back({.n_tokens = int(tokens), .first_row = visual_rows_used_, .grid = grid});
+    images_.push_back({.n_tokens = int(tokens),
+                       .first_row = visual_rows_used_,
+                       .grid = grid,
+                       .video_frame = video_frame});
     visual_rows_used_ += int(tokens);
     return base::Status();
 }

@@ -13,6 +13,7 @@ using base::ErrorCode;
 namespace {
 
 constexpr std::string_view kImageBlock = "<|vision_start|><|image_pad|><|vision_end|>";
+constexpr std::string_view kVideoBlock = "<|vision_start|><|video_pad|><|vision_end|>";
 
 // The template's tools preamble, around one line per tool (its text, verbatim).
 constexpr std::string_view kToolsHead =
@@ -84,7 +85,9 @@ std::string render_chat(std::span<const ChatMessage> messages, bool add_generati
         if (m.role == "user") {
             out += "<|im_start|>user\n";
             for (const ChatPart& p : m.parts) {
-                out += p.kind == ChatPart::Kind::kImage ? kImageBlock : std::string_view(p.text);
+                out += p.kind == ChatPart::Kind::kImage   ? kImageBlock
+                       : p.kind == ChatPart::Kind::kVideo ? kVideoBlock
+                                                          : std::string_view(p.text);
             }
             out += "<|im_end|>\n";
         } else if (m.role == "assistant") {
@@ -167,11 +170,11 @@ class MessagesParser {
         }
         for (std::size_t j = 0; j < content->items().size(); ++j) {
             QVL_ASSIGN_OR_RETURN(ChatPart p, item(content->items()[j], i, j));
-            if (p.kind == ChatPart::Kind::kImage && m.role != "user") {
+            if (p.kind != ChatPart::Kind::kText && m.role != "user") {
                 return fail(ErrorCode::kInvalidArgument,
-                            "messages[{}].content[{}]: images are only allowed in user messages "
-                            "(the chat template drops them elsewhere)",
-                            i, j);
+                            "messages[{}].content[{}]: {} are only allowed in user messages (the "
+                            "chat template drops them elsewhere)",
+                            i, j, p.kind == ChatPart::Kind::kImage ? "images" : "videos");
             }
             m.parts.push_back(std::move(p));
         }
@@ -227,20 +230,10 @@ class MessagesParser {
         const std::string_view t =
             type && type->is_string() ? std::string_view(type->as_string()) : std::string_view();
         if (t == "image" || v.find("image") || v.find("image_url")) {
-            const io::JsonValue* src = v.find("image");
-            if (src == nullptr) src = v.find("image_url");
-            if (src != nullptr && src->is_object()) src = src->find("url");
-            if (src == nullptr) src = v.find("url");
-            if (src == nullptr) src = v.find("path");
-            if (src == nullptr || !src->is_string() || src->as_string().empty()) {
-                return fail(ErrorCode::kInvalidArgument,
-                            "messages[{}].content[{}]: image item without a path string", i, j);
-            }
-            return image_part(src->as_string(), i, j);
+            return media_part(v, "image", ChatPart::Kind::kImage, i, j);
         }
-        if (t == "video" || v.find("video")) {
-            return fail(ErrorCode::kUnsupported,
-                        "messages[{}].content[{}]: video inputs are not supported", i, j);
+        if (t == "video" || v.find("video") || v.find("video_url")) {
+            return media_part(v, "video", ChatPart::Kind::kVideo, i, j);
         }
         if (const io::JsonValue* text = v.find("text")) {
             if (!text->is_string()) {
@@ -250,19 +243,33 @@ class MessagesParser {
             return ChatPart{ChatPart::Kind::kText, text->as_string(), {}};
         }
         return fail(ErrorCode::kInvalidArgument,
-                    "messages[{}].content[{}]: neither an image nor a text item", i, j);
+                    "messages[{}].content[{}]: neither an image, a video nor a text item", i, j);
     }
 
-    base::Result<ChatPart> image_part(std::string_view src, std::size_t i, std::size_t j) const {
-        if (src.starts_with("file://")) src.remove_prefix(7);
-        if (src.starts_with("http://") || src.starts_with("https://") || src.starts_with("data:")) {
-            return fail(ErrorCode::kUnsupported,
-                        "messages[{}].content[{}]: only local image files are supported, got '{}'",
-                        i, j, src.substr(0, 64));
+    // An image or video item: its path under `key`, `key`_url (a string or {"url"}), "url" or
+    // "path", in that order.
+    base::Result<ChatPart> media_part(const io::JsonValue& v, const std::string& key,
+                                      ChatPart::Kind kind, std::size_t i, std::size_t j) const {
+        const io::JsonValue* src = v.find(key);
+        if (src == nullptr) src = v.find(key + "_url");
+        if (src != nullptr && src->is_object()) src = src->find("url");
+        if (src == nullptr) src = v.find("url");
+        if (src == nullptr) src = v.find("path");
+        if (src == nullptr || !src->is_string() || src->as_string().empty()) {
+            return fail(ErrorCode::kInvalidArgument,
+                        "messages[{}].content[{}]: {} item without a path string", i, j, key);
         }
-        std::filesystem::path p(src);
+        std::string_view path = src->as_string();
+        if (path.starts_with("file://")) path.remove_prefix(7);
+        if (path.starts_with("http://") || path.starts_with("https://") ||
+            path.starts_with("data:")) {
+            return fail(ErrorCode::kUnsupported,
+                        "messages[{}].content[{}]: only local {} files are supported, got '{}'", i,
+                        j, key, path.substr(0, 64));
+        }
+        std::filesystem::path p(path);
         if (p.is_relative() && !dir_.empty()) p = (dir_ / p).lexically_normal();
-        return ChatPart{ChatPart::Kind::kImage, {}, p.string()};
+        return ChatPart{.kind = kind, .image_path = p.string()};
     }
 
     std::string file_;

@@ -19,12 +19,15 @@ class JsonValue;  // qvl/qvl.h (io::JsonValue)
 namespace qvl::text {
 
 struct ChatPart {
-    enum class Kind { kText, kImage } kind = Kind::kText;
+    enum class Kind { kText, kImage, kVideo } kind = Kind::kText;
     std::string text;        // kText: the text, verbatim
-    std::string image_path;  // kImage: a file path (already resolved by load_messages_file)
+    std::string image_path;  // kImage, kVideo: a file path (already resolved by load_messages_file)
     // kImage: the encoded image (JPEG/PNG/WebP/GIF) itself, when it comes from memory (stdin, an
     // upload); image_path then only names it in messages.
     std::vector<std::uint8_t> image_bytes;
+    // kVideo: sampling overrides (0: the model's video_preprocessor_config.json).
+    double video_fps = 0;
+    int video_max_frames = 0;
 };
 
 // A call the assistant made, as the history gives it back.
@@ -47,7 +50,8 @@ struct ChatMessage {
 //     the "# Tools" preamble, each tool's JSON on its own line inside <tools></tools>, and the
 //     <tool_call> instructions + "<|im_end|>\n";
 //   - user: "<|im_start|>user\n" + parts in order, each image part as
-//     "<|vision_start|><|image_pad|><|vision_end|>" + "<|im_end|>\n";
+//     "<|vision_start|><|image_pad|><|vision_end|>", each video part as
+//     "<|vision_start|><|video_pad|><|vision_end|>" + "<|im_end|>\n";
 //   - assistant: "<|im_start|>assistant\n" + its text parts (images dropped) + each tool call
 //     as "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ARGS}\n</tool_call>" (after a
 //     "\n" unless it is the first and there is no content) + "<|im_end|>\n";
@@ -63,16 +67,16 @@ std::string render_chat(std::span<const ChatMessage> messages, bool add_generati
 
 // Parses a --messages file (docs/cli.md): a JSON array of HF chat messages, or an object holding
 // one under "messages". content is a string or a list of {"type": "image", "image": path} /
-// {"type": "text", "text": ...} items ({"image": path}, {"type": "image_url", "image_url": path
-// or {"url": path}} and "file://" paths are accepted too). Relative image paths are resolved
+// {"type": "video", "video": path} / {"type": "text", "text": ...} items ({"image": path},
+// {"type": "image_url", "image_url": path or {"url": path}}, the same for video_url, and
+// "file://" paths are accepted too). Relative image and video paths are resolved
 // against the JSON file's folder. Rejected with kInvalidArgument (message names the file and the
 // element, e.g. "messages[2].content[0]"): roles other than system/user/assistant/tool, a system
-// message that is not first, images outside user messages (the template would drop them
-// silently), items that are neither text nor image, tool_calls outside assistant messages or
-// without a function name and arguments, an empty conversation. An assistant message with
-// tool_calls may have null or no content. Video items and remote (http/data) images:
-// kUnsupported. Missing file: kNotFound; bad JSON:
-// kCorruptFile.
+// message that is not first, images or videos outside user messages (the template would drop
+// them silently), items that are neither text, image nor video, tool_calls outside assistant
+// messages or without a function name and arguments, an empty conversation. An assistant
+// message with tool_calls may have null or no content. Remote (http/data) images and videos:
+// kUnsupported. Missing file: kNotFound; bad JSON: kCorruptFile.
 base::Result<std::vector<ChatMessage>> load_messages_file(const std::filesystem::path& path);
 
 // The same for an already parsed value (a line of a --batch file): `label` prefixes errors

@@ -1,9 +1,8 @@
 // qvl: Qwen3-VL inference on CPUs. This header is the whole API of qvl::engine (standard library
 // types only; qvl-run and qvl-serve use it alone): load a Model, then open a Session (one
-// conversation, generate() blocks) or an Engine (many requests: submit, stream, cancel).
-// Errors never throw: a Status or Result<T> names the file or value and the problem. A Model is
-// immutable and shared across threads; a Session is used by one thread at a time; an Engine is
-// thread-safe.
+// conversation, generate() blocks) or an Engine (many requests: submit, stream, cancel). Errors
+// never throw: a Status or Result<T> names the file or value and the problem. A Model is immutable
+// and shared across threads, a Session used by one thread at a time, an Engine thread-safe.
 #pragma once
 
 #include <atomic>
@@ -66,10 +65,9 @@ class [[nodiscard]] Result {
 };
 
 // ---- Model -----------------------------------------------------------------------------------
-
-// The text decoder's weights. kQ8: int8, one scale per 64 values, quantized at load (about half
-// bf16's bytes per decode step); kQ4: 4-bit groups of 32 with half scales, lm_head int8 (about a
-// third, larger logits error). README, "Int8 weights" and "4-bit weights".
+// The text decoder's weights, quantized at load (README, "Int8 weights", "4-bit weights"). kQ8:
+// int8, a scale per 64 values (half bf16's bytes per step); kQ4: 4-bit groups of 32, half scales,
+// lm_head int8 (about a third, larger logits error).
 enum class Weights { kBF16, kQ8, kQ4 };
 
 // The vision tower's linear weights. kQ8 (opt-in): int8, one scale per output channel, on the
@@ -144,8 +142,7 @@ class Model {
                            bool keep_pixel_values = false) const;
     Result<Prompt> prepare_raw(std::string_view text) const;
 
-    // Opaque: defined inside the library.
-    struct Impl;
+    struct Impl;  // opaque: defined inside the library
     explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
     const std::shared_ptr<const Impl>& impl() const { return impl_; }
 
@@ -154,17 +151,24 @@ class Model {
 };
 
 // ---- Prompts ---------------------------------------------------------------------------------
-
-// One piece of a chat message: text, or an image given as a file path, as encoded bytes (JPEG,
-// PNG, WebP or GIF), as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3), or as
-// a URL that the Engine's media resolver turns into one of those (EngineOptions::resolve_media).
+// One piece of a chat message: text; an image given as a file path, as encoded bytes (JPEG,
+// PNG, WebP or GIF) or as decoded 8-bit RGB pixels (HWC, rgb.size() == width * height * 3); a
+// video (MP4, WebM, animated GIF) as a file path or bytes; or a URL that the Engine's media
+// resolver turns into a part of the same medium (EngineOptions::resolve_media).
 struct ContentPart {
-    enum class Kind { kText, kImageFile, kImageBytes, kImageRgb, kImageUrl } kind = Kind::kText;
+    // clang-format off
+    enum class Kind { kText, kImageFile, kImageBytes, kImageRgb, kImageUrl,
+                      kVideoFile, kVideoBytes, kVideoUrl } kind = Kind::kText;
+    // clang-format on
     std::string text;                // kText
-    std::string path;                // kImageFile (also names the other image kinds in errors)
-    std::vector<std::uint8_t> data;  // kImageBytes: the file's bytes; kImageRgb: the pixels
+    std::string path;                // k*File (also names the other kinds in errors)
+    std::vector<std::uint8_t> data;  // k*Bytes: the file's bytes; kImageRgb: the pixels
     int width = 0, height = 0;       // kImageRgb
-    std::string url;                 // kImageUrl
+    std::string url;                 // k*Url
+    // kVideo*: frames sampled per second and at most (Qwen3VLVideoProcessor's fps, max_frames);
+    // 0: the model's video_preprocessor_config.json.
+    double video_fps = 0;
+    int video_max_frames = 0;
 
     static ContentPart from_text(std::string text);
     static ContentPart image_file(std::string path);
@@ -172,6 +176,10 @@ struct ContentPart {
     static ContentPart image_rgb(int width, int height, std::vector<std::uint8_t> rgb,
                                  std::string name = "image");
     static ContentPart image_url(std::string url, std::string name);
+    static ContentPart video_file(std::string path);
+    static ContentPart video_bytes(std::vector<std::uint8_t> bytes, std::string name = "video");
+    static ContentPart video_url(std::string url, std::string name);
+    bool is_video() const { return kind >= Kind::kVideoFile; }
 };
 
 // A function call the assistant made (OpenAI's tool_calls): in the history, and parsed out of an
@@ -191,24 +199,29 @@ struct Message {
 };
 
 // The --messages format of qvl-run (a JSON array of {"role", "content"}, content a string or a
-// list of {"type": "text", "text"} and {"type": "image", "image": PATH} parts): relative image
-// paths resolve against the file's folder. Errors name the file and the element.
+// list of {"type": "text", "text"}, {"type": "image", "image": PATH} and {"type": "video",
+// "video": PATH} parts): relative paths resolve against the file's folder. Errors name the file
+// and the element.
 Result<std::vector<Message>> load_messages_file(const std::string& path);
 
+// An image or a video of the prompt (Prompt::images, in prompt order).
 struct ImageInfo {
     std::string name;  // the path, or the name given with the bytes or pixels
     int width = 0, height = 0;
     int resized_width = 0, resized_height = 0;
-    int tokens = 0;  // visual tokens in the prompt
+    int tokens = 0;      // visual tokens in the prompt
+    bool video = false;  // a video: frames sampled, the stream's rate and length, the sampling
+    int frames = 0, max_frames = 0;
+    double fps = 0, duration_s = 0, sample_fps = 0;
 };
 
-// A prompt ready to generate from: the chat template applied, images decoded and preprocessed
-// under the session's image budget, one <|image_pad|> per visual token.
+// A prompt ready to generate from: the chat template applied, images and videos decoded and
+// preprocessed under the session's image budget, one <|image_pad|> per visual token (a video:
+// timestamps and <|video_pad|>s per frame pair, as Qwen3VLProcessor writes them).
 class Prompt {
   public:
-    Prompt();  // empty: no tokens
-    // A copy holds its own images' pixels (several choices of one prompt: Engine::submit_group).
-    Prompt(const Prompt& other);
+    Prompt();                     // empty: no tokens
+    Prompt(const Prompt& other);  // holds its own images' pixels (Engine::submit_group)
     Prompt& operator=(const Prompt& other);
     Prompt(Prompt&&) noexcept;
     Prompt& operator=(Prompt&&) noexcept;
@@ -218,13 +231,12 @@ class Prompt {
     const std::vector<ImageInfo>& images() const;
     double image_decode_ms() const;
     double preprocess_ms() const;
-    // The i-th image's normalized patches as the reference processor gives them (rows x cols,
-    // row-major), when the engine was asked for them (EngineOptions::keep_pixel_values); else
-    // empty.
+    // images()[i]'s normalized patches as the reference processor gives them (rows x cols,
+    // row-major; a video's pixel_values_videos), when the engine was asked for them
+    // (EngineOptions::keep_pixel_values, always for videos); else empty.
     std::span<const float> pixel_values(int image, int* rows, int* cols) const;
 
-    // Opaque: defined inside the library.
-    struct Impl;
+    struct Impl;  // opaque: defined inside the library
     explicit Prompt(std::unique_ptr<Impl> impl);
     const Impl& impl() const { return *impl_; }
     Impl& impl() { return *impl_; }
@@ -234,7 +246,6 @@ class Prompt {
 };
 
 // ---- Session ---------------------------------------------------------------------------------
-
 // How products round: kF32 within 2e-5 of the float64 reference; kF32KvBF16 with a bf16 KV
 // cache; kBF16 rounds activations to bf16 (about 2x faster with AVX512_BF16), bf16 KV; kBF16All
 // also attention in bf16. kAuto: kBF16All or kBF16 with AVX512_BF16, else kF32KvBF16.
@@ -255,15 +266,13 @@ struct SessionOptions {
     // Per-image visual-token budget; 0 keeps the model's (the maximum capped at 4096).
     int min_image_tokens = 0, max_image_tokens = 0;
     Precision precision = Precision::kAuto;
-    // Highest kernel tier: "scalar", "avx2", "avx512" or "avx512bf16"; lowered to what the CPU
-    // supports. Empty: the best the CPU supports.
+    // Highest kernel tier (scalar, avx2, avx512, avx512bf16), lowered to the CPU's; empty: best.
     std::string isa;
     bool profile = false;   // time per op kind and layer, see Session::profile_report
     std::string trace_dir;  // non-empty: every intermediate tensor written there as .npy
 };
 
-// One generated token's log-probability and the most likely alternatives at its position,
-// most likely first.
+// A generated token's log-probability and the likeliest alternatives there, likeliest first.
 struct TokenLogprob {
     std::int32_t token = -1;
     double logprob = 0.0;
@@ -282,8 +291,7 @@ struct GenerateOptions {
     bool json_object = false;
     // Called with each piece of text as it is produced (whole UTF-8 characters).
     std::function<void(std::string_view)> on_text;
-    // When set and it becomes true (another thread, a signal handler), generation stops after
-    // the current token with finish_reason "interrupted".
+    // Set and true (another thread, a signal handler): stops after this token, "interrupted".
     const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -318,8 +326,8 @@ class Session {
     Session& operator=(Session&&) noexcept;
     ~Session();
 
-    // Applies the chat template (Qwen3-VL Instruct) and prepares every image under this
-    // session's image budget. Image errors name the image.
+    // Applies the chat template (Qwen3-VL Instruct) and prepares every image and video under
+    // this session's image budget. Their errors name them.
     Result<Prompt> prepare(const std::vector<Message>& messages) const;
     // Raw text, no template and no images; special tokens written in it are recognised.
     Result<Prompt> prepare_raw(std::string_view text) const;
@@ -334,8 +342,7 @@ class Session {
     Precision precision() const;         // kAuto resolved
     std::string profile_report() const;  // empty unless SessionOptions::profile
 
-    // Opaque: defined inside the library.
-    struct Impl;
+    struct Impl;  // opaque: defined inside the library
     explicit Session(std::unique_ptr<Impl> impl);
 
   private:
@@ -343,22 +350,23 @@ class Session {
 };
 
 // ---- Engine ----------------------------------------------------------------------------------
-
+// Videos: a frame's pixels at most min(max_pixels, 4096^2), frames sampled at most twice the
+// context (one token per frame pair at least), their RGB at most 2 GiB.
 struct ImageLimits {
     std::uint64_t max_pixels = 16384ull * 16384;  // per decoded image, checked before decoding
-    std::uint64_t max_file_bytes = 512ull << 20;  // per image file or buffer
+    std::uint64_t max_file_bytes = 512ull << 20;  // per image or video file or buffer
 };
 
-// Turns a kImageUrl part into a file, bytes or pixels part (a server's file:// policy, data-URI
-// or remote fetch). Its errors are returned as they are; errors loading what it returns are
-// prefixed with the URL part's name unless the returned part carries that name.
+// Turns a kImageUrl (kVideoUrl) part into an image (video) part of another kind (a server's
+// file:// policy, data-URI or remote fetch). Its errors are returned as they are; errors loading
+// what it returns are prefixed with the URL part's name unless the returned part carries it.
 using MediaResolver = std::function<Result<ContentPart>(const ContentPart& url_part)>;
 
 struct EngineOptions {
     SessionOptions session;  // threads, ctx_size (per slot), image budget, precision, isa, ...
     int slots = 1;           // sequences decoded together, each with its own KV region
     int max_queue = 64;      // requests waiting for a slot; submit() past that: kResourceExhausted
-    std::size_t image_cache_mb = 256;  // features of recent images, reused; 0: off
+    std::size_t image_cache_mb = 256;  // features of recent images and video frames; 0: off
     // While others decode, admitting a new request (vision, prefill) runs in pieces of about
     // this long between their decode steps; 0: whole images and 512-token chunks.
     double admission_budget_ms = 500;
@@ -383,8 +391,7 @@ class OutputConstraint {
     bool empty() const { return impl_ == nullptr; }
     bool triggered() const;  // free text until a trigger token (Tools' "auto"), then the grammar
 
-    // Opaque: defined inside the library.
-    struct Impl;
+    struct Impl;  // opaque: defined inside the library
     explicit OutputConstraint(std::shared_ptr<const Impl> impl);
     const std::shared_ptr<const Impl>& impl() const { return impl_; }
 
@@ -495,8 +502,7 @@ class Engine {
     int threads() const;
     std::string isa() const;
     Precision precision() const;
-    // Per-op timings (SessionOptions::profile); read it while no request runs.
-    std::string profile_report() const;
+    std::string profile_report() const;  // SessionOptions::profile; read while no request runs
 
     struct Impl;
     explicit Engine(std::unique_ptr<Impl> impl);
@@ -517,7 +523,6 @@ Result<RunEstimate> estimate_run(const Model& model, const Prompt& prompt, int n
                                  const SessionOptions& options);
 
 // ---- Utilities programs share with the engine ------------------------------------------------
-
 // A small read-only JSON document (the one the engine reads its files with). Objects keep their
 // members in order, duplicates included.
 class JsonValue {
@@ -544,14 +549,12 @@ class JsonValue {
 
     // First member named key, or nullptr (also for non-objects).
     const JsonValue* find(std::string_view key) const;
-
     static const char* type_name(Type type);
 
   private:
     friend class JsonBuilder;
     Type type_ = Type::kNull;
-    bool bool_ = false;
-    bool is_integer_ = false;
+    bool bool_ = false, is_integer_ = false;
     double number_ = 0.0;
     std::int64_t integer_ = 0;
     std::string string_;
@@ -561,19 +564,16 @@ class JsonValue {
 
 // `what` (a file name, "request body") prefixes errors (kCorruptFile).
 Result<JsonValue> parse_json(std::string_view text, std::string_view what);
-// The messages of a parsed --messages document (label prefixes errors, relative image paths
-// resolve against image_dir).
+// A parsed --messages document (label prefixes errors; relative paths resolve against image_dir).
 Result<std::vector<Message>> parse_messages(const JsonValue& messages, const std::string& label,
                                             const std::string& image_dir);
 // `s` as a quoted JSON string: control characters escaped, invalid UTF-8 as U+FFFD.
 std::string json_quote(std::string_view s);
 // A finite double as JSON (NaN and infinities become 0).
 std::string json_number(double v);
-
 // A whole file (kNotFound, kIo, or kOutOfRange past max_bytes, each naming the path).
 Result<std::string> read_text_file(const std::string& path,
                                    std::uint64_t max_bytes = std::uint64_t(1) << 30);
-
 // kInvalidArgument naming the first byte that is not UTF-8.
 Status check_utf8(std::string_view text);
 

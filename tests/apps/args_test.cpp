@@ -391,3 +391,38 @@ TEST(ArgsTest, BatchFlags) {
 
 }  // namespace
 }  // namespace qvl::app
+
+namespace qvl::app {
+namespace {
+
+// --video and -i keep the order of the command line; -v stays --verbose.
+TEST(ArgsTest, VideoFlags) {
+    const Parsed p =
+        parse({"-m", "d", "--video", "a.mp4", "-i", "b.png", "--video=file:///c.webm", "-i",
+               "file://d.png", "--video-fps", "0.5", "--video-max-frames", "8", "-v", "-p", "x"});
+    ASSERT_EQ(p.code, -1) << p.err;
+    using M = std::pair<bool, std::string>;
+    EXPECT_EQ(
+        p.options.media,
+        (std::vector<M>{{true, "a.mp4"}, {false, "b.png"}, {true, "/c.webm"}, {false, "d.png"}}));
+    EXPECT_EQ(p.options.video_fps, 0.5);
+    EXPECT_EQ(p.options.video_max_frames, 8);
+    EXPECT_EQ(p.options.verbosity, 1);
+    expect_usage_error({"-m", "d", "-p", "x", "--video-fps", "-1"}, "--video-fps");
+    expect_usage_error({"-m", "d", "-p", "x", "--video-fps", "abc"}, "--video-fps");
+    expect_usage_error({"-m", "d", "-p", "x", "--video-max-frames", "0"}, "--video-max-frames");
+    expect_usage_error({"-m", "d", "-p", "x", "--video", ""}, "--video: empty path");
+    expect_usage_error({"-m", "d", "-p", "x", "--video", "-", "-i", "-"}, "stdin");
+    expect_usage_error({"-m", "d", "--messages", "m.json", "--video", "a.mp4"}, "--video");
+    expect_usage_error({"-m", "d", "--raw", "-p", "x", "--video", "a.mp4"}, "--video");
+    expect_usage_error({"-m", "d", "--interactive", "--video", "a.mp4"}, "--video");
+    const Parsed dump = parse({"-m", "d", "-p", "x", "--video", "a.mp4", "--dump-pixels", "p.npy"});
+    EXPECT_EQ(dump.code, -1) << dump.err;
+    const Parsed help = parse({"--help"});
+    EXPECT_NE(help.out.find("--video FILE"), std::string::npos) << help.out;
+    EXPECT_NE(help.out.find("--video-fps F"), std::string::npos);
+    EXPECT_NE(help.out.find("--video-max-frames N"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qvl::app

@@ -255,5 +255,39 @@ TEST(EngineAdmission, RequestsArrivingTogetherStartDecodingTogether) {
     }
 }
 
+// A request cancelled while it waits in the queue (a client gone before its turn) ends
+// "cancelled" through its on_done, without a token, and the queue behind it goes on: the next
+// request is served as alone. Only one slot, held by a request parked at its second token, so
+// that B and C are queued when B's cancel is taken. No other test reached this path (probed:
+// the engine and API tests, serve_api, serve_hardening and serve_reliability's soak never
+// cancelled a queued request).
+TEST(EngineAdmission, CancelWhileQueuedEndsItAndServesTheRest) {
+    const PreparedPrompt text = test_util::case_prompt("golden/text_only");
+    auto engine = make_engine(1, 0);
+    ASSERT_NE(engine, nullptr);
+    Board board;
+    Progress a, b, c;
+    Parking parking{board};
+    ASSERT_TRUE(engine->submit(parking.request(&a, text, 8, 2)).ok());
+    ASSERT_TRUE(parking.wait_parked());
+    auto b_id = engine->submit(tracked(board, &b, text, 8));
+    ASSERT_TRUE(b_id.ok());
+    ASSERT_TRUE(engine->submit(tracked(board, &c, text, 8)).ok());
+    EXPECT_EQ(engine->stats().queue_length, 2);
+    engine->cancel(b_id.value());
+    parking.release();
+    ASSERT_TRUE(board.wait([&] { return a.done && b.done && c.done; }))
+        << "a request cancelled in the queue never finished (or the queue behind it stalled)";
+    EXPECT_EQ(b.result.finish_reason, "cancelled") << b.result.error.message();
+    EXPECT_TRUE(b.result.tokens.empty());
+    EXPECT_EQ(b.tokens, 0);
+    EXPECT_EQ(c.result.finish_reason, "length") << c.result.error.message();
+    const std::vector<std::int32_t> want = alone(text, 8);
+    EXPECT_EQ(a.result.tokens, want);
+    EXPECT_EQ(c.result.tokens, want);
+    EXPECT_EQ(engine->stats().slots_busy, 0);
+    EXPECT_EQ(engine->stats().queue_length, 0);
+}
+
 }  // namespace
 }  // namespace qvl::runtime

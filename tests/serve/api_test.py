@@ -1,7 +1,8 @@
 """qvl-serve's HTTP contract (shared docs/serve.md) through the official openai Python client, on
 127.0.0.1 with the tiny test checkpoint: plain and streamed answers equal qvl-run's greedy ones,
 data-URI images, multi-turn, stop strings, seeds, usage, every error status with its body,
-8 concurrent clients on --parallel 4, and a disconnect that frees the slot.
+8 concurrent clients on --parallel 4, a disconnect that frees the slot, and videos
+(video_cases.py).
 
 usage: api_test.py --serve QVL_SERVE --run QVL_RUN --model DIR --images DIR --venv DIR"""
 import concurrent.futures
@@ -393,9 +394,8 @@ def test_allowed_media_hosts():
                 self.send_response(301)
                 self.send_header("Location", "/palette16.png")
                 self.end_headers()
-            elif self.path.startswith("/slow"):  # answers only once the test has seen the timeout
+            elif self.path.startswith("/slow"):  # never answers before the test has seen the timeout
                 released.wait(120)
-                super().do_GET()
             else:
                 super().do_GET()
 
@@ -471,6 +471,11 @@ def test_structured_outputs():
     structured_cases.run(client, check, expect_error)
 
 
+def test_videos():
+    import video_cases
+    video_cases.run(client, check, expect_error, server.url, su, args)
+
+
 def test_tools_and_tokenize():
     import tool_cases
     tool_cases.run(client, check, expect_error, server.url, su.http, args.model)
@@ -480,7 +485,7 @@ check.run((test_structured_outputs, test_tools_and_tokenize, test_logprobs_and_l
            test_webp_and_gif_answer_as_png, test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
            test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,
-           test_disconnect_cancels, test_metrics_and_page))
+           test_disconnect_cancels, test_metrics_and_page, test_videos))
 rc = server.stop()
 check(rc == 0, f"SIGTERM exit code {rc}")
 check.finish()

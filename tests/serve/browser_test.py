@@ -1,6 +1,6 @@
 """The chat page in a real browser (Debian's chromium + chromium-driver, python3-selenium):
 load /, attach an image through the file picker, ask, see the answer stream in with its
-timings, ask a follow-up (multi-turn), and save a screenshot. Skipped (exit 77) when chromium,
+timings, ask a follow-up (multi-turn), attach and ask about a video, and save a screenshot. Skipped (exit 77) when chromium,
 chromedriver or selenium is absent: scripts/install-deps.sh --browser installs them.
 
 usage: browser_test.py --serve QVL_SERVE --model DIR --images DIR --out DIR"""
@@ -74,6 +74,16 @@ try:
     browser.find_element(By.ID, "send").click()
     wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, ".msg.assistant .stats")) == 2 and
                "tokens" in b.find_elements(By.CSS_SELECTOR, ".msg.assistant .stats")[1].text)
+    # A video through the same picker: sent as a video_url part, shown in the conversation.
+    clip = os.path.join(os.path.dirname(os.path.abspath(args.images)), "videos", "shapes_100x62_12fps.mp4")
+    browser.find_element(By.ID, "file").send_keys(clip)
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#previews video")) == 1)
+    prompt.send_keys("What moves in this clip?")
+    browser.find_element(By.ID, "send").click()
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, ".msg.assistant .stats")) == 3 and
+               "tokens" in b.find_elements(By.CSS_SELECTOR, ".msg.assistant .stats")[2].text)
+    if len(browser.find_elements(By.CSS_SELECTOR, ".msg.user video")) != 1:
+        failures.append("the sent video is not shown in the conversation")
     errors = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".error")]
     if errors:
         failures.append(f"errors shown: {errors}")

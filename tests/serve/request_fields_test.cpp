@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "chat_request.h"
+#include "image_url_request.h"
 
 namespace qvl::serve {
 namespace {
@@ -85,11 +86,7 @@ TEST(RequestFields, UnknownAndUnimplementedFieldsAreRefusedByName) {
 }
 
 TEST(RequestFields, RemoteImagesOnlyFromAllowedHosts) {
-    const auto with_url = [](std::string_view url) {
-        return std::string(R"({"messages":[{"role":"user","content":[{"type":"image_url",
-            "image_url":{"url":")") +
-               std::string(url) + R"("}}]}]})";
-    };
+    const auto with_url = test::image_url_request;
     ParseLimits limits;
     limits.allowed_media_hosts = {"127.0.0.1", "images.example.com"};
     Result<ChatRequest> ok = parse_chat_request(with_url("http://127.0.0.1:8123/a.png"), limits);

@@ -4,6 +4,7 @@
 
 #include "base64.h"
 #include "chat_request.h"
+#include "image_url_request.h"
 
 namespace qvl::serve {
 namespace {
@@ -83,11 +84,7 @@ TEST(ChatRequestTest, RefusalsNameTheField) {
 }
 
 TEST(ChatRequestTest, ImageUrlsAreChecked) {
-    const auto with_url = [](std::string_view url) {
-        return std::string(R"({"messages":[{"role":"user","content":[{"type":"image_url",
-            "image_url":{"url":")") +
-               std::string(url) + R"("}}]}]})";
-    };
+    const auto with_url = test::image_url_request;
     EXPECT_NE(parse_error(with_url("https://example.com/a.png")).find("--allowed-media-hosts"),
               std::string::npos);
     EXPECT_NE(parse_error(with_url("file:///tmp/a.png")).find("--allowed-media-dir"),
@@ -104,6 +101,50 @@ TEST(ChatRequestTest, ImageUrlsAreChecked) {
     EXPECT_NE(parse_error(with_url("data:text/plain;base64,aGk=")).find("not an image"),
               std::string::npos);
     EXPECT_NE(parse_error(with_url("data:image/png;base64,")).find("empty"), std::string::npos);
+}
+
+// video_url parts go through the same reader as image_url parts: data: URIs of video types
+// (and animated GIFs), file:// and http(s) under the same allowances, named errors.
+TEST(ChatRequestTest, VideoUrlsAreChecked) {
+    const auto with_url = [](std::string_view url) {
+        std::string body = test::image_url_request(url);
+        for (std::size_t at = body.find("image_url"); at != std::string::npos;
+             at = body.find("image_url", at))
+            body.replace(at, 9, "video_url");
+        return body;
+    };
+    const ChatRequest ok = parse_ok(with_url("data:video/mp4;base64,AAAA"));
+    ASSERT_EQ(ok.messages[0].parts.size(), 1u);
+    EXPECT_EQ(ok.messages[0].parts[0].kind, RequestPart::Kind::kVideo);
+    EXPECT_EQ(ok.messages[0].parts[0].image.bytes.size(), 3u);
+    EXPECT_EQ(ok.image_count, 1);
+    EXPECT_EQ(parse_ok(with_url("data:image/gif;base64,AAAA")).messages[0].parts[0].kind,
+              RequestPart::Kind::kVideo);
+    EXPECT_NE(parse_error(with_url("data:image/png;base64,AAAA"))
+                  .find("messages[0].content[0].video_url.url: data: URI of type 'image/png' is "
+                        "not an MP4, WebM or GIF video"),
+              std::string::npos);
+    EXPECT_NE(parse_error(with_url("https://example.com/a.mp4")).find("http(s) video URLs"),
+              std::string::npos);
+    EXPECT_NE(parse_error(with_url("file:///tmp/a.mp4")).find("--allowed-media-dir"),
+              std::string::npos);
+    ParseLimits open;
+    open.allow_file_urls = true;
+    open.allowed_media_hosts = {"example.com"};
+    EXPECT_EQ(parse_ok(with_url("file:///tmp/a.mp4"), open).messages[0].parts[0].image.file_path,
+              "/tmp/a.mp4");
+    EXPECT_EQ(
+        parse_ok(with_url("https://example.com/a.mp4"), open).messages[0].parts[0].image.remote_url,
+        "https://example.com/a.mp4");
+    EXPECT_NE(parse_error(with_url("data:video/mp4;base64,")).find("the video is empty"),
+              std::string::npos);
+    EXPECT_NE(parse_error(R"({"messages":[{"role":"user","content":[{"type":"video_url"}]}]})")
+                  .find("a video_url part needs \"video_url\""),
+              std::string::npos);
+    EXPECT_NE(parse_error(R"({"messages":[{"role":"assistant","content":[{"type":"video_url",
+                  "video_url":{"url":"data:video/mp4;base64,AAAA"}}]}]})")
+                  .find("videos are only allowed in user messages"),
+              std::string::npos);
 }
 
 TEST(ChatRequestTest, ImageCountIsBounded) {

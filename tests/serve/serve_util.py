@@ -137,19 +137,22 @@ def metrics(url):
 
 def data_uri(path):
     ext = path.rsplit(".", 1)[-1]
-    mime = {"png": "image/png", "webp": "image/webp", "gif": "image/gif"}.get(ext, "image/jpeg")
+    mime = {"png": "image/png", "webp": "image/webp", "gif": "image/gif", "mp4": "video/mp4",
+            "webm": "video/webm"}.get(ext, "image/jpeg")
     with open(path, "rb") as f:
         return f"data:{mime};base64," + base64.b64encode(f.read()).decode()
 
 
 def to_openai(conv):
-    """A conversation given as [(role, [text or ('image', path)...])] in OpenAI form."""
+    """A conversation given as [(role, [text, ('image', path) or ('video', path)...])] in OpenAI
+    form."""
     msgs = []
     for role, parts in conv:
         content = []
         for p in parts:
             if isinstance(p, tuple):
-                content.append({"type": "image_url", "image_url": {"url": data_uri(p[1])}})
+                key = p[0] + "_url"
+                content.append({"type": key, key: {"url": data_uri(p[1])}})
             else:
                 content.append({"type": "text", "text": p})
         msgs.append({"role": role, "content": content})
@@ -164,7 +167,7 @@ def qvl_run_answer(qvl_run, model, conv, n, ctx=4096, extra=()):
         content = []
         for p in parts:
             if isinstance(p, tuple):
-                content.append({"type": "image", "image": os.path.abspath(p[1])})
+                content.append({"type": p[0], p[0]: os.path.abspath(p[1])})
             else:
                 content.append({"type": "text", "text": p})
         msgs.append({"role": role, "content": content})
@@ -325,13 +328,19 @@ def proc_status_kb(pid, key):
 
 def hold_slot(port, max_tokens=16000, headers=None):
     """Starts a streamed greedy answer of max_tokens (ignore_eos) on a raw socket and returns it
-    once the first bytes of the answer came back: the request holds a slot until the socket is
-    closed (the server then cancels it). Needs a context of max_tokens plus a few."""
+    once its first chunk came back (the headers and keep-alive comments can come while it is
+    still queued; a chunk means it holds a slot). It holds the slot until the socket is closed
+    (the server then cancels it). Needs a context of max_tokens plus a few."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=120)
     sock.sendall(raw_post(chat_body("go on", max_tokens, ignore_eos=True, stream=True), headers=headers))
-    first = sock.recv(4096)
-    if not first.startswith(b"HTTP/1.1 200"):
-        raise AssertionError(f"the slot-holding request was refused: {first[:200]!r}")
+    got = b""
+    while b"data: {" not in got:
+        part = sock.recv(4096)
+        if not part:
+            break
+        got += part
+    if not got.startswith(b"HTTP/1.1 200") or b"data: {" not in got:
+        raise AssertionError(f"the slot-holding request did not start: {got[:200]!r}")
     return sock
 
 

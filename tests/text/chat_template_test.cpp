@@ -202,6 +202,25 @@ TEST_F(MessagesFile, ParsesBothShapesAndResolvesPaths) {
     EXPECT_EQ(render_chat(*m), "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// Video items in the order given among images and text; the template's video wrapper (the
+// processor replaces it by timestamps and pads, image/video_preprocess.h).
+TEST_F(MessagesFile, ParsesVideoItems) {
+    auto m = load(R"([{"role": "user", "content": [{"type": "video", "video": "v.mp4"},
+        {"type": "image", "image": "x.png"}, {"type": "video_url", "video_url": {"url": "file:///a/w.webm"}},
+        {"type": "text", "text": "Q"}]}])");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    ASSERT_EQ((*m)[0].parts.size(), 4u);
+    EXPECT_EQ((*m)[0].parts[0].kind, ChatPart::Kind::kVideo);
+    EXPECT_EQ((*m)[0].parts[0].image_path, (dir_ / "v.mp4").string());
+    EXPECT_EQ((*m)[0].parts[1].kind, ChatPart::Kind::kImage);
+    EXPECT_EQ((*m)[0].parts[2].kind, ChatPart::Kind::kVideo);
+    EXPECT_EQ((*m)[0].parts[2].image_path, "/a/w.webm");
+    EXPECT_EQ(render_chat(*m),
+              "<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|>"
+              "<|vision_start|><|image_pad|><|vision_end|>"
+              "<|vision_start|><|video_pad|><|vision_end|>Q<|im_end|>\n<|im_start|>assistant\n");
+}
+
 TEST_F(MessagesFile, RejectsBadInputNamingTheElement) {
     struct Bad {
         const char* json;
@@ -224,8 +243,12 @@ TEST_F(MessagesFile, RejectsBadInputNamingTheElement) {
          base::ErrorCode::kInvalidArgument, "messages[0].content[0]: images are only allowed"},
         {R"([{"role": "user", "content": [{"type": "image"}]}])", base::ErrorCode::kInvalidArgument,
          "messages[0].content[0]: image item without"},
-        {R"([{"role": "user", "content": [{"type": "video", "video": "v.mp4"}]}])",
-         base::ErrorCode::kUnsupported, "video"},
+        {R"([{"role": "assistant", "content": [{"type": "video", "video": "v.mp4"}]}])",
+         base::ErrorCode::kInvalidArgument, "messages[0].content[0]: videos are only allowed"},
+        {R"([{"role": "user", "content": [{"type": "video", "video": "data:video/mp4,x"}]}])",
+         base::ErrorCode::kUnsupported, "local video files"},
+        {R"([{"role": "user", "content": [{"type": "video"}]}])", base::ErrorCode::kInvalidArgument,
+         "messages[0].content[0]: video item without"},
         {R"([{"role": "user", "content": [{"type": "image", "image": "https://x/y.png"}]}])",
          base::ErrorCode::kUnsupported, "local image files"},
         {R"([{"role": "user", "content": "x", "tool_calls": [{"name": "f", "arguments": {}}]}])",

@@ -5,7 +5,8 @@
 usage: conformance.py PATH/TO/qvl-run [--testdata DIR]
 Checks, for every golden case: --messages rendering and prompt ids, --dump-pixels (first image) bit
 for bit, --dump-logits within 2e-5 of max|ref| (or 5e-2 with identical tokens), the 16 greedy tokens;
-and every tokenizer case through --raw --tokenize --json. Needs /usr/bin/python3 with numpy.
+every tokenizer case through --raw --tokenize --json; and --video on the video fixtures (video_cases).
+Needs /usr/bin/python3 with numpy.
 Exit 0 when everything passes."""
 import argparse, glob, json, os, struct, subprocess, sys, tempfile
 import numpy as np
@@ -27,6 +28,54 @@ def run(cmd):
 def rel_err(a, ref):
     a = np.asarray(a, np.float64).ravel(); ref = np.asarray(ref, np.float64).ravel()
     return float('inf') if a.shape != ref.shape else float(np.max(np.abs(a - ref)) / max(np.max(np.abs(ref)), 1e-30))
+
+def video_cases(qvl, td, tmp):
+    """--video against transformers' Qwen3VLProcessor (tests/data/videos/cases.json): prompt ids,
+    --dump-pixels (pixel_values_videos) bit for bit, the model goldens' greedy tokens and logits,
+    --dry-run's token count; a damaged clip exits 4 naming it. The cases' processor size goes in a
+    video_preprocessor_config.json of a copy of the tiny model folder (its files linked)."""
+    vd = os.path.join(td, 'videos'); tiny = os.path.join(td, 'tiny-qwen3vl'); model = os.path.join(tmp, 'tiny-video')
+    os.makedirs(model, exist_ok=True)
+    for f in os.listdir(tiny):
+        if not os.path.exists(os.path.join(model, f)): os.symlink(os.path.join(tiny, f), os.path.join(model, f))
+    cfg = json.load(open(os.path.join(tiny, 'preprocessor_config.json')))
+    cfg['size'] = {'shortest_edge': 4096, 'longest_edge': 16384}
+    json.dump(cfg, open(os.path.join(model, 'video_preprocessor_config.json'), 'w'))
+    cases = {c['name']: c for c in json.load(open(os.path.join(vd, 'cases.json')))['cases']}
+    flags = {'shapes_fps2': [], 'gif_fps2': [], 'text_fps3_max3': ['--video-fps', '3', '--video-max-frames', '3']}
+    failures = 0
+    for name, extra in flags.items():
+        c = cases[name]; clip = os.path.join(vd, c['clip']); px = os.path.join(tmp, name + '.vpixels.npy')
+        lg = os.path.join(tmp, name + '.vlogits.npy')
+        cmd = [qvl, '-m', model, '--video', clip, '-p', 'Describe this video.', '--temp', '0', '-n', '8',
+               '--ignore-eos', '--json', '--dump-pixels', px, '--dump-logits', lg] + extra
+        rc, out, err = run(cmd)
+        try: j = json.loads(out)
+        except Exception: j = {}
+        bad = [f'exit {rc}: {err.strip()[-120:]}'] if rc != 0 else []
+        if j.get('prompt_tokens') != c['input_ids']: bad.append('prompt_tokens differ')
+        ref = np.fromfile(os.path.join(vd, name + '.pixels.f32'), np.float32)
+        if not os.path.exists(px) or not np.array_equal(np.load(px).ravel(), ref): bad.append('pixel_values_videos differ')
+        gold = os.path.join(vd, name + '.model.safetensors')
+        if os.path.exists(gold):
+            g = read_safetensors(gold)
+            if j.get('tokens') != g['generated_ids'].tolist(): bad.append(f"tokens {j.get('tokens')} != {g['generated_ids'].tolist()}")
+            e = rel_err(np.load(lg), g['logits_last']) if os.path.exists(lg) else float('inf')
+            if not e <= 2e-5: bad.append(f'logits err {e:.2e}')
+        rc, out, err = run(cmd[:cmd.index('--json') + 1] + extra + ['--dry-run'])
+        try: dry = json.loads(out)
+        except Exception: dry = {}
+        if rc != 0 or dry.get('prompt_tokens') != len(c['input_ids']): bad.append(f'--dry-run: exit {rc}, {dry.get("prompt_tokens")} tokens')
+        print(f"video {name}: " + ('ok' if not bad else 'FAIL ' + '; '.join(bad)))
+        failures += bool(bad)
+    cut = os.path.join(tmp, 'cut.mp4')
+    with open(os.path.join(vd, 'shapes_100x62_12fps.mp4'), 'rb') as f: data = f.read()
+    with open(cut, 'wb') as f: f.write(data[:len(data) // 3])
+    rc, out, err = run([qvl, '-m', model, '--video', cut, '-p', 'x', '-n', '1'])
+    errors = [l for l in err.splitlines() if l.startswith('qvl-run: error: ')]
+    ok = rc == 4 and len(errors) == 1 and 'cut.mp4' in errors[0]
+    print('video damaged clip: ' + ('ok' if ok else f'FAIL exit {rc}: {err.strip()[-160:]}'))
+    return failures + (not ok)
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -70,6 +119,7 @@ def main():
         if ids != c['ids'] and total - ok <= 5: print(f"tokenizer miss: {c['text'][:50]!r}: {ids} != {c['ids']}")
     print(f"tokenizer: {ok}/{total} exact")
     failures += ok != total
+    failures += video_cases(a.qvl, td, tmp)
     print('conformance: PASS' if failures == 0 else f'conformance: {failures} FAIL')
     return 0 if failures == 0 else 1
 

@@ -6,7 +6,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from scaling_model import Machine, load_trace, phase_summary, simulate  # noqa: E402
+from scaling_model import (Machine, load_trace, phase_summary, simulate,  # noqa: E402
+                           split_over_keys)
 
 
 def write_trace(lines):
@@ -80,6 +81,17 @@ class ScalingModelTest(unittest.TestCase):
     def test_measured_phases(self):
         s = phase_summary(None, self.trace)
         self.assertAlmostEqual(s["vision"]["seconds"], 0.004)
+
+    def test_what_if_key_split_cuts_only_one_row_attention(self):
+        heads = [(1000.0, 64.0, 8.0)] * 2
+        sig = "group [q=1 kv=130 h=4/2 d=8 pos0=129 kvt=1] [q=1 kv=10 h=4/2 d=8 pos0=9 kvt=1]"
+        out = split_over_keys(sig, heads + heads, 64)
+        # 130 keys: 3 chunks per kv head; 10 keys: 1.
+        self.assertEqual(len(out), 2 * 3 + 2 * 1)
+        self.assertAlmostEqual(sum(t[1] for t in out), 4 * 64.0)  # the bytes stay the same
+        self.assertGreater(sum(t[0] for t in out), 4 * 1000.0)  # plus the merges
+        self.assertIsNone(split_over_keys("attention q=24 kv=300 h=16/8 d=128", heads, 64))
+        self.assertIsNone(split_over_keys("gemm m=4 n=2048 k=2048", heads, 64))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@
 // single row could only feed its FMAs through 8 x 8 transposes of K, and decode ran at a third
 // of the memory bandwidth. One row of other attention runs as a one-row tile.
 // bf16 K/V are widened (exactly) where they are read: in the repacking, and at decode's loads.
+// The decode path lives in x86/attention_decode_avx2.cpp, what both compute alike in
+// x86/attention_avx2_lanes.h.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -34,156 +36,15 @@
 #include "kernels/attention_plan.h"
 #include "kernels/scratch.h"
 #include "kernels/simd/attention_simd.h"
+#include "kernels/x86/attention_avx2_lanes.h"
 #include "kernels/x86/prefetch_rows.h"
 #include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx2 {
 namespace {
 
-constexpr int kRows = 6;   // query rows per tile
-constexpr int kKeys = 64;  // keys per block
-constexpr int kMaxHd = 256;
+constexpr int kRows = 6;       // query rows per tile
 constexpr int kTileBatch = 8;  // tiles that share each pass over the packed keys
-constexpr float kLog2e = 1.4426950408889634f;
-
-// 2^x for x <= 0 (scores minus their running max): 2^n by the exponent bits, 2^f (|f| <= 1/2)
-// by a degree-6 polynomial (relative error ~1e-7) with constant term exactly 1, so a block
-// that leaves the max unchanged rescales by exactly 1. Below -126 the result is clamped to
-// 2^-126 * 2^f; callers zero masked lanes themselves.
-inline __m256 exp2_ps(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
-    const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 f = _mm256_sub_ps(x, n);
-    __m256 p = _mm256_set1_ps(1.5345591236837208e-04f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3399904128164053e-03f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618490003049374e-03f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550329014658928e-02f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022646248340607e-01f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931471824645996e-01f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-    const __m256i bits =
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    __m256 r = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-    // Opaque to the optimiser: C++ allows GCC to fuse this product into a later addition (a
-    // sum of weights) in some callers and not others, which would make decode rows differ
-    // from prefill rows in the last bit.
-    __asm__("" : "+x"(r));
-    return r;
-}
-
-// K/V elements widened to f32: the identity for f32, a 16-bit shift for bf16 (exact).
-inline float widen(float x) { return x; }
-inline float widen(std::uint16_t x) { return std::bit_cast<float>(std::uint32_t(x) << 16); }
-inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 load8(const std::uint16_t* p) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-// Lane order of K rows (and query rows) in incremental attention: each complete 16-dim chunk
-// sits as [even dims, odd dims]; a last chunk of 8 stays in order. It is what bf16 rows give
-// cheapest: one 32-byte load, then the dwords shifted left by 16 are the even dims and masked
-// to their high halves the odd dims, one integer op per 8 dims (widening in order took a
-// zero-extension and a shift per 8 dims, both on Zen 1's one shuffle pipe: twice the
-// micro-ops). f32 rows take the same order (two shuffles and two lane permutes per 16 dims, in
-// decode only; the tiles repack K in lane order once per task), so a result does not depend on
-// the K element type.
-inline int lane_position(int d, int hd) {
-    const int c = d & ~15;
-    if (c + 16 > hd) return d;
-    return c + (d & 1) * 8 + ((d & 15) >> 1);
-}
-
-// Dims [c, c + 16) of a row in lane order: even dims, then odd dims.
-inline void load16_lanes(const std::uint16_t* row, int c, __m256* even, __m256* odd) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c));
-    *even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
-    *odd = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(int(0xFFFF0000u))));
-}
-inline void load16_lanes(const float* row, int c, __m256* even, __m256* odd) {
-    const __m256 a = _mm256_loadu_ps(row + c), b = _mm256_loadu_ps(row + c + 8);
-    // [a0 a2 b0 b2 | a4 a6 b4 b6] -> 64-bit quarters 0, 2, 1, 3: [a0 a2 a4 a6 b0 b2 b4 b6].
-    const auto quarters = [](__m256 v) {
-        return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
-    };
-    *even = quarters(_mm256_shuffle_ps(a, b, 0x88));
-    *odd = quarters(_mm256_shuffle_ps(a, b, 0xDD));
-}
-
-// Decode's V rows: bf16 ones in lane order too (load16_lanes), f32 ones in order. A dim's sum
-// is the same whatever lane holds it; v_position says where dim d of the output ends up.
-template <class E>
-inline int v_position(int d, int hd) {
-    return std::is_same_v<E, float> ? d : lane_position(d, hd);
-}
-inline __m256 load8_v(const float* row, int c, int /*hd*/) { return load8(row + c); }
-inline __m256 load8_v(const std::uint16_t* row, int c, int hd) {
-    const int c16 = c & ~15;
-    if (c16 + 16 > hd) return load8(row + c);
-    __m256 even, odd;
-    load16_lanes(row, c16, &even, &odd);
-    return c == c16 ? even : odd;
-}
-
-// Scores with head_dim in lanes (incremental attention): lane x of a key's accumulator sums
-// q * k over lane position x of each 8-position chunk, chunk by chunk from zero, then each key's
-// eight lanes add up along one fixed tree, ((0+1)+(2+3))+((4+5)+(6+7)) (two vhaddps, then the
-// halves). Tiles and decode compute every score this way, so their rows agree to the bit.
-inline __m128 reduce_keys4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-    const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-    return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
-}
-
-// s[r][0..4) = scores of the query rows q[r] (r < R <= 2; f32 in lane order, 32-byte aligned,
-// already scaled) against the key rows k[0..4) (hd % 8 == 0 elements each, float or bf16 bits,
-// in dim order: put in lane order as they load). Decode's form; the tiles use scores4x3.
-template <int R, class E>
-[[gnu::always_inline]] inline void scores4(const float* const (&q)[R], const E* const (&k)[4],
-                                           int hd, float* const (&s)[R]) {
-    __m256 acc[R][4];
-    for (auto& row : acc) {
-        for (auto& x : row) x = _mm256_setzero_ps();
-    }
-    int c = 0;
-    for (; c + 16 <= hd; c += 16) {
-        __m256 qe[R], qo[R];
-        for (int r = 0; r < R; ++r) {
-            qe[r] = _mm256_load_ps(q[r] + c);
-            qo[r] = _mm256_load_ps(q[r] + c + 8);
-        }
-        for (int x = 0; x < 4; ++x) {
-            __m256 even, odd;
-            load16_lanes(k[x], c, &even, &odd);
-            for (int r = 0; r < R; ++r) acc[r][x] = _mm256_fmadd_ps(qe[r], even, acc[r][x]);
-            for (int r = 0; r < R; ++r) acc[r][x] = _mm256_fmadd_ps(qo[r], odd, acc[r][x]);
-        }
-    }
-    if (c < hd) {  // a last chunk of 8 dims, in order
-        __m256 kc[4];
-        for (int x = 0; x < 4; ++x) kc[x] = load8(k[x] + c);
-        for (int r = 0; r < R; ++r) {
-            const __m256 qc = _mm256_load_ps(q[r] + c);
-            for (int x = 0; x < 4; ++x) acc[r][x] = _mm256_fmadd_ps(qc, kc[x], acc[r][x]);
-        }
-    }
-    for (int r = 0; r < R; ++r) {
-        _mm_storeu_ps(s[r], reduce_keys4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-    }
-}
-
-inline float hmax(__m256 v) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-    return _mm_cvtss_f32(m);
-}
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-}
 
 // 8 x 8 transpose in registers: r[i] holds row i on entry, column i on return.
 inline void transpose8(__m256 r[8]) {
@@ -204,16 +65,6 @@ inline void transpose8(__m256 r[8]) {
         r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
     }
 }
-
-// The rescale of a row's output when its running max goes from m_old to m_new, lane for lane
-// what tile_softmax computes: 1 while nothing has been seen, 0 for the first keys, else
-// exp2_ps(m_old - m_new).
-inline float rescale(float m_old, float m_new) {
-    if (m_new == -INFINITY) return 1.0f;
-    if (m_old == -INFINITY) return 0.0f;
-    return _mm256_cvtss_f32(exp2_ps(_mm256_set1_ps(m_old - m_new)));
-}
-
 // Rows asked for ahead of the one being repacked (x86/prefetch_rows.h): without these requests,
 // waiting for K/V and query rows was most of the 8-10 % of a vision task's time spent outside
 // the tiles (perf, N = 784).
@@ -476,13 +327,6 @@ template <int W>
     for (; c + 16 <= hd; c += 16) tile_accumulate_chunk<2>(t, v, hd, nk, c);
     if (c < hd) tile_accumulate_chunk<1>(t, v, hd, nk, c);
 }
-
-// Where a query row keeps dim d: in lane order for incremental attention (lane_position), else
-// in order.
-inline int q_position(const AttentionArgs& a, int d) {
-    return a.incremental ? lane_position(d, a.head_dim) : d;
-}
-
 // Prepares a tile whose n, lo, hi, rows and head are set: Q scaled, O and the softmax state
 // cleared, unused rows given hi = lo and a zero query.
 void tile_begin(const AttentionArgs& a, Tile* t) {
@@ -613,148 +457,6 @@ void tiled_run_task(const AttentionArgs& a, const AttentionTask& task) {
     }
     if (n_tiles > 0) run_tiles(a, kv, tiles, n_tiles);
 }
-
-// Decode: one query row. The P (1 or 2) heads of a pair share every K and V row load; for
-// Qwen3-VL's two query heads per kv head K and V are read once per step.
-template <int P, class E>
-void decode_heads(const AttentionArgs& a, int g, int h0, int row, int lo, int hi) {
-    const int hd = a.head_dim;
-    const float qscale = a.scale * kLog2e;
-    alignas(32) float q[P][kMaxHd];
-    alignas(32) float o[P][kMaxHd];
-    alignas(32) float s[P][kKeys];
-    float m[P], l[P];
-    for (int p = 0; p < P; ++p) {
-        const float* src = a.q + std::ptrdiff_t(row) * a.q_row_stride + (h0 + p) * a.q_head_stride;
-        for (int d = 0; d < hd; ++d) q[p][q_position(a, d)] = src[d] * qscale;
-        std::fill(o[p], o[p] + hd, 0.0f);
-        m[p] = -INFINITY;
-        l[p] = 0.0f;
-    }
-    const E* kg = static_cast<const E*>(a.k) + g * a.k_head_stride;
-    const E* vg = static_cast<const E*>(a.v) + g * a.v_head_stride;
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    x86::prefetch_rows(kg, a.k_row_stride, lo, lo + kKeys, hi, hd);
-    for (int j0 = lo; j0 < hi; j0 += kKeys) {
-        const int nk = std::min(kKeys, hi - j0);
-        // Scores four keys at a time with head_dim in lanes, as tile_scores_rows computes
-        // them, so decode rows come out bit-identical to prefill rows; each K row chunk is
-        // loaded once for all P heads. Keys past nk (up to a multiple of 8) repeat the last
-        // key, in bounds; their weights are masked below.
-        const E* const kb = kg + std::ptrdiff_t(j0) * a.k_row_stride;
-        const auto key_row = [&](int j) {
-            return kb + std::ptrdiff_t(std::min(j, nk - 1)) * a.k_row_stride;
-        };
-        for (int j = 0; j < (nk + 7) / 8 * 8; j += 4) {
-            // The next block's K and V rows, into L2 (x86/prefetch_rows.h): without them a
-            // step waited on DRAM at 4 GB/s (the hardware prefetchers restart at every switch
-            // between the K and V streams). Into L1, and V only for this block, they read
-            // 7.4-12.7 GB/s (kernel bench attention/decode*, ctx 1024/4096, 1 thread, Zen 4,
-            // three alternated runs); into L2 a block ahead, 11.6-19.3.
-            x86::prefetch_rows_l2(vg, a.v_row_stride, j0 + kKeys + j, j0 + kKeys + j + 4, hi, hd);
-            x86::prefetch_rows_l2(kg, a.k_row_stride, j0 + kKeys + j, j0 + kKeys + j + 4, hi, hd);
-            const E* const k[4] = {key_row(j), key_row(j + 1), key_row(j + 2), key_row(j + 3)};
-            float* s_at[P];
-            const float* q_at[P];
-            for (int p = 0; p < P; ++p) s_at[p] = s[p] + j, q_at[p] = q[p];
-            scores4<P>(q_at, k, hd, s_at);
-        }
-        // Online softmax per head; lanes past nk get weight 0.
-        const int n_vec = (nk + 7) / 8;
-        float alpha[P];
-        for (int p = 0; p < P; ++p) {
-            __m256 mx = _mm256_set1_ps(-INFINITY);
-            __m256 valid[kKeys / 8];
-            for (int v = 0; v < n_vec; ++v) {
-                const __m256i idx = _mm256_add_epi32(lane, _mm256_set1_epi32(8 * v));
-                valid[v] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nk), idx));
-                mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
-                                                        _mm256_load_ps(s[p] + 8 * v), valid[v]));
-            }
-            const float m_new = std::max(m[p], hmax(mx));
-            const __m256 m_vec = _mm256_set1_ps(m_new);
-            __m256 sum = _mm256_setzero_ps();
-            for (int v = 0; v < n_vec; ++v) {
-                const __m256 e = _mm256_and_ps(
-                    exp2_ps(_mm256_sub_ps(_mm256_load_ps(s[p] + 8 * v), m_vec)), valid[v]);
-                _mm256_store_ps(s[p] + 8 * v, e);
-                sum = _mm256_add_ps(sum, e);
-            }
-            alpha[p] = rescale(m[p], m_new);
-            l[p] = std::fma(l[p], alpha[p], hsum(sum));  // as in tile_softmax
-            m[p] = m_new;
-        }
-        // o = o * alpha + P V, 32 lane positions at a time (bf16 V rows in lane order: see
-        // v_position): each V row chunk is loaded once for all heads.
-        const E* v0 = vg + std::ptrdiff_t(j0) * a.v_row_stride;
-        int c = 0;
-        for (; c + 32 <= hd; c += 32) {
-            __m256 acc[P][4];
-            for (int p = 0; p < P; ++p) {
-                for (int w = 0; w < 4; ++w) {
-                    acc[p][w] =
-                        _mm256_mul_ps(_mm256_load_ps(o[p] + c + 8 * w), _mm256_set1_ps(alpha[p]));
-                }
-            }
-            for (int jj = 0; jj < nk; ++jj) {
-                const E* vr = v0 + std::ptrdiff_t(jj) * a.v_row_stride + c;
-                __m256 vv[4];
-                if constexpr (std::is_same_v<E, std::uint16_t>) {
-                    load16_lanes(vr, 0, &vv[0], &vv[1]);
-                    load16_lanes(vr, 16, &vv[2], &vv[3]);
-                } else {
-                    for (int w = 0; w < 4; ++w) vv[w] = load8(vr + 8 * w);
-                }
-                for (int p = 0; p < P; ++p) {
-                    const __m256 w8 = _mm256_broadcast_ss(&s[p][jj]);
-                    for (int w = 0; w < 4; ++w) acc[p][w] = _mm256_fmadd_ps(w8, vv[w], acc[p][w]);
-                }
-            }
-            for (int p = 0; p < P; ++p) {
-                for (int w = 0; w < 4; ++w) _mm256_store_ps(o[p] + c + 8 * w, acc[p][w]);
-            }
-        }
-        for (; c < hd; c += 8) {
-            __m256 acc[P];
-            for (int p = 0; p < P; ++p) {
-                acc[p] = _mm256_mul_ps(_mm256_load_ps(o[p] + c), _mm256_set1_ps(alpha[p]));
-            }
-            for (int jj = 0; jj < nk; ++jj) {
-                const __m256 vv = load8_v(v0 + std::ptrdiff_t(jj) * a.v_row_stride, c, hd);
-                for (int p = 0; p < P; ++p) {
-                    acc[p] = _mm256_fmadd_ps(_mm256_broadcast_ss(&s[p][jj]), vv, acc[p]);
-                }
-            }
-            for (int p = 0; p < P; ++p) _mm256_store_ps(o[p] + c, acc[p]);
-        }
-    }
-    for (int p = 0; p < P; ++p) {
-        float* out = a.out + std::ptrdiff_t(row) * a.out_row_stride + (h0 + p) * a.out_head_stride;
-        const float inv = 1.0f / l[p];
-        for (int d = 0; d < hd; ++d) out[d] = o[p][v_position<E>(d, hd)] * inv;
-    }
-}
-
-template <class E>
-void decode_run_task(const AttentionArgs& a, const AttentionTask& t) {
-    const int group = a.n_heads / attention_kv_heads(a);
-    for (int r = t.row_begin; r < t.row_end; ++r) {
-        int lo, hi;
-        attention_key_range(a, r, &lo, &hi);
-        int h = t.kv_head * group;
-        const int h_end = h + group;
-        if (hi <= lo) {
-            for (; h < h_end; ++h) {
-                float* out = a.out + std::ptrdiff_t(r) * a.out_row_stride + h * a.out_head_stride;
-                std::fill(out, out + a.head_dim, 0.0f);
-            }
-            continue;
-        }
-        for (; h + 2 <= h_end; h += 2) decode_heads<2, E>(a, t.kv_head, h, r, lo, hi);
-        if (h < h_end) decode_heads<1, E>(a, t.kv_head, h, r, lo, hi);
-    }
-}
-
 }  // namespace
 
 void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
@@ -765,8 +467,7 @@ void attention_run_task(const AttentionArgs& a, int task, int num_tasks) {
     AttentionTask t;
     if (!attention_task(a, task, num_tasks, &t)) return;
     if (a.n_q == 1 && a.incremental) {
-        return a.kv_type == KvType::kBF16 ? decode_run_task<std::uint16_t>(a, t)
-                                          : decode_run_task<float>(a, t);
+        return decode_attention_task(a, t);
     }
     tiled_run_task(a, t);
 }

@@ -28,6 +28,7 @@
 #include "kernels/attention_plan.h"
 #include "kernels/scratch.h"
 #include "kernels/simd/attention_simd.h"
+#include "kernels/x86/attention_decode.h"
 #include "kernels/x86/attention_flash.h"
 #include "kernels/x86/tier_entries.h"
 
@@ -123,12 +124,75 @@ void pack_rows(const E* head, std::ptrdiff_t stride, int key_lo, int key_hi, int
     }
 }
 
-void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
-                 const int* hi);
+// ---------------------------------------------------------------------------------------------
+// Decode path (x86/attention_decode.h): f32 products, K transposed 16 x 16 in registers.
+
+struct F32Decode {
+    static constexpr int kExpDegree = 5;  // as the f32 flash tiles (F32Tiles)
+
+    template <int NH>
+    struct Block {
+        alignas(64) float qs[NH][kMaxHeadDim];
+    };
+
+    template <int NH>
+    [[gnu::always_inline]] static void store_q(int h, int d, __m512 q, Block<NH>* b) {
+        _mm512_store_ps(b->qs[h] + d, q);
+    }
+
+    template <int NH, class E>
+    [[gnu::always_inline]] static void scores16(const AttentionArgs& a, const E* k, int nk,
+                                                const Block<NH>& b, __m512 acc[NH]) {
+        for (int h = 0; h < NH; ++h) acc[h] = _mm512_setzero_ps();
+        for (int d0 = 0; d0 < a.head_dim; d0 += 16) {
+            __m512 kt[16];
+            for (int r = 0; r < 16; ++r) {
+                kt[r] = r < nk ? load16(k + std::ptrdiff_t(r) * a.k_row_stride + d0)
+                               : _mm512_setzero_ps();
+            }
+            transpose16(kt);
+            for (int dd = 0; dd < 16; ++dd) {
+                for (int h = 0; h < NH; ++h) {
+                    acc[h] = _mm512_fmadd_ps(kt[dd], _mm512_set1_ps(b.qs[h][d0 + dd]), acc[h]);
+                }
+            }
+        }
+    }
+
+    template <int NH>
+    [[gnu::always_inline]] static void weights(int /*h*/, int /*j0*/, int nb, __m512 sub, float* s,
+                                               Block<NH>* /*b*/) {
+        for (int j = 0; j < nb; j += 16) {
+            _mm512_store_ps(s + j, exp2_ps<kExpDegree>(_mm512_sub_ps(_mm512_load_ps(s + j), sub)));
+        }
+    }
+
+    template <int NH, class E>
+    [[gnu::always_inline]] static void accumulate(const AttentionArgs& a, const E* vg, int /*lo*/,
+                                                  int /*hi*/, int j0, int nb, const float* alpha,
+                                                  const float (*s)[kKeyBlock],
+                                                  const Block<NH>& /*b*/, float (*o)[kMaxHeadDim]) {
+        for (int d0 = 0; d0 < a.head_dim; d0 += 64) {
+            const int nv = std::min(4, (a.head_dim - d0) / 16);
+            __m512 acc[NH][4];
+            decode_load_output<NH>(o, alpha, d0, nv, acc);
+            for (int j = 0; j < nb; ++j) {
+                const E* vp = vg + std::ptrdiff_t(j0 + j) * a.v_row_stride + d0;
+                for (int v = 0; v < nv; ++v) {
+                    const __m512 vv = load16(vp + 16 * v);
+                    for (int h = 0; h < NH; ++h) {
+                        acc[h][v] = _mm512_fmadd_ps(vv, _mm512_set1_ps(s[h][j]), acc[h][v]);
+                    }
+                }
+            }
+            decode_store_output<NH>(acc, d0, nv, o);
+        }
+    }
+};
 
 // Traits of the shared flash driver (x86/attention_flash.h) for f32 products.
 struct F32Tiles {
-    static constexpr int kExpDegree = 5;
+    static constexpr int kExpDegree = F32Decode::kExpDegree;  // one polynomial for both paths
     struct Operands {
         // K and V of the current key block: in place when the rows are dense f32 (the text KV
         // arena), else in the task's dense copy.
@@ -199,115 +263,9 @@ struct F32Tiles {
     }
     static bool try_small(const AttentionArgs& a, int g, int group, int row, int n, int lo,
                           const int* hi) {
-        if (n * group > 4) return false;
-        decode_rows(a, g, group, row, n, lo, hi);
-        return true;
+        return decode_small<F32Decode>(a, g, group, row, n, lo, hi);
     }
 };
-
-// ---------------------------------------------------------------------------------------------
-// Decode path: one query row and the NH (<= 4) heads of its group, keys in lanes. Each lane
-// does exactly what a flash lane does (the same 64-key blocks from lo, the same FMA order along
-// head_dim and over the keys, the same softmax steps), so a row's result is bit-identical
-// whichever path computes it (row invariance, kernels/attention.h); this path only skips the
-// empty lanes of a one-row flash block. K is transposed 16 x 16 in registers.
-
-template <int NH, class E>
-void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
-    const int hd = a.head_dim;
-    const E* kg = static_cast<const E*>(a.k) + g * a.k_head_stride;
-    const E* vg = static_cast<const E*>(a.v) + g * a.v_head_stride;
-    const __m512 qscale = _mm512_set1_ps(a.scale * kLog2e);
-    alignas(64) float qs[NH][kMaxHeadDim];
-    alignas(64) float o[NH][kMaxHeadDim];
-    alignas(64) float s[NH][kKeyBlock];
-    float m[NH], l[NH], alpha[NH];
-    for (int h = 0; h < NH; ++h) {
-        const float* qp = a.q + row * a.q_row_stride + (g * NH + h) * a.q_head_stride;
-        for (int d = 0; d < hd; d += 16) {
-            _mm512_store_ps(qs[h] + d, _mm512_mul_ps(_mm512_loadu_ps(qp + d), qscale));
-        }
-        std::memset(o[h], 0, sizeof(float) * hd);
-        m[h] = -INFINITY, l[h] = 0.0f;
-    }
-    for (int j0 = lo; j0 < hi; j0 += kKeyBlock) {
-        const int nb = std::min(kKeyBlock, hi - j0);
-        for (int j = 0; j < nb; j += 16) {
-            const int nk = std::min(16, nb - j);
-            // K and V rows of the keys kDecodePrefetchKeys ahead, into L2.
-            const int ahead = j0 + j + kDecodePrefetchKeys;
-            prefetch_rows_l2(kg, a.k_row_stride, ahead, ahead + 16, hi, hd);
-            prefetch_rows_l2(vg, a.v_row_stride, ahead, ahead + 16, hi, hd);
-            __m512 acc[NH];
-            for (int h = 0; h < NH; ++h) acc[h] = _mm512_setzero_ps();
-            for (int d0 = 0; d0 < hd; d0 += 16) {
-                __m512 kt[16];
-                for (int r = 0; r < 16; ++r) {
-                    kt[r] = r < nk ? load16(kg + std::ptrdiff_t(j0 + j + r) * a.k_row_stride + d0)
-                                   : _mm512_setzero_ps();
-                }
-                transpose16(kt);
-                for (int dd = 0; dd < 16; ++dd) {
-                    for (int h = 0; h < NH; ++h) {
-                        acc[h] = _mm512_fmadd_ps(kt[dd], _mm512_set1_ps(qs[h][d0 + dd]), acc[h]);
-                    }
-                }
-            }
-            for (int h = 0; h < NH; ++h) _mm512_store_ps(s[h] + j, acc[h]);
-        }
-        for (int h = 0; h < NH; ++h) {
-            float mx = m[h];  // the flash lane's max_ps chain, in the same order
-            for (int j = 0; j < nb; ++j) mx = mx > s[h][j] ? mx : s[h][j];
-            const float sub = mx == -INFINITY ? 0.0f : mx;
-            alpha[h] = _mm512_cvtss_f32(exp2_ps<F32Tiles::kExpDegree>(_mm512_set1_ps(m[h] - sub)));
-            const __m512 subv = _mm512_set1_ps(sub);
-            for (int j = 0; j < nb; j += 16) {
-                _mm512_store_ps(s[h] + j, exp2_ps<F32Tiles::kExpDegree>(
-                                              _mm512_sub_ps(_mm512_load_ps(s[h] + j), subv)));
-            }
-            float sum = 0.0f;
-            for (int j = 0; j < nb; ++j) sum += s[h][j];
-            l[h] = std::fma(l[h], alpha[h], sum);
-            m[h] = mx;
-        }
-        for (int d0 = 0; d0 < hd; d0 += 64) {
-            const int nv = std::min(4, (hd - d0) / 16);
-            __m512 acc[NH][4];
-            for (int h = 0; h < NH; ++h) {
-                const __m512 al = _mm512_set1_ps(alpha[h]);
-                for (int v = 0; v < nv; ++v) {
-                    acc[h][v] = _mm512_mul_ps(_mm512_load_ps(o[h] + d0 + 16 * v), al);
-                }
-            }
-            for (int j = 0; j < nb; ++j) {
-                const E* vp = vg + std::ptrdiff_t(j0 + j) * a.v_row_stride + d0;
-                for (int v = 0; v < nv; ++v) {
-                    const __m512 vv = load16(vp + 16 * v);
-                    for (int h = 0; h < NH; ++h) {
-                        acc[h][v] = _mm512_fmadd_ps(vv, _mm512_set1_ps(s[h][j]), acc[h][v]);
-                    }
-                }
-            }
-            for (int h = 0; h < NH; ++h) {
-                for (int v = 0; v < nv; ++v) _mm512_store_ps(o[h] + d0 + 16 * v, acc[h][v]);
-            }
-        }
-    }
-    for (int h = 0; h < NH; ++h) {
-        float* out = a.out + row * a.out_row_stride + (g * NH + h) * a.out_head_stride;
-        const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_set1_ps(l[h]));
-        for (int d = 0; d < hd; d += 16) {
-            _mm512_storeu_ps(out + d, _mm512_mul_ps(_mm512_load_ps(o[h] + d), inv));
-        }
-    }
-}
-
-void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
-                 const int* hi) {
-    for_each_decode_row(a, group, n_rows, [&](auto group_c, auto elem, int i) {
-        decode_row<decltype(group_c)::value, decltype(elem)>(a, g, row0 + i, lo, hi[i]);
-    });
-}
 
 }  // namespace
 

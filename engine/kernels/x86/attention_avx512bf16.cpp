@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "kernels/scratch.h"
+#include "kernels/x86/attention_decode.h"
 #include "kernels/x86/attention_flash.h"
 #include "kernels/x86/tier_entries.h"
 
@@ -135,11 +136,8 @@ inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, i
     }
 }
 
-// Decode path: one query row and the NH (<= 4) heads of its group, keys in lanes for the scores
-// and head dims in lanes for P V. Each lane does exactly what a flash lane does (the same bf16
-// roundings, the same vdpbf16ps pairs in the same order, the same 64-key blocks and softmax
-// steps), so a decoded row is bit-identical to the same row of a prefill; it only skips the
-// empty lanes of a one-row flash block and the per-task K/V conversion.
+// Decode path (x86/attention_decode.h): bf16 products as the flash tiles take them (the same
+// roundings, the same vdpbf16ps pairs in the same order), head dims in lanes for P V.
 // Measured on Zen 4 (kernel bench attention/decode_kvbf16, 3 alternated rounds; the host's DRAM
 // speed moved by 1.5x between runs, so only same-run ratios count):
 // - This path is slower than the AVX2 tier's on the same CPU, which puts head_dim in lanes
@@ -154,80 +152,72 @@ inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, i
 // in the KV arena would remove the transposes and keep the arithmetic, but it touches every
 // reader of the arena. Either one buys ~15 % of one-thread decode attention, about 3 % of a
 // decode step at 4096 context on two threads.
-template <int NH, class E>
-void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
-    const int hd = a.head_dim;
-    const E* kg = static_cast<const E*>(a.k) + g * a.k_head_stride;
-    const E* vg = static_cast<const E*>(a.v) + g * a.v_head_stride;
-    const __m512 qscale = _mm512_set1_ps(a.scale * kLog2e);
-    alignas(64) std::uint32_t q2[NH][kMaxHeadDim / 2];
-    alignas(64) float o[NH][kMaxHeadDim];
-    alignas(64) float s[NH][kKeyBlock];
-    // bf16 weights of the block, one leading zero when the block starts at an odd key (pairs
-    // are anchored at even keys, as in V2), room for a 16-wide store past the end.
-    alignas(64) std::uint16_t pw[NH][kKeyBlock + 2 + 16];
-    float m[NH], l[NH], alpha[NH];
-    for (int h = 0; h < NH; ++h) {
-        const float* qp = a.q + row * a.q_row_stride + (g * NH + h) * a.q_head_stride;
-        for (int d = 0; d < hd; d += 16) {
-            const __m512 qs = _mm512_mul_ps(_mm512_loadu_ps(qp + d), qscale);
-            _mm256_store_si256(reinterpret_cast<__m256i*>(q2[h] + d / 2),
-                               __m256i(_mm512_cvtneps_pbh(qs)));
-        }
-        std::memset(o[h], 0, sizeof(float) * hd);
-        m[h] = -INFINITY, l[h] = 0.0f;
+struct Bf16Decode {
+    static constexpr int kExpDegree = 3;  // as the bf16 flash tiles (Bf16Tiles)
+
+    template <int NH>
+    struct Block {
+        alignas(64) std::uint32_t q2[NH][kMaxHeadDim / 2];
+        // bf16 weights of the block, one leading zero when the block starts at an odd key
+        // (pairs are anchored at even keys, as in V2), room for a 16-wide store past the end.
+        alignas(64) std::uint16_t pw[NH][kKeyBlock + 2 + 16];
+    };
+
+    template <int NH>
+    [[gnu::always_inline]] static void store_q(int h, int d, __m512 q, Block<NH>* b) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(b->q2[h] + d / 2),
+                           __m256i(_mm512_cvtneps_pbh(q)));
     }
-    const __m512 zero = _mm512_setzero_ps();
-    for (int j0 = lo; j0 < hi; j0 += kKeyBlock) {
-        const int nb = std::min(kKeyBlock, hi - j0);
-        for (int j = 0; j < nb; j += 16) {
-            const int nk = std::min(16, nb - j);
-            // K and V rows of the keys kDecodePrefetchKeys ahead, into L2.
-            const int ahead = j0 + j + kDecodePrefetchKeys;
-            prefetch_rows_l2(kg, a.k_row_stride, ahead, ahead + 16, hi, hd);
-            prefetch_rows_l2(vg, a.v_row_stride, ahead, ahead + 16, hi, hd);
-            __m512 acc[NH];
-            for (int h = 0; h < NH; ++h) acc[h] = zero;
-            for (int c = 0; c < hd / 2; c += 16) {  // 16 pairs (32 head dims) per transpose
-                const int np = std::min(16, hd / 2 - c);
-                __m512 kt[16];
-                for (int r = 0; r < 16; ++r) {
-                    const E* kp = kg + std::ptrdiff_t(j0 + j + r) * a.k_row_stride + 2 * c;
-                    kt[r] = r < nk ? k_pairs(kp, 2 * np) : zero;
-                }
-                transpose16(kt);
-                for (int pp = 0; pp < np; ++pp) {
-                    const __m512bh kb = __m512bh(kt[pp]);
-                    for (int h = 0; h < NH; ++h) {
-                        acc[h] = _mm512_dpbf16_ps(acc[h], kb,
-                                                  __m512bh(_mm512_set1_epi32(int(q2[h][c + pp]))));
-                    }
+
+    template <int NH, class E>
+    [[gnu::always_inline]] static void scores16(const AttentionArgs& a, const E* k, int nk,
+                                                const Block<NH>& b, __m512 acc[NH]) {
+        const int hd = a.head_dim;
+        const __m512 zero = _mm512_setzero_ps();
+        for (int h = 0; h < NH; ++h) acc[h] = zero;
+        for (int c = 0; c < hd / 2; c += 16) {  // 16 pairs (32 head dims) per transpose
+            const int np = std::min(16, hd / 2 - c);
+            __m512 kt[16];
+            for (int r = 0; r < 16; ++r) {
+                const E* kp = k + std::ptrdiff_t(r) * a.k_row_stride + 2 * c;
+                kt[r] = r < nk ? k_pairs(kp, 2 * np) : zero;
+            }
+            transpose16(kt);
+            for (int pp = 0; pp < np; ++pp) {
+                const __m512bh kb = __m512bh(kt[pp]);
+                for (int h = 0; h < NH; ++h) {
+                    acc[h] = _mm512_dpbf16_ps(acc[h], kb,
+                                              __m512bh(_mm512_set1_epi32(int(b.q2[h][c + pp]))));
                 }
             }
-            for (int h = 0; h < NH; ++h) _mm512_store_ps(s[h] + j, acc[h]);
         }
+    }
+
+    // The weights in f32 (for their sum) and as bf16 into pw, lanes past nb zero.
+    template <int NH>
+    [[gnu::always_inline]] static void weights(int h, int j0, int nb, __m512 sub, float* s,
+                                               Block<NH>* b) {
         const int first = j0 & 1;
-        for (int h = 0; h < NH; ++h) {
-            float mx = m[h];  // the flash lane's max_ps chain, in the same order
-            for (int j = 0; j < nb; ++j) mx = mx > s[h][j] ? mx : s[h][j];
-            const float sub = mx == -INFINITY ? 0.0f : mx;
-            alpha[h] = _mm512_cvtss_f32(exp2_ps<3>(_mm512_set1_ps(m[h] - sub)));
-            const __m512 subv = _mm512_set1_ps(sub);
-            std::memset(pw[h], 0, sizeof pw[h]);
-            for (int j = 0; j < nb; j += 16) {
-                const __mmask16 valid =
-                    nb - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (nb - j)) - 1);
-                const __m512 p = _mm512_maskz_mov_ps(
-                    valid, exp2_ps<3>(_mm512_sub_ps(_mm512_load_ps(s[h] + j), subv)));
-                _mm512_store_ps(s[h] + j, p);
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(pw[h] + first + j),
-                                    __m256i(_mm512_cvtneps_pbh(p)));
-            }
-            float sum = 0.0f;
-            for (int j = 0; j < nb; ++j) sum += s[h][j];
-            l[h] = std::fma(l[h], alpha[h], sum);
-            m[h] = mx;
+        std::memset(b->pw[h], 0, sizeof b->pw[h]);
+        for (int j = 0; j < nb; j += 16) {
+            const __mmask16 valid =
+                nb - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (nb - j)) - 1);
+            const __m512 p = _mm512_maskz_mov_ps(
+                valid, exp2_ps<kExpDegree>(_mm512_sub_ps(_mm512_load_ps(s + j), sub)));
+            _mm512_store_ps(s + j, p);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(b->pw[h] + first + j),
+                                __m256i(_mm512_cvtneps_pbh(p)));
         }
+    }
+
+    template <int NH, class E>
+    [[gnu::always_inline]] static void accumulate(const AttentionArgs& a, const E* vg, int lo,
+                                                  int hi, int j0, int nb, const float* alpha,
+                                                  const float (* /*s*/)[kKeyBlock],
+                                                  const Block<NH>& b, float (*o)[kMaxHeadDim]) {
+        const int hd = a.head_dim;
+        const __m512 zero = _mm512_setzero_ps();
+        const int first = j0 & 1;
         const int key_pairs = (first + nb + 1) / 2;
         const int k0 = j0 - first;  // even
         auto v_pairs = [&](int key, int d) {
@@ -249,18 +239,13 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
         for (int d0 = 0; d0 < hd; d0 += 64) {
             const int nv = std::min(4, (hd - d0) / 16);
             __m512 acc[NH][4];
-            for (int h = 0; h < NH; ++h) {
-                const __m512 al = _mm512_set1_ps(alpha[h]);
-                for (int v = 0; v < nv; ++v) {
-                    acc[h][v] = _mm512_mul_ps(_mm512_load_ps(o[h] + d0 + 16 * v), al);
-                }
-            }
+            decode_load_output<NH>(o, alpha, d0, nv, acc);
             for (int p = 0; p < key_pairs; ++p) {
                 const int key = k0 + 2 * p;
                 __m512bh pb[NH];
                 for (int h = 0; h < NH; ++h) {
                     std::uint32_t word;
-                    std::memcpy(&word, pw[h] + 2 * p, sizeof word);
+                    std::memcpy(&word, b.pw[h] + 2 * p, sizeof word);
                     pb[h] = __m512bh(_mm512_set1_epi32(int(word)));
                 }
                 for (int v = 0; v < nv; ++v) {
@@ -269,26 +254,10 @@ void decode_row(const AttentionArgs& a, int g, int row, int lo, int hi) {
                     for (int h = 0; h < NH; ++h) acc[h][v] = _mm512_dpbf16_ps(acc[h][v], vv, pb[h]);
                 }
             }
-            for (int h = 0; h < NH; ++h) {
-                for (int v = 0; v < nv; ++v) _mm512_store_ps(o[h] + d0 + 16 * v, acc[h][v]);
-            }
+            decode_store_output<NH>(acc, d0, nv, o);
         }
     }
-    for (int h = 0; h < NH; ++h) {
-        float* out = a.out + row * a.out_row_stride + (g * NH + h) * a.out_head_stride;
-        const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_set1_ps(l[h]));
-        for (int d = 0; d < hd; d += 16) {
-            _mm512_storeu_ps(out + d, _mm512_mul_ps(_mm512_load_ps(o[h] + d), inv));
-        }
-    }
-}
-
-void decode_rows(const AttentionArgs& a, int g, int group, int row0, int n_rows, int lo,
-                 const int* hi) {
-    for_each_decode_row(a, group, n_rows, [&](auto group_c, auto elem, int i) {
-        decode_row<decltype(group_c)::value, decltype(elem)>(a, g, row0 + i, lo, hi[i]);
-    });
-}
+};
 
 // begin_task's conversion for bf16 K/V, keys [base, end) with those outside [key_lo, key_hi)
 // zero: K2 rows are the K rows as they are, V2 pairs interleave two V rows.
@@ -321,7 +290,7 @@ void copy_task_kv(const AttentionArgs& a, int g, int key_lo, int key_hi, int bas
 
 // Traits of the shared flash driver (x86/attention_flash.h) for bf16 products.
 struct Bf16Tiles {
-    static constexpr int kExpDegree = 3;
+    static constexpr int kExpDegree = Bf16Decode::kExpDegree;  // one polynomial for both paths
 
     struct Operands {
         alignas(64) std::uint32_t qt2[kBatch][kMaxHeadDim / 2 * kItems];
@@ -447,9 +416,7 @@ struct Bf16Tiles {
 
     static bool try_small(const AttentionArgs& a, int g, int group, int row, int n, int lo,
                           const int* hi) {
-        if (n * group > 4) return false;
-        decode_rows(a, g, group, row, n, lo, hi);
-        return true;
+        return decode_small<Bf16Decode>(a, g, group, row, n, lo, hi);
     }
 };
 

@@ -65,36 +65,6 @@ constexpr int kMaxHeadDim = 128;
 constexpr int kBatch = 8;  // flash blocks sharing each packed key block
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Calls row(group, elem, i) for the decode rows i in [0, n_rows) of one kv head, with the
-// kv-head group size (1, 2, 3, else 4) as a std::integral_constant and a value of the K/V element
-// type (float or bf16 bits): the compile-time arguments each tier's decode kernel is built on.
-template <class Row>
-inline void for_each_decode_row(const AttentionArgs& a, int group, int n_rows, Row row) {
-    const auto rows = [&](auto elem) {
-        for (int i = 0; i < n_rows; ++i) {
-            switch (group) {
-                case 1:
-                    row(std::integral_constant<int, 1>{}, elem, i);
-                    break;
-                case 2:
-                    row(std::integral_constant<int, 2>{}, elem, i);
-                    break;
-                case 3:
-                    row(std::integral_constant<int, 3>{}, elem, i);
-                    break;
-                default:
-                    row(std::integral_constant<int, 4>{}, elem, i);
-                    break;
-            }
-        }
-    };
-    if (a.kv_type == KvType::kBF16) {
-        rows(std::uint16_t{});
-    } else {
-        rows(float{});
-    }
-}
-
 // 2^x for x <= 0 (scores minus their running max): x = n + f with |f| <= 1/2, 2^f by a
 // near-minimax polynomial in relative error with constant term exactly 1 (so 2^0 == 1 and a key
 // block that leaves the max unchanged leaves the state bit-identical), 2^n applied exactly by
