@@ -112,7 +112,7 @@ base::Result<std::unique_ptr<Model>> Model::load(const std::filesystem::path& di
     auto model = std::unique_ptr<Model>(new Model(std::move(config), std::move(weights),
                                                   std::move(tokenizer), preprocess,
                                                   std::move(generation), dir));
-    model->video_preprocess_ = std::move(video);
+    model->video_preprocess_ = video;
     model->quantized_ = std::move(quantized);
     model->quantized_vision_ = std::move(quantized_vision);
     model->panels_ = std::move(panels);
