@@ -21,6 +21,8 @@ Result<OutputConstraint> compiled(base::Result<std::string> gbnf) {
 OutputConstraint::OutputConstraint() = default;
 OutputConstraint::OutputConstraint(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
+bool OutputConstraint::triggered() const { return impl_ != nullptr && !impl_->trigger.empty(); }
+
 Result<OutputConstraint> OutputConstraint::json_object() {
     return compiled(grammar::json_object_gbnf());
 }

@@ -69,7 +69,10 @@ base::Result<runtime::Request> runtime_request(Request&& in, const model::Model&
     QVL_ASSIGN_OR_RETURN(r.params.sampling, to_engine(in.sampling, m.config().text.vocab_size));
     r.params.top_logprobs = in.sampling.logprobs;
     r.params.cancel = in.cancel;
-    if (in.constraint.impl()) r.params.grammar = in.constraint.impl()->grammar;
+    if (in.constraint.impl()) {
+        r.params.grammar = in.constraint.impl()->grammar;
+        r.params.grammar_trigger = in.constraint.impl()->trigger;
+    }
     r.stop_strings = std::move(in.stop);
     if (in.on_piece) {
         r.on_text = [hook = std::move(in.on_piece)](std::string_view text, std::int32_t token) {

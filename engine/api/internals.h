@@ -25,6 +25,7 @@ struct Model::Impl {
 
 struct OutputConstraint::Impl {
     std::shared_ptr<const grammar::Grammar> grammar;
+    std::string trigger;  // runtime::GenerateParams::grammar_trigger
 };
 
 struct Tools::Impl {

@@ -41,10 +41,21 @@ bool Tools::calls_allowed() const {
 
 Result<OutputConstraint> Tools::constraint() const {
     if (no_tools(*this)) return OutputConstraint();
+    const bool automatic = impl->choice.mode == text::ToolChoice::Mode::kAuto;
     base::Result<std::string> gbnf = grammar::tool_call_gbnf(impl->tools, impl->choice);
-    if (!gbnf.ok()) return api::from_engine(gbnf.status());
+    // Under "auto" nobody asked for a constraint: parameters the schema compiler does not
+    // support leave calls unchecked, as before, instead of refusing the request.
+    if (!gbnf.ok()) {
+        if (automatic) return OutputConstraint();
+        return api::from_engine(gbnf.status());
+    }
     if (gbnf.value().empty()) return OutputConstraint();
-    return OutputConstraint::gbnf(gbnf.value());
+    Result<OutputConstraint> calls = OutputConstraint::gbnf(gbnf.value());
+    if (!calls.ok() || !automatic) return calls;
+    // "auto": free text until the model opens a call, then valid calls only.
+    auto lazy = std::make_shared<OutputConstraint::Impl>(*calls->impl());
+    lazy->trigger = "<tool_call>";
+    return OutputConstraint(std::move(lazy));
 }
 
 struct ToolCallParser::Impl {

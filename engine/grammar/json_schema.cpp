@@ -126,7 +126,25 @@ class Compiler {
                 visit(list.items()[i], fmt::format("{}/{}/{}", at, key, i), depth + 1));
             out += (i > 0 ? " | " : " ") + alt;
         }
+        if (std::string_view(key) == "oneOf") QVL_TRY(exclusive(list, at));
         return add_rule(out + " )");
+    }
+
+    // oneOf is anyOf's grammar when no value can match two branches (a grammar cannot forbid
+    // matching both).
+    base::Status exclusive(const JsonValue& list, const std::string& at) const {
+        const std::vector<JsonValue>& branches = list.items();
+        for (std::size_t i = 0; i < branches.size(); ++i) {
+            for (std::size_t j = i + 1; j < branches.size(); ++j) {
+                if (detail::surely_disjoint(root_, branches[i], branches[j])) continue;
+                return fail(at, fmt::format("'oneOf' branches {} and {} may both match a value, "
+                                            "which a grammar cannot forbid; branches must differ "
+                                            "in type, in const/enum values or in a required "
+                                            "property's const (else use 'anyOf')",
+                                            i, j));
+            }
+        }
+        return {};
     }
 
     base::Result<std::string> reference(const JsonValue& ref, const std::string& at, int depth) {
@@ -139,24 +157,9 @@ class Compiler {
                 fmt::format("'$ref' '{}': only references into this document (#...) are supported",
                             target));
         }
-        // A JSON pointer: /-separated keys with ~1 for '/' and ~0 for '~'.
-        const JsonValue* node = &root_;
-        std::size_t i = 1;
-        while (i < target.size()) {
-            if (target[i] != '/')
-                return fail(at, fmt::format("'$ref' '{}' is not a JSON pointer", target));
-            const std::size_t next = std::min(target.find('/', i + 1), target.size());
-            std::string key;
-            for (std::size_t p = i + 1; p < next; ++p) {
-                const bool escaped = target[p] == '~' && p + 1 < next;
-                key += !escaped ? target[p] : target[p + 1] == '1' ? '/' : '~';
-                p += escaped ? 1 : 0;
-            }
-            node = node->find(key);
-            if (node == nullptr)
-                return fail(at, fmt::format("'$ref' '{}' points to nothing", target));
-            i = next;
-        }
+        std::string_view why;
+        const JsonValue* node = detail::resolve_pointer(root_, target, &why);
+        if (node == nullptr) return fail(at, fmt::format("'$ref' '{}' {}", target, why));
         // Named before it is compiled, so recursive schemas refer to the rule itself.
         const std::string name = fresh_name('r');
         refs_[target] = name;

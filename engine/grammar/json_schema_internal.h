@@ -34,4 +34,14 @@ std::string string_format(std::string_view format);
 // expression (anchored or not, it must match the whole content).
 base::Result<std::string> pattern_string(std::string_view pattern);
 
+// The node a "#/a/b" reference names in root (~1 for '/', ~0 for '~'), or nullptr with why
+// set to "is not a JSON pointer" or "points to nothing".
+const io::JsonValue* resolve_pointer(const io::JsonValue& root, std::string_view target,
+                                     std::string_view* why = nullptr);
+
+// Whether no value can match both schemas (a conservative answer: false when unsure). Different
+// JSON types, different const/enum values, and objects told apart by a required property
+// (different constants, or one the other's closed properties do not allow) are recognised.
+bool surely_disjoint(const io::JsonValue& root, const io::JsonValue& a, const io::JsonValue& b);
+
 }  // namespace qvl::grammar::detail

@@ -40,7 +40,7 @@ base::Result<std::string> function_rules(const text::ChatTool& tool, std::size_t
 base::Result<std::string> tool_call_gbnf(std::span<const text::ChatTool> tools,
                                          const text::ToolChoice& choice) {
     using Mode = text::ToolChoice::Mode;
-    if (choice.mode == Mode::kAuto || choice.mode == Mode::kNone) return std::string();
+    if (choice.mode == Mode::kNone) return std::string();
     std::string alternatives;
     std::string rules;
     for (std::size_t i = 0; i < tools.size(); ++i) {
@@ -56,9 +56,10 @@ base::Result<std::string> tool_call_gbnf(std::span<const text::ChatTool> tools,
                                 ? fmt::format("tool_choice: the function '{}' is not among the "
                                               "tools",
                                               choice.name)
-                                : std::string("tool_choice \"required\" needs at least one tool"));
+                                : fmt::format("tool_choice \"{}\" needs at least one tool",
+                                              choice.mode == Mode::kAuto ? "auto" : "required"));
     }
-    const bool many = choice.mode == Mode::kRequired && choice.parallel;
+    const bool many = choice.mode != Mode::kNamed && choice.parallel;
     return fmt::format(
         "root ::= tool-call{}\n"
         "tool-call ::= \"<tool_call>\\n{{\\\"name\\\": \" ( {} ) \"}}\\n</tool_call>\"\n{}{}",

@@ -378,7 +378,20 @@ base::Result<std::unique_ptr<Job>> Engine::Impl::make_job(Request request) const
     if (job->req.params.grammar) {
         const std::vector<std::int32_t>& stops =
             job->req.params.stop_ids.empty() ? default_stops : job->req.params.stop_ids;
-        job->sampler->constrain(session->grammar_matcher(job->req.params.grammar, stops));
+        std::unique_ptr<grammar::Matcher> matcher =
+            session->grammar_matcher(job->req.params.grammar, stops);
+        const std::string& trigger = job->req.params.grammar_trigger;
+        if (trigger.empty()) {
+            job->sampler->constrain(std::move(matcher));
+        } else {
+            const std::int32_t id = model->tokenizer().token_id(trigger);
+            if (id < 0) {
+                return base::error(ErrorCode::kInvalidArgument,
+                                   "the grammar's trigger '{}' is not a token of this model",
+                                   trigger);
+            }
+            job->sampler->constrain_after(id, std::move(matcher));
+        }
     }
     job->stream = std::make_unique<text::StreamDecoder>(model->tokenizer(), true);
     job->result.tokens.reserve(

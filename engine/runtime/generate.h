@@ -94,6 +94,9 @@ struct GenerateParams {
     // When set, the answer follows this grammar (grammar/matcher.h): every token is one it
     // allows, and the turn ends only where it may end (then only there: finish_reason "stop").
     std::shared_ptr<const grammar::Grammar> grammar;
+    // When set, the grammar starts with the first generated token whose text this is (which the
+    // grammar must begin with): free text until then, e.g. tool calls under tool_choice "auto".
+    std::string grammar_trigger;
     // When set and it becomes true (e.g. from a SIGINT handler), generation stops after the
     // current step with finish_reason "interrupted"; the text so far is kept.
     const std::atomic<bool>* cancel = nullptr;

@@ -63,6 +63,10 @@ void Sampler::accept(std::int32_t id) {
         touched_[n_touched_++] = id;
     }
     ++counts_[id];
+    if (pending_ && id == trigger_) {
+        grammar_.emplace(std::move(*pending_));
+        pending_.reset();
+    }
     if (grammar_) grammar_->accept(id);
 }
 

@@ -70,6 +70,11 @@ class Sampler {
             grammar_.reset();
         }
     }
+    // As constrain(), from the moment `trigger` is accepted (it is the grammar's first token).
+    void constrain_after(std::int32_t trigger, std::unique_ptr<grammar::Matcher> matcher) {
+        trigger_ = trigger;
+        pending_.emplace(std::move(*matcher));
+    }
     const grammar::Matcher* constraint() const { return grammar_ ? &*grammar_ : nullptr; }
 
     std::int32_t sample(std::span<const float> logits);
@@ -137,7 +142,9 @@ class Sampler {
     std::vector<std::int32_t> touched_;
     int n_touched_ = 0;
     std::optional<grammar::Matcher> grammar_;  // a copy of the sampler copies the grammar state
-    std::span<const std::uint64_t> mask_;      // the grammar's mask for the current step
+    std::optional<grammar::Matcher> pending_;  // constrain_after(): waiting for its trigger
+    std::int32_t trigger_ = -1;
+    std::span<const std::uint64_t> mask_;  // the grammar's mask for the current step
     // logit_bias as a vocab-sized array (empty without a bias) and the ids it moves.
     std::vector<float> bias_;
     std::vector<std::int32_t> biased_;

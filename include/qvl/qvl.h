@@ -389,6 +389,7 @@ class OutputConstraint {
     // A GBNF grammar (llama.cpp's format, start rule `root`).
     static Result<OutputConstraint> gbnf(std::string_view grammar);
     bool empty() const { return impl_ == nullptr; }
+    bool triggered() const;  // free text until a trigger token (Tools' "auto"), then the grammar
 
     struct Impl;  // opaque: defined inside the library
     explicit OutputConstraint(std::shared_ptr<const Impl> impl);
@@ -399,9 +400,9 @@ class OutputConstraint {
 };
 
 // The functions a request offers (OpenAI's tools, tool_choice, parallel_tool_calls), rendered
-// by Engine::prepare as the chat template does (Hugging Face's ids). "required" and a named
-// function constrain the answer to valid calls (constraint()); "none" keeps the tools in the
-// prompt but the answer is not read for calls; parallel_tool_calls false allows one call.
+// by Engine::prepare as the chat template does (Hugging Face's ids). constraint(): "required"
+// and a named function allow valid calls only, "auto" valid calls once one opens; "none" keeps
+// the tools in the prompt but the answer is not read for calls; parallel_tool_calls false: one.
 struct Tools {
     static Result<Tools> parse(const JsonValue& tools, const JsonValue* tool_choice = nullptr,
                                const JsonValue* parallel_tool_calls = nullptr);

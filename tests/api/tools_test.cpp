@@ -98,6 +98,57 @@ TEST(PublicTools, NamedChoiceGeneratesAValidCall) {
     EXPECT_NE(args.find("days"), nullptr);
 }
 
+// Under "auto" the answer is free until the model opens a call; from <tool_call> on, only valid
+// calls, and with parallel_tool_calls false the turn ends after the first one. The random tiny
+// model is pushed to open a call with a logit bias on <tool_call> (which it would otherwise
+// keep choosing inside the call too, were it not for the grammar).
+TEST(PublicTools, AutoCallsAreValidOnceOpened) {
+    Engine engine = make_engine();
+    const JsonValue tools_json = json(R"([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"enum": ["Paris", "東京"]}},
+        "required": ["city"], "additionalProperties": false}}}])");
+    const JsonValue single = json("false");
+    Result<Tools> tools = Tools::parse(tools_json, nullptr, &single);
+    ASSERT_TRUE(tools.ok()) << tools.status().message();
+    Result<OutputConstraint> constraint = tools->constraint();
+    ASSERT_TRUE(constraint.ok()) << constraint.status().message();
+    EXPECT_TRUE(constraint->triggered());
+    Result<Prompt> p = engine.prepare(
+        {{.role = "user", .content = {ContentPart::from_text("Weather?")}}}, tools.value());
+    ASSERT_TRUE(p.ok());
+    Sampling sampling;
+    Result<Prompt> tag = engine.prepare(
+        {{.role = "user", .content = {ContentPart::from_text("<tool_call>")}}}, {}, false);
+    ASSERT_TRUE(tag.ok());
+    // The user turn's tokens: <|im_start|> user \n <tool_call> <|im_end|> \n; the 4th is the tag.
+    ASSERT_GE(tag->token_ids().size(), 4u);
+    const std::int32_t call_id = tag->token_ids()[3];
+    ASSERT_EQ(tiny().detokenize(std::vector<std::int32_t>{call_id}).value(), "<tool_call>");
+    sampling.logit_bias = {{call_id, 100.0f}};
+    Result<Generation> g = engine.generate(Request{.prompt = std::move(p).value(),
+                                                   .max_tokens = 120,
+                                                   .sampling = sampling,
+                                                   .constraint = constraint.value()});
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(g->finish_reason, "stop") << g->text;
+    ToolCallParser parser(tools.value());
+    std::vector<ToolCallParser::Event> events;
+    parser.push(g->text, events);
+    parser.finish(events);
+    ASSERT_EQ(parser.calls().size(), 1u) << g->text;
+    const JsonValue args = json(parser.calls()[0].arguments);
+    ASSERT_NE(args.find("city"), nullptr) << g->text;
+    EXPECT_EQ(g->text.substr(g->text.size() - 12), "</tool_call>") << g->text;
+
+    // Unsupported parameter keywords leave "auto" calls unchecked instead of refusing.
+    const JsonValue odd = json(R"([{"type": "function", "function": {"name": "f",
+        "parameters": {"type": "object", "properties": {"x": {"type": "number", "multipleOf": 2}}}}}])");
+    Result<Tools> unchecked = Tools::parse(odd);
+    ASSERT_TRUE(unchecked.ok());
+    ASSERT_TRUE(unchecked->constraint().ok());
+    EXPECT_TRUE(unchecked->constraint()->empty());
+}
+
 TEST(PublicTools, BadToolsAndChoicesAreErrors) {
     const JsonValue tools_json = json(R"([{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"x": {"type": "number", "multipleOf": 2}}}}}])");

@@ -1,6 +1,7 @@
 // Fuzzes grammar/gbnf.h parse_gbnf on arbitrary text, then runs a matcher of every grammar that
 // parses over a few bytes and one token mask of a small vocabulary: errors must name the
 // problem; no input may crash, hang or grow without bound (grammar.h's limits).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -17,7 +18,8 @@ namespace {
 std::shared_ptr<const qvl::grammar::Vocab> small_vocab() {
     std::vector<std::string> bytes;
     for (int b = 0; b < 256; ++b) bytes.emplace_back(1, char(b));
-    for (const char* s : {"ab", "\"}", "{\"", "\xC3\xA9", "\xE2\x82", "  ", "true", "null"})
+    for (const char* s : {"ab", "\"}", "{\"", "\xC3\xA9", "\xE2\x82", "  ", "true", "null", "a b c",
+                          "\xE6\x9D\xB1x", "x\"y", "\xF0\x9F\x98\x80 ", "ab\\n"})
         bytes.emplace_back(s);
     bytes.emplace_back();
     return std::make_shared<const qvl::grammar::Vocab>(bytes);
@@ -33,17 +35,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (g.status().message().empty()) qvl::fuzz::fail("error without a message");
         return 0;
     }
-    qvl::grammar::Matcher m(std::make_shared<const qvl::grammar::Grammar>(std::move(g).value()),
-                            vocab, {vocab->size() - 1});
+    const auto grammar = std::make_shared<const qvl::grammar::Grammar>(std::move(g).value());
+    qvl::grammar::Matcher m(grammar, vocab, {vocab->size() - 1});
+    // The byte-by-byte walk is the reference for the plain-text shortcut.
+    qvl::grammar::Matcher walked(grammar, vocab, {vocab->size() - 1});
+    walked.use_plain_subtrees(false);
     for (int step = 0; step < 8; ++step) {
         const auto mask = m.mask();
+        const auto want = walked.mask();
+        if (!std::equal(mask.begin(), mask.end(), want.begin(), want.end()))
+            qvl::fuzz::fail("the plain-text shortcut changed the mask");
         std::int32_t pick = -1;
         for (std::int32_t id = 0; id < vocab->size() && pick < 0; ++id) {
             if (m.allowed(mask, (id * 37 + step) % vocab->size()))
                 pick = (id * 37 + step) % vocab->size();
         }
         if (pick < 0) break;
-        if (!m.accept(pick)) qvl::fuzz::fail("a token the mask allowed was refused");
+        if (!m.accept(pick) || !walked.accept(pick))
+            qvl::fuzz::fail("a token the mask allowed was refused");
         if (m.finished()) break;
     }
     return 0;

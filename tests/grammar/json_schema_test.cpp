@@ -178,6 +178,44 @@ TEST(JsonSchema, UnionsRefsAndRecursion) {
     EXPECT_FALSE(any.accepts("1"));
 }
 
+// oneOf compiles as anyOf only when no value can match two branches; otherwise it is refused
+// naming the branches, since a grammar cannot forbid a value that matches both.
+TEST(JsonSchema, OneOfOnlyWithExclusiveBranches) {
+    // Pydantic v2's discriminated union: the branches' required tag has different constants.
+    Schema pets(R"({"$defs":{"Cat":{"properties":{"pet_type":{"const":"cat","title":"Pet Type",
+        "type":"string"},"lives":{"type":"integer"}},"required":["pet_type","lives"],"title":"Cat",
+        "type":"object"},"Dog":{"properties":{"pet_type":{"enum":["dog"],"type":"string"},
+        "barks":{"type":"boolean"}},"required":["pet_type","barks"],"type":"object"}},
+        "properties":{"pet":{"discriminator":{"mapping":{"cat":"#/$defs/Cat","dog":"#/$defs/Dog"},
+        "propertyName":"pet_type"},"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],
+        "title":"Pet"}},"required":["pet"],"type":"object","additionalProperties":false})");
+    EXPECT_TRUE(pets.accepts(R"({"pet":{"pet_type":"cat","lives":9}})"));
+    EXPECT_TRUE(pets.accepts(R"({"pet":{"pet_type":"dog","barks":true}})"));
+    Schema types(R"({"oneOf":[{"type":"string"},{"type":"integer"},{"type":["null","boolean"]},
+        {"type":"number","exclusiveMinimum":0,"enum":[0.5,1.5]}]})");
+    EXPECT_TRUE(types.accepts(R"("x")"));
+    EXPECT_TRUE(types.accepts("1.5"));
+    Schema closed(
+        R"({"oneOf":[{"properties":{"a":{}},"required":["a"],"additionalProperties":false},
+        {"properties":{"b":{}},"required":["b"],"additionalProperties":false}]})");
+    EXPECT_TRUE(closed.accepts(R"({"b":[1]})"));
+    EXPECT_TRUE(Schema(R"({"oneOf":[{"enum":[1,"a"]},{"enum":[2,"b"]}]})").accepts("2"));
+
+    const std::string numbers = error_of(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})");
+    EXPECT_NE(numbers.find("'oneOf' branches 0 and 1 may both match"), std::string::npos)
+        << numbers;
+    EXPECT_NE(error_of(R"({"oneOf":[{"enum":[1,"a"]},{"enum":["b","a"]}]})").find("'oneOf'"),
+              std::string::npos);
+    // Objects that may share a value: nothing required tells them apart.
+    EXPECT_NE(error_of(R"({"oneOf":[{"type":"object","properties":{"a":{"const":1}}},
+        {"type":"object","properties":{"a":{"const":2}}}]})")
+                  .find("branches 0 and 1"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"oneOf":[{"type":"string"},{"$ref":"#/nowhere"}]})")
+                  .find("'#/nowhere' points to nothing"),
+              std::string::npos);
+}
+
 TEST(JsonSchema, UnicodeKeysAndAnnotations) {
     Schema s(
         R"({"title":"T","description":"d","$schema":"https://json-schema.org/draft/2020-12/schema",

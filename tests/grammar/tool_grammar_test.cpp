@@ -107,10 +107,19 @@ TEST(ToolGrammar, NamedFunctionOnlyAndOnce) {
     EXPECT_FALSE(m.allowed(mask, kCloseTok));
 }
 
-TEST(ToolGrammar, AutoAndNoneConstrainNothingAndSchemasAreChecked) {
+// "none" compiles nothing; "auto" compiles the calls like "required" (the engine starts the
+// grammar at <tool_call>), so a schema it cannot compile is an error there too (the public
+// Tools::constraint() then leaves "auto" calls unchecked).
+TEST(ToolGrammar, NoneConstrainsNothingAndSchemasAreChecked) {
     const auto all = tools();
-    EXPECT_EQ(tool_call_gbnf(all, ToolChoice{}).value(), "");
     EXPECT_EQ(tool_call_gbnf(all, ToolChoice{ToolChoice::Mode::kNone, "", true}).value(), "");
+    const auto automatic = tool_call_gbnf(all, ToolChoice{});
+    ASSERT_FALSE(automatic.ok());
+    EXPECT_NE(automatic.status().message().find("multipleOf"), std::string::npos);
+    std::vector<text::ChatTool> good(all.begin(), all.begin() + 2);
+    const auto calls = tool_call_gbnf(good, ToolChoice{});
+    ASSERT_TRUE(calls.ok()) << calls.status().message();
+    EXPECT_EQ(calls.value().rfind("root ::= tool-call", 0), 0u) << calls.value();
     // Only the functions the choice may call are compiled: the bad schema of tools[2] is an
     // error for "required" and for naming it, not for naming another.
     const auto req = tool_call_gbnf(all, kRequired);
