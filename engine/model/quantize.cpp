@@ -69,7 +69,8 @@ struct QuantSpans {
 
 void quantize_into(const Matrix& m, const kernels::Q8Matrix& qm, base::AlignedBuffer* buf,
                    const QuantSpans& spans, base::ThreadPool& pool, kernels::Isa isa) {
-    const auto [q_at, q_bytes, s_at, s_bytes] = spans;
+    const std::size_t q_at = spans.q_at, q_bytes = spans.q_bytes;
+    const std::size_t s_at = spans.s_at, s_bytes = spans.s_bytes;
     // Panels are independent: a fixed split, so the result does not depend on threads.
     const int chunks = std::min(qm.panels, 64);
     pool.parallel_for(chunks, [&](int c) {
