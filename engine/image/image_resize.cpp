@@ -91,6 +91,24 @@ AxisWeights bicubic_aa_weights(int in_size, int out_size) {
     return out;
 }
 
+namespace {
+
+// Input rows the staging buffer of resize_bicubic_aa_banded must hold: the most that one band
+// of output rows reads. The width pass runs band by band into it, holding input rows
+// [stage_first, stage_end) (a few dozen): no full-height intermediate image is allocated, and
+// the vertical pass reads cached rows. Tap windows only move down (start[] is non-decreasing),
+// so the rows two bands share are moved to the top of the buffer instead of being recomputed.
+std::size_t staged_rows(const AxisWeights& wy, int out_height, int band_rows) {
+    int max_rows = 0;
+    for (int y0 = 0; y0 < out_height; y0 += band_rows) {
+        const int last = std::min(band_rows, out_height - y0) - 1 + y0;
+        max_rows = std::max(max_rows, wy.start[last] + wy.taps - wy.start[y0]);
+    }
+    return std::size_t(max_rows);
+}
+
+}  // namespace
+
 void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_width, int band_rows,
                               io::Image* out, const std::function<void(int, int)>& on_band) {
     QVL_CHECK(out_height > 0 && out_width > 0 && band_rows > 0,
@@ -120,21 +138,12 @@ void resize_bicubic_aa_banded(const io::Image& src, int out_height, int out_widt
                                         .taps = wx.taps,
                                         .precision = wx.precision});
     };
-    // When both axes change, the width pass runs band by band into `stage`, which holds input
-    // rows [stage_first, stage_end) (the rows one output band reads, a few dozen): no
-    // full-height intermediate image is allocated, and the vertical pass reads cached rows.
-    // Tap windows only move down (start[] is non-decreasing), so the rows two bands share are
-    // moved to the top of the buffer instead of being recomputed.
+    // When both axes change, the width pass runs band by band into `stage` (staged_rows).
     std::vector<std::uint8_t> stage;
     std::vector<int> stage_start;
     int stage_first = 0, stage_end = 0;
     if (horizontal && vertical) {
-        int max_rows = 0;
-        for (int y0 = 0; y0 < out_height; y0 += band_rows) {
-            const int last = std::min(band_rows, out_height - y0) - 1 + y0;
-            max_rows = std::max(max_rows, wy.start[last] + wy.taps - wy.start[y0]);
-        }
-        stage.resize(std::size_t(max_rows) * row_bytes);
+        stage.resize(staged_rows(wy, out_height, band_rows) * row_bytes);
         stage_start.resize(std::size_t(std::min(band_rows, out_height)));
     }
     base::resize_reusing(out->rgb, std::size_t(out_height) * row_bytes);

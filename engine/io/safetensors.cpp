@@ -242,6 +242,89 @@ bool is_plain_file_name(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+using TensorIndex = std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>>;
+using ShardNumbers = std::map<std::string, std::size_t, std::less<>>;
+
+// Opens each distinct shard the index's weight_map names once, in first-mention order, into
+// *files; *shard_of_name numbers them.
+base::Status open_shards(const std::filesystem::path& model_dir, const std::string& index_name,
+                         const JsonValue& weight_map, std::vector<SafetensorsFile>* files,
+                         ShardNumbers* shard_of_name) {
+    for (const JsonValue::Member& m : weight_map.members()) {
+        if (!m.second.is_string()) {
+            return base::error(ErrorCode::kCorruptFile,
+                               "{}: weight_map entry for '{}' is {}, expected a file name",
+                               index_name, m.first, JsonValue::type_name(m.second.type()));
+        }
+        const std::string& shard = m.second.as_string();
+        if (!is_plain_file_name(shard)) {
+            return base::error(ErrorCode::kCorruptFile,
+                               "{}: tensor '{}' maps to '{}', which is not a file name in the "
+                               "model folder",
+                               index_name, m.first, shard);
+        }
+        if (shard_of_name->count(shard) != 0) continue;
+        base::Result<SafetensorsFile> file = SafetensorsFile::open(model_dir / shard);
+        if (!file.ok()) {
+            if (file.status().code() == ErrorCode::kNotFound) {
+                return base::error(ErrorCode::kNotFound,
+                                   "{}: shard '{}' (holding tensor '{}') does not exist",
+                                   index_name, shard, m.first);
+            }
+            return file.status();
+        }
+        shard_of_name->emplace(shard, files->size());
+        files->push_back(std::move(file).value());
+    }
+    return base::Status();
+}
+
+// Binds every name of the weight_map to its tensor in its shard.
+base::Status bind_listed(const std::string& index_name, const JsonValue& weight_map,
+                         const std::vector<SafetensorsFile>& files,
+                         const ShardNumbers& shard_of_name, TensorIndex* index) {
+    for (const JsonValue::Member& m : weight_map.members()) {
+        const std::size_t f = shard_of_name.find(m.second.as_string())->second;
+        const TensorInfo* info = files[f].find(m.first);
+        if (info == nullptr) {
+            return base::error(ErrorCode::kNotFound,
+                               "{}: tensor '{}' is mapped to shard '{}', which does not contain it",
+                               index_name, m.first, m.second.as_string());
+        }
+        const std::size_t t = std::size_t(info - files[f].tensors().data());
+        const auto [it, inserted] = index->emplace(m.first, std::pair{f, t});
+        if (!inserted && it->second.first != f) {
+            return base::error(ErrorCode::kCorruptFile, "{}: tensor '{}' is mapped to two shards",
+                               index_name, m.first);
+        }
+    }
+    return base::Status();
+}
+
+// Tensors a shard holds but the index does not list are still reachable, unless the name is
+// already bound elsewhere (which would make the folder ambiguous).
+base::Status bind_unlisted(const std::filesystem::path& model_dir,
+                           const std::vector<SafetensorsFile>& files, TensorIndex* index) {
+    for (std::size_t f = 0; f < files.size(); ++f) {
+        const std::vector<TensorInfo>& tensors = files[f].tensors();
+        for (std::size_t t = 0; t < tensors.size(); ++t) {
+            const auto [it, inserted] = index->emplace(tensors[t].name, std::pair{f, t});
+            if (!inserted && it->second.first != f) {
+                return base::error(ErrorCode::kCorruptFile,
+                                   "{}: tensor '{}' appears in both {} and {}", model_dir.string(),
+                                   tensors[t].name,
+                                   files[it->second.first].path().filename().string(),
+                                   files[f].path().filename().string());
+            }
+        }
+    }
+    return base::Status();
+}
+
+}  // namespace
+
 base::Result<TensorStore> TensorStore::open_dir(const std::filesystem::path& model_dir) {
     std::error_code ec;
     if (!std::filesystem::is_directory(model_dir, ec)) {
@@ -271,64 +354,10 @@ base::Result<TensorStore> TensorStore::open_dir(const std::filesystem::path& mod
     if (weight_map == nullptr || !weight_map->is_object()) {
         return base::error(ErrorCode::kCorruptFile, "{}: missing 'weight_map' object", index_name);
     }
-    // Open each distinct shard once, in first-mention order.
-    std::map<std::string, std::size_t, std::less<>> shard_of_name;
-    for (const JsonValue::Member& m : weight_map->members()) {
-        if (!m.second.is_string()) {
-            return base::error(ErrorCode::kCorruptFile,
-                               "{}: weight_map entry for '{}' is {}, expected a file name",
-                               index_name, m.first, JsonValue::type_name(m.second.type()));
-        }
-        const std::string& shard = m.second.as_string();
-        if (!is_plain_file_name(shard)) {
-            return base::error(ErrorCode::kCorruptFile,
-                               "{}: tensor '{}' maps to '{}', which is not a file name in the "
-                               "model folder",
-                               index_name, m.first, shard);
-        }
-        if (shard_of_name.count(shard) != 0) continue;
-        base::Result<SafetensorsFile> file = SafetensorsFile::open(model_dir / shard);
-        if (!file.ok()) {
-            if (file.status().code() == ErrorCode::kNotFound) {
-                return base::error(ErrorCode::kNotFound,
-                                   "{}: shard '{}' (holding tensor '{}') does not exist",
-                                   index_name, shard, m.first);
-            }
-            return file.status();
-        }
-        shard_of_name.emplace(shard, store.files_.size());
-        store.files_.push_back(std::move(file).value());
-    }
-    for (const JsonValue::Member& m : weight_map->members()) {
-        const std::size_t f = shard_of_name.find(m.second.as_string())->second;
-        const TensorInfo* info = store.files_[f].find(m.first);
-        if (info == nullptr) {
-            return base::error(ErrorCode::kNotFound,
-                               "{}: tensor '{}' is mapped to shard '{}', which does not contain it",
-                               index_name, m.first, m.second.as_string());
-        }
-        const std::size_t t = std::size_t(info - store.files_[f].tensors().data());
-        const auto [it, inserted] = store.index_.emplace(m.first, std::pair{f, t});
-        if (!inserted && it->second.first != f) {
-            return base::error(ErrorCode::kCorruptFile, "{}: tensor '{}' is mapped to two shards",
-                               index_name, m.first);
-        }
-    }
-    // Tensors a shard holds but the index does not list are still reachable, unless the name is
-    // already bound elsewhere (which would make the folder ambiguous).
-    for (std::size_t f = 0; f < store.files_.size(); ++f) {
-        const std::vector<TensorInfo>& tensors = store.files_[f].tensors();
-        for (std::size_t t = 0; t < tensors.size(); ++t) {
-            const auto [it, inserted] = store.index_.emplace(tensors[t].name, std::pair{f, t});
-            if (!inserted && it->second.first != f) {
-                return base::error(ErrorCode::kCorruptFile,
-                                   "{}: tensor '{}' appears in both {} and {}", model_dir.string(),
-                                   tensors[t].name,
-                                   store.files_[it->second.first].path().filename().string(),
-                                   store.files_[f].path().filename().string());
-            }
-        }
-    }
+    ShardNumbers shard_of_name;
+    QVL_TRY(open_shards(model_dir, index_name, *weight_map, &store.files_, &shard_of_name));
+    QVL_TRY(bind_listed(index_name, *weight_map, store.files_, shard_of_name, &store.index_));
+    QVL_TRY(bind_unlisted(model_dir, store.files_, &store.index_));
     return store;
 }
 

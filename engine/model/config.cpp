@@ -237,101 +237,110 @@ base::Status parse_vision(const ObjectReader& r, VisionConfig* out) {
     return base::Status();
 }
 
-}  // namespace
-
-base::Status validate_model_config(const ModelConfig& c, std::string_view what) {
-    const auto invalid = [&](std::string message) {
+// The refusals' two kinds, naming the file they come from.
+struct ConfigErrors {
+    std::string_view what;
+    base::Status invalid(const std::string& message) const {
         return base::Status(ErrorCode::kInvalidArgument, fmt::format("{}: {}", what, message));
-    };
-    const auto unsupported = [&](std::string message) {
-        return base::Status(ErrorCode::kUnsupported, fmt::format("{}: {}", what, message));
-    };
-    if (c.model_type != "qwen3_vl") {
-        return unsupported(
-            fmt::format("model_type '{}' is not supported (expected 'qwen3_vl')", c.model_type));
     }
-    const TextConfig& t = c.text;
+    base::Status unsupported(const std::string& message) const {
+        return base::Status(ErrorCode::kUnsupported, fmt::format("{}: {}", what, message));
+    }
+};
+
+base::Status validate_text_config(const TextConfig& t, const ConfigErrors& e) {
     if (t.hidden_act != "silu") {
-        return unsupported(fmt::format("'text_config.hidden_act' is '{}', only 'silu' is supported",
-                                       t.hidden_act));
+        return e.unsupported(fmt::format(
+            "'text_config.hidden_act' is '{}', only 'silu' is supported", t.hidden_act));
     }
     if (t.attention_bias) {
-        return unsupported("'text_config.attention_bias' is true, qvl supports only false");
+        return e.unsupported("'text_config.attention_bias' is true, qvl supports only false");
     }
     if (t.num_attention_heads % t.num_key_value_heads != 0) {
-        return invalid(
+        return e.invalid(
             fmt::format("text_config.num_key_value_heads {} does not divide num_attention_heads {}",
                         t.num_key_value_heads, t.num_attention_heads));
     }
     if (t.head_dim % 2 != 0) {
-        return invalid(
+        return e.invalid(
             fmt::format("text_config.head_dim {} is odd, rotary needs it even", t.head_dim));
     }
     if (std::int64_t(t.num_attention_heads) * t.head_dim > kMaxDim) {
-        return invalid(fmt::format("text_config num_attention_heads {} x head_dim {} is over {}",
-                                   t.num_attention_heads, t.head_dim, kMaxDim));
+        return e.invalid(fmt::format("text_config num_attention_heads {} x head_dim {} is over {}",
+                                     t.num_attention_heads, t.head_dim, kMaxDim));
     }
     const int section_sum = t.mrope_section[0] + t.mrope_section[1] + t.mrope_section[2];
     if (t.mrope_section[0] < 0 || t.mrope_section[1] < 0 || t.mrope_section[2] < 0 ||
         section_sum != t.head_dim / 2) {
-        return invalid(
+        return e.invalid(
             fmt::format("text_config mrope_section [{}, {}, {}] sums to {}, expected "
                         "head_dim / 2 = {}",
                         t.mrope_section[0], t.mrope_section[1], t.mrope_section[2], section_sum,
                         t.head_dim / 2));
     }
-    const VisionConfig& v = c.vision;
+    return base::Status();
+}
+
+base::Status validate_vision_config(const VisionConfig& v, const ConfigErrors& e) {
     if (v.hidden_act != "gelu_pytorch_tanh") {
-        return unsupported(
+        return e.unsupported(
             fmt::format("'vision_config.hidden_act' is '{}', only 'gelu_pytorch_tanh' is supported",
                         v.hidden_act));
     }
     if (v.in_channels != 3) {
-        return unsupported(
+        return e.unsupported(
             fmt::format("vision_config.in_channels is {}, qvl reads RGB (3)", v.in_channels));
     }
     if (v.hidden_size % v.num_heads != 0) {
-        return invalid(fmt::format("vision_config.num_heads {} does not divide hidden_size {}",
-                                   v.num_heads, v.hidden_size));
+        return e.invalid(fmt::format("vision_config.num_heads {} does not divide hidden_size {}",
+                                     v.num_heads, v.hidden_size));
     }
     if (v.head_dim() % 2 != 0) {
-        return invalid(fmt::format("vision_config head_dim {} (hidden_size / num_heads) is odd",
-                                   v.head_dim()));
+        return e.invalid(fmt::format("vision_config head_dim {} (hidden_size / num_heads) is odd",
+                                     v.head_dim()));
     }
     const int side = int(std::lround(std::sqrt(double(v.num_position_embeddings))));
     if (side * side != v.num_position_embeddings) {
-        return invalid(fmt::format("vision_config.num_position_embeddings {} is not a square grid",
-                                   v.num_position_embeddings));
+        return e.invalid(
+            fmt::format("vision_config.num_position_embeddings {} is not a square grid",
+                        v.num_position_embeddings));
     }
     const std::int64_t merged =
         std::int64_t(v.hidden_size) * v.spatial_merge_size * v.spatial_merge_size;
     const std::int64_t patch =
         std::int64_t(v.in_channels) * v.temporal_patch_size * v.patch_size * v.patch_size;
     if (merged > kMaxDim || patch > kMaxDim) {
-        return invalid(fmt::format("vision_config merged width {} or patch size {} is over {}",
-                                   merged, patch, kMaxDim));
+        return e.invalid(fmt::format("vision_config merged width {} or patch size {} is over {}",
+                                     merged, patch, kMaxDim));
     }
+    return base::Status();
+}
+
+// What the vision tower and the text model must agree on, and the special token ids.
+base::Status validate_model_links(const ModelConfig& c, const ConfigErrors& e) {
+    const TextConfig& t = c.text;
+    const VisionConfig& v = c.vision;
     if (v.out_hidden_size != t.hidden_size) {
-        return invalid(
+        return e.invalid(
             fmt::format("vision_config.out_hidden_size {} differs from text_config.hidden_size {}",
                         v.out_hidden_size, t.hidden_size));
     }
     for (std::size_t i = 0; i < v.deepstack_visual_indexes.size(); ++i) {
         const int index = v.deepstack_visual_indexes[i];
         if (index < 0 || index >= v.depth) {
-            return invalid(fmt::format(
+            return e.invalid(fmt::format(
                 "vision_config.deepstack_visual_indexes[{}] is {}, expected 0..{} (depth {})", i,
                 index, v.depth - 1, v.depth));
         }
         for (std::size_t j = 0; j < i; ++j) {
             if (v.deepstack_visual_indexes[j] == index) {
-                return invalid(fmt::format(
+                return e.invalid(fmt::format(
                     "vision_config.deepstack_visual_indexes lists block {} twice", index));
             }
         }
     }
     if (v.deepstack_visual_indexes.size() > std::size_t(t.num_hidden_layers)) {
-        return invalid(
+        return e.invalid(
             fmt::format("vision_config has {} deepstack taps but the text model only {} layers",
                         v.deepstack_visual_indexes.size(), t.num_hidden_layers));
     }
@@ -340,11 +349,24 @@ base::Status validate_model_config(const ModelConfig& c, std::string_view what) 
                            std::pair{"vision_start_token_id", c.vision_start_token_id},
                            std::pair{"vision_end_token_id", c.vision_end_token_id}}) {
         if (id < 0 || id >= t.vocab_size) {
-            return invalid(
+            return e.invalid(
                 fmt::format("{} {} is outside the vocabulary of {}", key, id, t.vocab_size));
         }
     }
     return base::Status();
+}
+
+}  // namespace
+
+base::Status validate_model_config(const ModelConfig& c, std::string_view what) {
+    const ConfigErrors e{what};
+    if (c.model_type != "qwen3_vl") {
+        return e.unsupported(
+            fmt::format("model_type '{}' is not supported (expected 'qwen3_vl')", c.model_type));
+    }
+    QVL_TRY(validate_text_config(c.text, e));
+    QVL_TRY(validate_vision_config(c.vision, e));
+    return validate_model_links(c, e);
 }
 
 base::Result<ModelConfig> parse_model_config(std::string_view json_text, std::string_view what) {

@@ -61,6 +61,34 @@ void quantize_panels(const Matrix& m, const kernels::Q8Matrix& qm, int p0, int p
     kernels::q8_quantize_panels(m.data, m.type, m.ld, qm, p0, p1, isa);
 }
 
+// m quantized into qm, whose data and scales lie in buf (at `spans`), on the pool.
+// The storage spans are [q_at, q_at + q_bytes) and [s_at, s_at + s_bytes).
+struct QuantSpans {
+    std::size_t q_at, q_bytes, s_at, s_bytes;
+};
+
+void quantize_into(const Matrix& m, const kernels::Q8Matrix& qm, base::AlignedBuffer* buf,
+                   const QuantSpans& spans, base::ThreadPool& pool, kernels::Isa isa) {
+    const auto [q_at, q_bytes, s_at, s_bytes] = spans;
+    // Panels are independent: a fixed split, so the result does not depend on threads.
+    const int chunks = std::min(qm.panels, 64);
+    pool.parallel_for(chunks, [&](int c) {
+        const int p0 = int(std::int64_t(qm.panels) * c / chunks);
+        const int p1 = int(std::int64_t(qm.panels) * (c + 1) / chunks);
+        // The chunk's share of the fresh pages mapped in one call each, not one fault
+        // per page (as PanelWeights::rearrange does; the share is proportional, and a
+        // page populated by both neighbours is simply mapped once).
+        const auto share = [&](std::size_t at, std::size_t bytes) {
+            const std::size_t lo = bytes * std::size_t(p0) / std::size_t(qm.panels);
+            const std::size_t hi = bytes * std::size_t(p1) / std::size_t(qm.panels);
+            buf->populate(at + lo, hi - lo);
+        };
+        share(q_at, q_bytes);
+        share(s_at, s_bytes);
+        quantize_panels(m, qm, p0, p1, isa);
+    });
+}
+
 }  // namespace
 
 // Matrices quantized into one buffer, one after another: q, k and v of a layer (stacked into
@@ -174,23 +202,7 @@ base::Status QuantizedText::run(ModelWeights& w, std::vector<Group>& groups, boo
                 part.format.describe(m->rows, m->cols, buf.data() + q_at, buf.data() + s_at);
             const std::size_t q_bytes = part.format.data_bytes(*m);
             const std::size_t s_bytes = part.format.scale_bytes(*m);
-            // Panels are independent: a fixed split, so the result does not depend on threads.
-            const int chunks = std::min(qm.panels, 64);
-            pool.parallel_for(chunks, [&](int c) {
-                const int p0 = int(std::int64_t(qm.panels) * c / chunks);
-                const int p1 = int(std::int64_t(qm.panels) * (c + 1) / chunks);
-                // The chunk's share of the fresh pages mapped in one call each, not one fault
-                // per page (as PanelWeights::rearrange does; the share is proportional, and a
-                // page populated by both neighbours is simply mapped once).
-                const auto share = [&](std::size_t at, std::size_t bytes) {
-                    const std::size_t lo = bytes * std::size_t(p0) / std::size_t(qm.panels);
-                    const std::size_t hi = bytes * std::size_t(p1) / std::size_t(qm.panels);
-                    buf.populate(at + lo, hi - lo);
-                };
-                share(q_at, q_bytes);
-                share(s_at, s_bytes);
-                quantize_panels(*m, qm, p0, p1, isa);
-            });
+            quantize_into(*m, qm, &buf, {q_at, q_bytes, s_at, s_bytes}, pool, isa);
             if (release_source && !w.is_copy(m->data)) {
                 io::release_mapped_pages(m->data, (std::size_t(m->rows - 1) * std::size_t(m->ld) +
                                                    std::size_t(m->cols)) *

@@ -41,6 +41,51 @@ Tensor batch_attention(graph::GraphBuilder& g, const TextGraphInputs& in, int il
     return out;
 }
 
+// A layer's q, k and v of the normed rows h ([n, heads*hd], [n, kv_heads*hd] twice); with
+// norm_and_rope each head of q and k RMS-normed, then rotated (RoPE).
+struct QkvHeads {
+    Tensor q, k, v;
+};
+QkvHeads project_qkv(graph::GraphBuilder& g, const TextConfig& cfg, const TextLayerWeights& l,
+                     Tensor h, int n, Tensor cos, Tensor sin, bool norm_and_rope) {
+    const int head_dim = cfg.head_dim;
+    const float eps = cfg.rms_norm_eps;
+    const int q_cols = cfg.num_attention_heads * head_dim;
+    const int kv_cols = cfg.num_key_value_heads * head_dim;
+    Tensor q, k, v;
+    if (l.qkv.data != nullptr) {  // one product: better blocked than three small ones
+        Tensor qkv = g.matmul("qkv", h, weight_ref(l.qkv));
+        q = g.view(qkv, 0, n, 0, q_cols);
+        k = g.view(qkv, 0, n, q_cols, kv_cols);
+        v = g.view(qkv, 0, n, q_cols + kv_cols, kv_cols);
+    } else {
+        q = g.matmul("q", h, weight_ref(l.q));
+        k = g.matmul("k", h, weight_ref(l.k));
+        v = g.matmul("v", h, weight_ref(l.v));
+    }
+    if (norm_and_rope) {
+        q = g.rms_norm("q_norm", q, l.q_norm.data, eps, head_dim);  // per head, before RoPE
+        k = g.rms_norm("k_norm", k, l.k_norm.data, eps, head_dim);
+        g.rope("q_rope", q, cos, sin, cfg.num_attention_heads, head_dim);
+        g.rope("k_rope", k, cos, sin, cfg.num_key_value_heads, head_dim);
+    }
+    return {q, k, v};
+}
+
+// The final norm of the kept rows, then lm_head (unless the caller applies it: the runtime's
+// logits screen).
+Tensor text_logits(graph::GraphBuilder& g, const TextConfig& cfg, const TextWeights& w, Tensor last,
+                   bool lm_head) {
+    Tensor h = g.rms_norm("final_norm", last, w.final_norm.data, cfg.rms_norm_eps);
+    if (!lm_head) {
+        g.keep(h);
+        return h;
+    }
+    Tensor logits = g.matmul("logits", h, weight_ref(w.lm_head));  // [1, vocab]
+    g.keep(logits);
+    return logits;
+}
+
 }  // namespace
 
 // mirrors Qwen3VLTextModel.forward (+ the lm_head of Qwen3VLForConditionalGeneration)
@@ -78,24 +123,9 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
         // row-invariant, so the row kept is bit-identical to the same row of the whole layer.
         const bool prune = !batch && il == cfg.num_hidden_layers - 1 && !deepstack;
         Tensor h = g.rms_norm("input_norm", x, l.input_norm.data, eps);  // [n, d]
-        const int q_cols = n_heads * head_dim, kv_cols = n_kv_heads * head_dim;
-        Tensor q, k, v;               // [n, heads*hd], [n, kv_heads*hd], [n, kv_heads*hd]
-        if (l.qkv.data != nullptr) {  // one product: better blocked than three small ones
-            Tensor qkv = g.matmul("qkv", h, weight_ref(l.qkv));
-            q = g.view(qkv, 0, n, 0, q_cols);
-            k = g.view(qkv, 0, n, q_cols, kv_cols);
-            v = g.view(qkv, 0, n, q_cols + kv_cols, kv_cols);
-        } else {
-            q = g.matmul("q", h, weight_ref(l.q));
-            k = g.matmul("k", h, weight_ref(l.k));
-            v = g.matmul("v", h, weight_ref(l.v));
-        }
-        if (!batch) {  // a decode batch does these in its attention nodes (batch_attention)
-            q = g.rms_norm("q_norm", q, l.q_norm.data, eps, head_dim);  // per head, before RoPE
-            k = g.rms_norm("k_norm", k, l.k_norm.data, eps, head_dim);
-            g.rope("q_rope", q, cos, sin, n_heads, head_dim);
-            g.rope("k_rope", k, cos, sin, n_kv_heads, head_dim);
-        }
+        const int q_cols = n_heads * head_dim;
+        // A decode batch does the norms and RoPE in its attention nodes (batch_attention).
+        auto [q, k, v] = project_qkv(g, cfg, l, h, n, cos, sin, !batch);
         graph::AttentionOptions ao{.n_heads = n_heads,
                                    .n_kv_heads = n_kv_heads,
                                    .head_dim = head_dim,
@@ -130,14 +160,7 @@ Tensor build_text_graph(graph::GraphBuilder& g, const TextConfig& cfg, const Tex
     if (!in.want_logits) return Tensor{};
     g.set_scope("text");
     Tensor last = batch ? x : g.view(x, x_rows - 1, 1, 0, d);  // [1, d] or the whole batch
-    Tensor h = g.rms_norm("final_norm", last, w.final_norm.data, eps);
-    if (!in.lm_head) {  // the caller applies lm_head (runtime: the logits screen)
-        g.keep(h);
-        return h;
-    }
-    Tensor logits = g.matmul("logits", h, weight_ref(w.lm_head));  // [1, vocab]
-    g.keep(logits);
-    return logits;
+    return text_logits(g, cfg, w, last, in.lm_head);
 }
 
 }  // namespace qvl::model

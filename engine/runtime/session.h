@@ -267,7 +267,16 @@ class Session {
     Session(const model::Model& model, const SessionOptions& options);
     mutable std::once_flag grammar_vocab_once_;
     mutable std::shared_ptr<const grammar::Vocab> grammar_vocab_;
+    // Session::create's allocations (runtime/session_reserve.cpp): reserve() checks the memory
+    // budget, then sizes every buffer and arena for the options' limits through the rest.
     base::Status reserve();
+    void reserve_step_buffers();
+    void reserve_screen();
+    void reserve_history();
+    base::Status reserve_visual_features();
+    std::size_t worst_case_vision_bytes();
+    std::size_t worst_case_text_bytes();
+    base::Status reserve_arenas(std::uint64_t fixed, std::uint64_t available);
     // Prefills ids[offset, offset + n) into slot at the positions in chunk_pos_*.
     base::Status run_prefill_chunk(int slot, std::span<const std::int32_t> ids, int offset, int n,
                                    int visual_base);

@@ -96,21 +96,25 @@ base::Status load_vocab(const Ctx& ctx, dom::object model, TokenizerTables& t) {
 
 // Three passes so that the random lookups of each pass can be prefetched ahead: decode every
 // merge to bytes, resolve the ids, fill the merge table.
-base::Status load_merges(const Ctx& ctx, dom::object model, TokenizerTables& t) {
-    dom::array merges;
-    const auto m = member(model, "merges");
-    if (!m || m->get_array().get(merges) != simdjson::SUCCESS) {
-        return ctx.corrupt("model.merges: missing or not an array");
-    }
-    struct Pending {
-        std::uint32_t offset;  // into `parts`: left bytes then right bytes
-        std::uint32_t left_len, right_len;
-        std::uint64_t left_hash, right_hash;
-        std::int32_t left_id, right_id, merged_id;
-    };
-    std::vector<Pending> pending;
+// One merge rule while the merges load: its two sides' bytes (in MergeTexts::parts) and ids.
+struct PendingMerge {
+    std::uint32_t offset;  // into `parts`: left bytes then right bytes
+    std::uint32_t left_len, right_len;
+    std::uint64_t left_hash, right_hash;
+    std::int32_t left_id, right_id, merged_id;
+};
+
+struct MergeTexts {
+    std::vector<PendingMerge> pending;  // in rank order
+    std::string parts;
+};
+
+// Reads every merge ("a b" or ["a", "b"]) as the bytes of its two sides.
+base::Status read_merge_texts(const Ctx& ctx, dom::array merges, MergeTexts* out) {
+    std::vector<PendingMerge>& pending = out->pending;
+    std::string& parts = out->parts;
     pending.reserve(merges.size());
-    std::string parts, bytes;
+    std::string bytes;
     parts.reserve(16 * merges.size());
     for (dom::element e : merges) {
         const std::size_t rank = pending.size();
@@ -128,7 +132,7 @@ base::Status load_merges(const Ctx& ctx, dom::object model, TokenizerTables& t) 
                    pair.at(1).get_string().get(b) != simdjson::SUCCESS) {
             return ctx.corrupt("model.merges[{}]: not a string or a pair of strings", rank);
         }
-        Pending p{};
+        PendingMerge p{};
         p.offset = std::uint32_t(parts.size());
         if (!detail::byte_level_decode(a, bytes)) {
             return ctx.corrupt("model.merges[{}]: '{}' is not in the byte-level alphabet", rank, a);
@@ -144,7 +148,18 @@ base::Status load_merges(const Ctx& ctx, dom::object model, TokenizerTables& t) 
         parts += bytes;
         pending.push_back(p);
     }
-    constexpr std::size_t kAhead = 16;
+    return base::Status();
+}
+
+// Rows looked up this far ahead of the one resolved are prefetched.
+constexpr std::size_t kMergesAhead = 16;
+
+// Finds the vocab ids of each merge's sides and result; a side missing from the vocab is an
+// error naming the merge.
+base::Status resolve_merge_ids(const Ctx& ctx, dom::array merges, const TokenizerTables& t,
+                               MergeTexts* m) {
+    constexpr std::size_t kAhead = kMergesAhead;
+    std::vector<PendingMerge>& pending = m->pending;
     const std::size_t n = pending.size();
     std::int32_t guess = 0;
     for (std::size_t i = 0; i < n + kAhead; ++i) {
@@ -153,8 +168,8 @@ base::Status load_merges(const Ctx& ctx, dom::object model, TokenizerTables& t) 
             t.tokens.prefetch(pending[i].right_hash);
         }
         if (i < kAhead) continue;
-        Pending& p = pending[i - kAhead];
-        const std::string_view both(parts.data() + p.offset, p.left_len + p.right_len);
+        PendingMerge& p = pending[i - kAhead];
+        const std::string_view both(m->parts.data() + p.offset, p.left_len + p.right_len);
         const std::string_view left = both.substr(0, p.left_len);
         const std::string_view right = both.substr(p.left_len);
         p.left_id = t.tokens.find(left, p.left_hash);
@@ -178,12 +193,26 @@ base::Status load_merges(const Ctx& ctx, dom::object model, TokenizerTables& t) 
                                missing);
         }
     }
+    return base::Status();
+}
+
+base::Status load_merges(const Ctx& ctx, dom::object model, TokenizerTables& t) {
+    dom::array merges;
+    const auto m = member(model, "merges");
+    if (!m || m->get_array().get(merges) != simdjson::SUCCESS) {
+        return ctx.corrupt("model.merges: missing or not an array");
+    }
+    MergeTexts texts;
+    QVL_TRY(read_merge_texts(ctx, merges, &texts));
+    QVL_TRY(resolve_merge_ids(ctx, merges, t, &texts));
+    const std::vector<PendingMerge>& pending = texts.pending;
+    const std::size_t n = pending.size();
     t.merges.reserve(n);
-    for (std::size_t i = 0; i < n + kAhead; ++i) {
+    for (std::size_t i = 0; i < n + kMergesAhead; ++i) {
         if (i < n) t.merges.prefetch(pending[i].left_id, pending[i].right_id);
-        if (i < kAhead) continue;
-        const Pending& p = pending[i - kAhead];
-        t.merges.insert(p.left_id, p.right_id, std::int32_t(i - kAhead), p.merged_id);
+        if (i < kMergesAhead) continue;
+        const PendingMerge& p = pending[i - kMergesAhead];
+        t.merges.insert(p.left_id, p.right_id, std::int32_t(i - kMergesAhead), p.merged_id);
     }
     return base::Status();
 }
