@@ -37,21 +37,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     const auto grammar = std::make_shared<const qvl::grammar::Grammar>(std::move(g).value());
     qvl::grammar::Matcher m(grammar, vocab, {vocab->size() - 1});
-    // The byte-by-byte walk is the reference for the plain-text shortcut.
+    // The byte-by-byte walk is the reference for the plain-text shortcut; on small grammars
+    // only, so that the second matcher does not double the time of the large ones.
+    const bool compare = grammar->elems.size() <= 256;
     qvl::grammar::Matcher walked(grammar, vocab, {vocab->size() - 1});
     walked.use_plain_subtrees(false);
     for (int step = 0; step < 8; ++step) {
         const auto mask = m.mask();
-        const auto want = walked.mask();
-        if (!std::equal(mask.begin(), mask.end(), want.begin(), want.end()))
-            qvl::fuzz::fail("the plain-text shortcut changed the mask");
+        if (compare) {
+            const auto want = walked.mask();
+            if (!std::equal(mask.begin(), mask.end(), want.begin(), want.end()))
+                qvl::fuzz::fail("the plain-text shortcut changed the mask");
+        }
         std::int32_t pick = -1;
         for (std::int32_t id = 0; id < vocab->size() && pick < 0; ++id) {
             if (m.allowed(mask, (id * 37 + step) % vocab->size()))
                 pick = (id * 37 + step) % vocab->size();
         }
         if (pick < 0) break;
-        if (!m.accept(pick) || !walked.accept(pick))
+        if (!m.accept(pick) || (compare && !walked.accept(pick)))
             qvl::fuzz::fail("a token the mask allowed was refused");
         if (m.finished()) break;
     }
