@@ -175,10 +175,7 @@ void HttpServer::install_routes() {
         kOnIoThread);
 }
 
-std::string HttpServer::metrics_text() const {
-    const Engine::Stats st = engine_.stats();
-    return metrics_.format(st.slots_busy, st.slots, st.queue_length);
-}
+std::string HttpServer::metrics_text() const { return metrics_.format(engine_.stats()); }
 
 std::optional<Request> HttpServer::prepare_request(ChatRequest& chat, CompletionReply& reply) {
     const auto fail = [&](const ApiError& e, const char* outcome) {
@@ -250,7 +247,7 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
         if (chat.top_logprobs >= 0) {
             br.on_logprob = [stream](const TokenLogprob& e) { stream->push_logprobs(e); };
         }
-        br.on_done = [this, stream, i](const Generation& r) { on_choice_done(*stream, r, i); };
+        br.on_done = [this, stream](const Generation& r) { on_choice_done(*stream, r); };
         streams.push_back(std::move(stream));
         group.push_back(std::move(br));
     }
@@ -284,7 +281,7 @@ void HttpServer::handle_completion(const http::Request& req, http::Responder& re
     in_flight_.fetch_sub(1);
 }
 
-void HttpServer::on_choice_done(CompletionStream& stream, const Generation& r, int index) {
+void HttpServer::on_choice_done(CompletionStream& stream, const Generation& r) {
     // Counted before the stream ends, so a client that reads /metrics after its answer finds the
     // answer counted. Tokens without a streamed piece: the first came now (as finish() sees it).
     const double duration = std::chrono::duration<double>(Clock::now() - stream.received()).count();
@@ -296,10 +293,6 @@ void HttpServer::on_choice_done(CompletionStream& stream, const Generation& r, i
                                 : cancelled                  ? "cancelled"
                                 : r.finish_reason == "error" ? "error"
                                                              : "ok",
-                     .prompt_tokens = index == 0 ? r.timings.prompt_tokens : 0,  // once
-                     .generated_tokens = int(r.tokens.size()),
-                     .cached_prompt_tokens = r.timings.cached_prompt_tokens,
-                     .image_cache_hits = r.timings.image_cache_hits,
                      .ttft_s = ttft,
                      .duration_s = duration});
     stream.finish(r);

@@ -86,8 +86,8 @@ class HttpServer {
     // POST /tokenize and /detokenize (http_tokenize.cpp).
     void handle_tokenize(const http::Request& req, http::Responder& res);
     void handle_detokenize(const http::Request& req, http::Responder& res);
-    // A choice's result: its stream ends, the metrics count it (the prompt once per request).
-    void on_choice_done(CompletionStream& stream, const Generation& r, int index);
+    // A choice's result: its stream ends, the metrics count its outcome (the engine its tokens).
+    void on_choice_done(CompletionStream& stream, const Generation& r);
     // The answer to a refused submit (503 when the queue is full, else 400).
     void refuse_submit(CompletionReply& reply, const Status& status);
     std::string metrics_text() const;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace qvl::serve {
 
 void Histogram::observe(double seconds) {
@@ -30,15 +32,11 @@ std::string Histogram::format(const std::string& name, const std::string& help) 
 void Metrics::record(const RequestOutcome& r) {
     std::lock_guard lock(mu_);
     ++requests_[r.outcome];
-    prompt_tokens_ += std::uint64_t(std::max(r.prompt_tokens, 0));
-    generated_tokens_ += std::uint64_t(std::max(r.generated_tokens, 0));
-    cached_prompt_tokens_ += std::uint64_t(std::max(r.cached_prompt_tokens, 0));
-    image_cache_hits_ += std::uint64_t(std::max(r.image_cache_hits, 0));
     if (r.ttft_s >= 0) ttft_.observe(r.ttft_s);
     if (r.outcome == "ok") duration_.observe(r.duration_s);
 }
 
-std::string Metrics::format(int slots_busy, int slots, int queue_length) const {
+std::string Metrics::format(const Engine::Stats& stats) const {
     std::lock_guard lock(mu_);
     std::string out =
         "# HELP qvl_requests_total Chat completion requests by outcome.\n"
@@ -59,15 +57,27 @@ std::string Metrics::format(int slots_busy, int slots, int queue_length) const {
     const auto gauge = [&](const char* name, const char* help, int v) {
         out += fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n{0} {2}\n", name, help, v);
     };
-    counter("qvl_prompt_tokens_total", "Prompt tokens of finished requests.", prompt_tokens_);
-    counter("qvl_generated_tokens_total", "Generated tokens.", generated_tokens_);
+    out +=
+        "# HELP qvl_generations_total Generations (one per choice) the engine finished, by "
+        "finish reason.\n# TYPE qvl_generations_total counter\n";
+    const std::pair<const char*, std::uint64_t> ends[] = {{"stop", stats.stopped},
+                                                          {"length", stats.length},
+                                                          {"cancelled", stats.cancelled},
+                                                          {"error", stats.failed}};
+    for (const auto& [reason, n] : ends) {
+        out += fmt::format("qvl_generations_total{{finish_reason=\"{}\"}} {}\n", reason, n);
+    }
+    counter("qvl_generations_refused_total", "Generations the engine refused (queue full, ...).",
+            stats.refused);
+    counter("qvl_prompt_tokens_total", "Prompt tokens of finished requests.", stats.prompt_tokens);
+    counter("qvl_generated_tokens_total", "Generated tokens.", stats.generated_tokens);
     counter("qvl_cached_prompt_tokens_total", "Prompt tokens reused from a slot's KV cache.",
-            cached_prompt_tokens_);
+            stats.cached_prompt_tokens);
     counter("qvl_image_cache_hits_total", "Images whose features came from the cache.",
-            image_cache_hits_);
-    gauge("qvl_slots_busy", "Slots running a request.", slots_busy);
-    gauge("qvl_slots", "Slots (--parallel).", slots);
-    gauge("qvl_queue_length", "Requests waiting for a slot.", queue_length);
+            stats.image_cache_hits);
+    gauge("qvl_slots_busy", "Slots running a request.", stats.slots_busy);
+    gauge("qvl_slots", "Slots (--parallel).", stats.slots);
+    gauge("qvl_queue_length", "Requests waiting for a slot.", stats.queue_length);
     return out;
 }
 

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "qvl/qvl.h"
+
 namespace qvl::serve {
 
 class Histogram {
@@ -24,14 +26,11 @@ class Histogram {
     double sum_ = 0;
 };
 
+// An HTTP request's end (its tokens are the engine's counters, Engine::Stats).
 struct RequestOutcome {
     // ok | cancelled (client gone) | client_error | rejected | error (failed in the engine) |
     // cut (cut at the shutdown deadline)
     std::string outcome;
-    int prompt_tokens = 0;
-    int generated_tokens = 0;
-    int cached_prompt_tokens = 0;
-    int image_cache_hits = 0;
     double ttft_s = -1;  // < 0: no token was produced
     double duration_s = 0;
 };
@@ -39,14 +38,13 @@ struct RequestOutcome {
 class Metrics {
   public:
     void record(const RequestOutcome& r);
-    // The exposition text; slots and queue are sampled by the caller.
-    std::string format(int slots_busy, int slots, int queue_length) const;
+    // The exposition text: the HTTP outcomes counted here, the engine's `stats` sampled by the
+    // caller.
+    std::string format(const Engine::Stats& stats) const;
 
   private:
     mutable std::mutex mu_;
     std::map<std::string, std::uint64_t> requests_;
-    std::uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, cached_prompt_tokens_ = 0;
-    std::uint64_t image_cache_hits_ = 0;
     Histogram ttft_, duration_;
 };
 

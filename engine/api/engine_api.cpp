@@ -2,7 +2,6 @@
 // public request and result types. The Session is the same core with one slot.
 #include <chrono>
 #include <condition_variable>
-#include <exception>
 #include <mutex>
 
 #include "api/convert.h"
@@ -23,17 +22,6 @@ struct Outcome {
 
 // How often a waiting thread looks at its interrupt flag: short enough to feel immediate.
 constexpr std::chrono::milliseconds kPoll{20};
-
-// The engine does not throw; a stray std::bad_alloc from a container becomes a Status here,
-// so nothing crosses the API as an exception.
-template <class T, class Fn>
-Result<T> guarded(const char* what, Fn&& fn) {
-    try {
-        return fn();
-    } catch (const std::exception& e) {
-        return Status(ErrorCode::kResourceExhausted, std::string(what) + ": " + e.what());
-    }
-}
 
 // The runtime's views, offered to tools as spans and counts.
 void add_tool_hooks(const Request& in, const model::Model& m, runtime::Request* out) {
@@ -57,6 +45,12 @@ void add_tool_hooks(const Request& in, const model::Model& m, runtime::Request* 
             hook(s.logits(slot));
         };
     }
+}
+
+// A request refused before the runtime saw it: counted in Stats::refused.
+Status refuse(Engine::Impl& engine, const base::Status& why, std::size_t requests) {
+    engine.refused.fetch_add(requests, std::memory_order_relaxed);
+    return from_engine(why);
 }
 
 }  // namespace
@@ -134,6 +128,12 @@ base::Result<runtime::RequestResult> Core::wait_for(runtime::Request request,
     return std::move(outcome->result);
 }
 
+std::string Core::isa() const { return kernels::isa_name(engine->isa()); }
+Precision Core::precision() const { return from_engine(engine->precision()); }
+std::string Core::profile_report() const {
+    return profile ? engine->profile().format() : std::string();
+}
+
 }  // namespace api
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -145,7 +145,9 @@ Result<Engine> Engine::create(const Model& model, const EngineOptions& options) 
     return api::guarded<Engine>("creating the engine", [&]() -> Result<Engine> {
         base::Result<api::Core> core = api::Core::create(model, options);
         if (!core.ok()) return api::from_engine(core.status());
-        return Engine(std::make_unique<Impl>(Impl{.core = std::move(core).value()}));
+        auto impl = std::make_unique<Impl>();
+        impl->core = std::move(core).value();
+        return Engine(std::move(impl));
     });
 }
 
@@ -175,7 +177,7 @@ Result<RequestId> Engine::submit(Request request) {
     return api::guarded<RequestId>("submitting", [&]() -> Result<RequestId> {
         base::Result<runtime::Request> r =
             api::runtime_request(std::move(request), *impl_->core.model->model);
-        if (!r.ok()) return api::from_engine(r.status());
+        if (!r.ok()) return api::refuse(*impl_, r.status(), 1);
         base::Result<runtime::RequestId> id = impl_->core.engine->submit(std::move(r).value());
         if (!id.ok()) return api::from_engine(id.status());
         return RequestId(id.value());
@@ -190,7 +192,7 @@ Result<std::vector<RequestId>> Engine::submit_group(std::vector<Request> request
             for (Request& request : requests) {
                 base::Result<runtime::Request> r =
                     api::runtime_request(std::move(request), *impl_->core.model->model);
-                if (!r.ok()) return api::from_engine(r.status());
+                if (!r.ok()) return api::refuse(*impl_, r.status(), requests.size());
                 group.push_back(std::move(r).value());
             }
             base::Result<std::vector<runtime::RequestId>> ids =
@@ -208,7 +210,7 @@ Result<Generation> Engine::generate(Request request, const std::atomic<bool>* in
         request.on_done = nullptr;
         base::Result<runtime::Request> r =
             api::runtime_request(std::move(request), *impl_->core.model->model);
-        if (!r.ok()) return api::from_engine(r.status());
+        if (!r.ok()) return api::refuse(*impl_, r.status(), 1);
         base::Result<runtime::RequestResult> done =
             impl_->core.wait_for(std::move(r).value(), interrupt);
         if (!done.ok()) return api::from_engine(done.status());
@@ -220,17 +222,25 @@ Engine::Stats Engine::stats() const {
     const runtime::Engine::Stats s = impl_->core.engine->stats();
     return {.slots = impl_->core.engine->slots(),
             .slots_busy = s.slots_busy,
-            .queue_length = s.queue_length};
+            .queue_length = s.queue_length,
+            .submitted = s.submitted,
+            .refused = s.refused + impl_->refused.load(std::memory_order_relaxed),
+            .stopped = s.stopped,
+            .length = s.length,
+            .cancelled = s.cancelled,
+            .failed = s.failed,
+            .prompt_tokens = s.prompt_tokens,
+            .cached_prompt_tokens = s.cached_prompt_tokens,
+            .generated_tokens = s.generated_tokens,
+            .image_cache_hits = s.image_cache_hits};
 }
 
 void Engine::forget_prefixes() { impl_->core.engine->forget_prefixes(); }
 int Engine::slots() const { return impl_->core.engine->slots(); }
-int Engine::context_size() const { return impl_->core.engine->ctx_size(); }
-int Engine::threads() const { return impl_->core.engine->threads(); }
-std::string Engine::isa() const { return kernels::isa_name(impl_->core.engine->isa()); }
-Precision Engine::precision() const { return api::from_engine(impl_->core.engine->precision()); }
-std::string Engine::profile_report() const {
-    return impl_->core.profile ? impl_->core.engine->profile().format() : std::string();
-}
+int Engine::context_size() const { return impl_->core.context_size(); }
+int Engine::threads() const { return impl_->core.threads(); }
+std::string Engine::isa() const { return impl_->core.isa(); }
+Precision Engine::precision() const { return impl_->core.precision(); }
+std::string Engine::profile_report() const { return impl_->core.profile_report(); }
 
 }  // namespace qvl

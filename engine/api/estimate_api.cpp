@@ -1,6 +1,5 @@
 // qvl::estimate_run: the memory a run touches and the times the FLOP/byte model predicts
 // (runtime/cost_model.h), for qvl-run --dry-run.
-#include <exception>
 
 #include "api/convert.h"
 #include "api/internals.h"
@@ -16,7 +15,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 Result<RunEstimate> estimate_run(const Model& model, const Prompt& prompt, int n_predict,
                                  const SessionOptions& options) {
-    try {
+    return api::guarded<RunEstimate>("estimating", [&]() -> Result<RunEstimate> {
         base::Result<runtime::SessionOptions> so = api::to_engine(options);
         if (!so.ok()) return api::from_engine(so.status());
         const model::Model& m = *model.impl()->model;
@@ -52,9 +51,7 @@ Result<RunEstimate> estimate_run(const Model& model, const Prompt& prompt, int n
         e.matmul_gflops = rates.matmul_gflops;
         e.weights_gbps = rates.weights_gbps;
         return e;
-    } catch (const std::exception& ex) {
-        return Status(ErrorCode::kResourceExhausted, std::string("estimating: ") + ex.what());
-    }
+    });
 }
 
 }  // namespace qvl

@@ -3,6 +3,9 @@
 // finished request into a Generation.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,6 +82,17 @@ base::Result<runtime::SamplingParams> to_engine(const Sampling& s, int vocab);
 
 namespace api {
 
+// The engine does not throw; a stray std::bad_alloc from a container becomes a Status here
+// ("what: ..."), so nothing crosses the API as an exception.
+template <class T, class Fn>
+Result<T> guarded(const char* what, Fn&& fn) {
+    try {
+        return fn();
+    } catch (const std::exception& e) {
+        return Status(ErrorCode::kResourceExhausted, std::string(what) + ": " + e.what());
+    }
+}
+
 // What the Engine and the Session both are: a runtime::Engine over a model, and its road to
 // prompts.
 struct Core {
@@ -93,12 +107,21 @@ struct Core {
     // that is refused or fails returns its error.
     base::Result<runtime::RequestResult> wait_for(runtime::Request request,
                                                   const std::atomic<bool>* interrupt) const;
+
+    // The settings in effect, as Engine and Session report them.
+    int context_size() const { return engine->ctx_size(); }
+    int threads() const { return engine->threads(); }
+    std::string isa() const;
+    Precision precision() const;
+    std::string profile_report() const;
 };
 
 }  // namespace api
 
 struct Engine::Impl {
     api::Core core;
+    // Requests refused before they reach the runtime (bad sampling values): Stats::refused.
+    std::atomic<std::uint64_t> refused{0};
 };
 
 struct Session::Impl {

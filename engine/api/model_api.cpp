@@ -1,6 +1,5 @@
 // qvl::Model, qvl::Prompt and ContentPart of the public header: owners of engine objects.
 #include <algorithm>
-#include <exception>
 #include <random>
 
 #include "api/convert.h"
@@ -9,7 +8,7 @@
 namespace qvl {
 
 Result<Model> Model::load(const std::string& dir, const ModelOptions& options) {
-    try {
+    return api::guarded<Model>("loading the model", [&]() -> Result<Model> {
         // A model not meant to generate reads no weights: no read-ahead, and the stored layout
         // (the panel rearrangement would make the process hold the text decoder's weights).
         base::Result<std::unique_ptr<model::Model>> m = model::Model::load(
@@ -25,9 +24,7 @@ Result<Model> Model::load(const std::string& dir, const ModelOptions& options) {
         impl->model = std::move(m).value();
         impl->dir = dir;
         return Model(std::move(impl));
-    } catch (const std::exception& e) {
-        return Status(ErrorCode::kResourceExhausted, std::string("loading the model: ") + e.what());
-    }
+    });
 }
 
 const std::string& Model::dir() const { return impl_->dir; }

@@ -2,7 +2,6 @@
 // them qvl-run and qvl-serve): runtime::prepare_chat_prompt_with, with every image part loaded
 // by api::load_image_part (files, bytes, pixels, URLs through the media resolver) and every
 // video part by api::load_video_part.
-#include <exception>
 
 #include "api/convert.h"
 #include "api/internals.h"
@@ -34,17 +33,6 @@ Result<Prompt> wrap_prompt(base::Result<runtime::PreparedPrompt> prepared) {
     return Prompt(std::move(impl));
 }
 
-// The engine does not throw; a stray std::bad_alloc from a container becomes a Status here.
-template <class Fn>
-Result<Prompt> guarded(Fn&& fn) {
-    try {
-        return fn();
-    } catch (const std::exception& e) {
-        return Status(ErrorCode::kResourceExhausted,
-                      std::string("preparing the prompt: ") + e.what());
-    }
-}
-
 }  // namespace
 
 PromptRoad PromptRoad::make(const model::Model& model, const runtime::SessionOptions& session,
@@ -64,7 +52,7 @@ PromptRoad PromptRoad::make(const model::Model& model, const runtime::SessionOpt
 
 Result<Prompt> PromptRoad::prepare(const std::vector<Message>& messages, const Tools& tools,
                                    bool add_generation_prompt) const {
-    return guarded([&] {
+    return guarded<Prompt>("preparing the prompt", [&] {
         const std::vector<text::ChatMessage> chat = to_engine(messages);
         std::span<const text::ChatTool> chat_tools;
         if (tools.impl != nullptr) chat_tools = tools.impl->tools;
@@ -94,7 +82,8 @@ Result<Prompt> PromptRoad::prepare(const std::vector<Message>& messages, const T
 }
 
 Result<Prompt> PromptRoad::prepare_raw(std::string_view text) const {
-    return guarded([&] { return wrap_prompt(runtime::prepare_raw_prompt(*model, text)); });
+    return guarded<Prompt>("preparing the prompt",
+                           [&] { return wrap_prompt(runtime::prepare_raw_prompt(*model, text)); });
 }
 
 Generation to_generation(runtime::RequestResult&& r, const Sampling& sampling) {

@@ -4,36 +4,19 @@
 // generation gives.
 #include <fmt/format.h>
 
-#include <exception>
-
 #include "api/convert.h"
 #include "api/internals.h"
 #include "grammar/output_grammar.h"
 #include "runtime/kv_cache.h"
 
 namespace qvl {
-namespace {
-
-// The engine does not throw; a stray std::bad_alloc from a container becomes a Status here,
-// so nothing crosses the API as an exception.
-template <class T, class Fn>
-Result<T> guarded(const char* what, Fn&& fn) {
-    try {
-        return fn();
-    } catch (const std::exception& e) {
-        return Status(ErrorCode::kResourceExhausted, std::string(what) + ": " + e.what());
-    }
-}
-
-}  // namespace
-
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 Result<Session> Session::create(const Model& model, const SessionOptions& options) {
-    return guarded<Session>("creating the session", [&]() -> Result<Session> {
+    return api::guarded<Session>("creating the session", [&]() -> Result<Session> {
         // No image-feature cache: the held conversation's images stay in the slot's KV, and a
         // session's memory stays what it was (the KV arena and the work buffers).
         const EngineOptions eo{.session = options, .slots = 1, .max_queue = 1, .image_cache_mb = 0};
@@ -54,7 +37,7 @@ Result<Prompt> Session::prepare_raw(std::string_view text) const {
 }
 
 Result<Generation> Session::generate(const Prompt& prompt, const GenerateOptions& options) {
-    return guarded<Generation>("generating", [&]() -> Result<Generation> {
+    return api::guarded<Generation>("generating", [&]() -> Result<Generation> {
         const Model model(impl_->core.model);
         const Sampling sampling =
             options.sampling.value_or(model.sampling({.seed = std::uint64_t(0)}));
@@ -121,12 +104,10 @@ void Session::reset() {
     impl_->core.engine->forget_prefixes();
 }
 int Session::context_used() const { return int(impl_->held_ids.size()); }
-int Session::context_size() const { return impl_->core.engine->ctx_size(); }
-int Session::threads() const { return impl_->core.engine->threads(); }
-std::string Session::isa() const { return kernels::isa_name(impl_->core.engine->isa()); }
-Precision Session::precision() const { return api::from_engine(impl_->core.engine->precision()); }
-std::string Session::profile_report() const {
-    return impl_->core.profile ? impl_->core.engine->profile().format() : std::string();
-}
+int Session::context_size() const { return impl_->core.context_size(); }
+int Session::threads() const { return impl_->core.threads(); }
+std::string Session::isa() const { return impl_->core.isa(); }
+Precision Session::precision() const { return impl_->core.precision(); }
+std::string Session::profile_report() const { return impl_->core.profile_report(); }
 
 }  // namespace qvl

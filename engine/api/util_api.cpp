@@ -2,8 +2,6 @@
 // messages format, names of precisions and kernel tiers, images, .npy files, the log level.
 #include <fmt/format.h>
 
-#include <exception>
-
 #include "api/convert.h"
 #include "api/internals.h"
 #include "base/cpu_budget.h"
@@ -98,13 +96,11 @@ Result<std::string> kernel_tier(std::string_view requested) {
 }
 
 Result<RgbImage> decode_image(const ContentPart& image, const ImageLimits& limits) {
-    try {
+    return api::guarded<RgbImage>("decoding", [&]() -> Result<RgbImage> {
         base::Result<io::Image> im = api::load_image_part(image, api::to_engine(limits), {});
         if (!im.ok()) return api::from_engine(im.status());
         return RgbImage{.width = im->width, .height = im->height, .rgb = std::move(im->rgb)};
-    } catch (const std::exception& e) {
-        return Status(ErrorCode::kResourceExhausted, std::string("decoding: ") + e.what());
-    }
+    });
 }
 
 Status write_png(const std::string& path, const RgbImage& image) {

@@ -286,7 +286,23 @@ void Engine::Impl::finish_job(Job& j, const char* reason, base::Status error) {
     if (r.timings.queue == 0 && !j.prefill_started) r.timings.queue = now - j.submitted_ms;
     if (j.first_token_ms > 0) r.timings.decode = now - j.first_token_ms;
     r.timings.total = now - j.submitted_ms;
+    count_finished(j);
     if (j.req.on_done) j.req.on_done(r);
+}
+
+void Engine::Impl::count_finished(const Job& j) {
+    const RequestResult& r = j.result;
+    const std::lock_guard<std::mutex> lock(mu);
+    Stats& c = counters;
+    const std::string_view reason = r.finish_reason;
+    ++(reason == "stop"        ? c.stopped
+       : reason == "length"    ? c.length
+       : reason == "cancelled" ? c.cancelled
+                               : c.failed);
+    if (j.fork_of == 0) c.prompt_tokens += std::uint64_t(r.prompt_tokens);
+    c.cached_prompt_tokens += std::uint64_t(r.cached_prompt_tokens);
+    c.generated_tokens += r.tokens.size();
+    c.image_cache_hits += std::uint64_t(r.image_cache_hits);
 }
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -407,9 +423,21 @@ base::Result<RequestId> Engine::submit(Request request) {
 }
 
 base::Result<std::vector<RequestId>> Engine::submit_group(std::vector<Request> requests) {
+    const std::size_t n = requests.size();
+    base::Result<std::vector<RequestId>> ids = impl_->queue_group(std::move(requests));
+    if (ids.ok()) {
+        impl_->cv.notify_all();
+    } else {
+        const std::lock_guard<std::mutex> lock(impl_->mu);
+        impl_->counters.refused += n;
+    }
+    return ids;
+}
+
+base::Result<std::vector<RequestId>> Engine::Impl::queue_group(std::vector<Request> requests) {
     std::vector<std::unique_ptr<Job>> jobs;
     for (Request& r : requests) {
-        QVL_ASSIGN_OR_RETURN(std::unique_ptr<Job> job, impl_->make_job(std::move(r)));
+        QVL_ASSIGN_OR_RETURN(std::unique_ptr<Job> job, make_job(std::move(r)));
         if (!jobs.empty() && (job->req.prompt.ids != jobs[0]->req.prompt.ids ||
                               job->image_hashes != jobs[0]->image_hashes)) {
             return base::error(ErrorCode::kInvalidArgument,
@@ -419,26 +447,22 @@ base::Result<std::vector<RequestId>> Engine::submit_group(std::vector<Request> r
         jobs.push_back(std::move(job));
     }
     std::vector<RequestId> ids;
-    {
-        const std::lock_guard<std::mutex> lock(impl_->mu);
-        if (impl_->stop) {
-            return base::error(ErrorCode::kResourceExhausted, "the engine is shutting down");
-        }
-        if (int(impl_->queue.size() + jobs.size()) > impl_->options.max_queue) {
-            return base::error(ErrorCode::kResourceExhausted,
-                               "{} requests are already waiting for a slot", impl_->queue.size());
-        }
-        for (std::unique_ptr<Job>& job : jobs) {
-            job->id = impl_->next_id++;
-            job->fork_of = ids.empty() ? 0 : ids[0];
-            ids.push_back(job->id);
-            if (base::TaskTrace* trace = base::TaskTrace::active()) {
-                trace->mark("submit", long(job->id), job->submitted_ms);
-            }
-            impl_->queue.push_back(std::move(job));
-        }
+    const std::lock_guard<std::mutex> lock(mu);
+    if (stop) return base::error(ErrorCode::kResourceExhausted, "the engine is shutting down");
+    if (int(queue.size() + jobs.size()) > options.max_queue) {
+        return base::error(ErrorCode::kResourceExhausted,
+                           "{} requests are already waiting for a slot", queue.size());
     }
-    impl_->cv.notify_all();
+    for (std::unique_ptr<Job>& job : jobs) {
+        job->id = next_id++;
+        job->fork_of = ids.empty() ? 0 : ids[0];
+        ids.push_back(job->id);
+        if (base::TaskTrace* trace = base::TaskTrace::active()) {
+            trace->mark("submit", long(job->id), job->submitted_ms);
+        }
+        queue.push_back(std::move(job));
+    }
+    counters.submitted += ids.size();
     return ids;
 }
 
@@ -462,7 +486,10 @@ const graph::Profile& Engine::profile() const { return impl_->session->profile()
 
 Engine::Stats Engine::stats() const {
     const std::lock_guard<std::mutex> lock(impl_->mu);
-    return {.slots_busy = impl_->busy, .queue_length = int(impl_->queue.size())};
+    Stats s = impl_->counters;
+    s.slots_busy = impl_->busy;
+    s.queue_length = int(impl_->queue.size());
+    return s;
 }
 
 const model::Model& Engine::model() const { return *impl_->model; }

@@ -126,8 +126,17 @@ class Engine {
     struct Stats {
         int slots_busy = 0;
         int queue_length = 0;
+        // Since create: requests queued, refused by submit (every request of a refused group),
+        // and finished by finish_reason.
+        std::uint64_t submitted = 0, refused = 0;
+        std::uint64_t stopped = 0, length = 0, cancelled = 0, failed = 0;
+        // Over finished requests: prompt tokens (a group's prompt once), those reused from a
+        // slot's KV, generated tokens, images whose features came from the cache.
+        std::uint64_t prompt_tokens = 0, cached_prompt_tokens = 0, generated_tokens = 0;
+        std::uint64_t image_cache_hits = 0;
     };
-    Stats stats() const;  // thread-safe
+    // Thread-safe. A request's counts are in before its on_done runs.
+    Stats stats() const;
     // Thread-safe. Forgets what the free slots' KV holds (a new conversation must not reuse an
     // old one's prefix); a slot that is busy keeps its request. Takes effect before the next
     // request is admitted.

@@ -63,6 +63,7 @@ struct Engine::Impl {
     bool forget = false;                     // guarded by mu: forget_prefixes() was called
     RequestId next_id = 1;                   // guarded by mu
     int busy = 0;                            // guarded by mu
+    Stats counters;                          // guarded by mu (its busy and queue unused)
 
     // Scheduler thread only.
     std::vector<std::unique_ptr<Job>> slots;
@@ -105,8 +106,10 @@ struct Engine::Impl {
     bool emit_text(Job& j, std::int32_t token);
     void finish(int slot, const char* reason, base::Status error = {});
     void finish_job(Job& j, const char* reason, base::Status error);
+    void count_finished(const Job& j);
     // submit()'s checks and the job it queues.
     base::Result<std::unique_ptr<Job>> make_job(Request request) const;
+    base::Result<std::vector<RequestId>> queue_group(std::vector<Request> requests);
 };
 
 }  // namespace qvl::runtime

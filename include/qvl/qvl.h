@@ -1,8 +1,9 @@
-// qvl: Qwen3-VL inference on CPUs. This header is the whole API of qvl::engine (standard library
-// types only; qvl-run and qvl-serve use it alone): load a Model, then open a Session (one
-// conversation, generate() blocks) or an Engine (many requests: submit, stream, cancel). Errors
-// never throw: a Status or Result<T> names the file or value and the problem. A Model is immutable
-// and shared across threads, a Session used by one thread at a time, an Engine thread-safe.
+// qvl: Qwen3-VL inference on CPUs. This header (with qvl/status.h, which it includes) is the whole
+// API of qvl::engine (standard library types only; qvl-run and qvl-serve use it alone): load a
+// Model, then open a Session (one conversation, generate() blocks) or an Engine (many requests:
+// submit, stream, cancel). Errors never throw: a Status or Result<T> names the file or value and
+// the problem. A Model is immutable and shared across threads, a Session used by one thread at a
+// time, an Engine thread-safe.
 #pragma once
 
 #include <atomic>
@@ -15,54 +16,11 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
+#include "qvl/status.h"  // ErrorCode, Status, Result<T>
+
 namespace qvl {
-
-// The kinds of failure (the same values as the engine's own).
-enum class ErrorCode {
-    kOk = 0,
-    kInvalidArgument,    // a value out of its allowed range
-    kNotFound,           // a file, tensor or key that must exist does not
-    kIo,                 // the operating system refused (open, read, mmap)
-    kCorruptFile,        // bytes that do not follow their format
-    kUnsupported,        // well-formed but outside what qvl implements
-    kOutOfRange,         // does not fit a configured limit (context, pixels, image budget)
-    kResourceExhausted,  // memory could not be had
-    kInternal,           // a safety net; should not happen
-};
-
-class [[nodiscard]] Status {
-  public:
-    Status() = default;
-    Status(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
-    bool ok() const { return code_ == ErrorCode::kOk; }
-    ErrorCode code() const { return code_; }
-    const std::string& message() const { return message_; }
-
-  private:
-    ErrorCode code_ = ErrorCode::kOk;
-    std::string message_;
-};
-
-// A value or the Status saying why there is none. value() on an error is a bug.
-template <class T>
-class [[nodiscard]] Result {
-  public:
-    Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
-    Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
-    bool ok() const { return std::holds_alternative<T>(v_); }
-    Status status() const { return ok() ? Status() : std::get<Status>(v_); }
-    T& value() & { return std::get<T>(v_); }
-    const T& value() const& { return std::get<T>(v_); }
-    T&& value() && { return std::get<T>(std::move(v_)); }
-    T* operator->() { return &value(); }
-    const T* operator->() const { return &value(); }
-
-  private:
-    std::variant<T, Status> v_;
-};
 
 // ---- Model -----------------------------------------------------------------------------------
 // The text decoder's weights, quantized at load (README, "Int8 weights", "4-bit weights"). kQ8:
@@ -492,7 +450,16 @@ class Engine {
 
     struct Stats {  // for /metrics
         int slots = 0, slots_busy = 0, queue_length = 0;
+        // Since create: requests queued, refused by submit (each of a refused group), and
+        // finished by finish_reason (stop, length, cancelled, error).
+        std::uint64_t submitted = 0, refused = 0;
+        std::uint64_t stopped = 0, length = 0, cancelled = 0, failed = 0;
+        // Over finished requests: prompt tokens (a submit_group's prompt once), those reused from
+        // a slot's KV (Timings::cached_prompt_tokens), generated tokens, image-cache hits.
+        std::uint64_t prompt_tokens = 0, cached_prompt_tokens = 0, generated_tokens = 0;
+        std::uint64_t image_cache_hits = 0;
     };
+    // Thread-safe; a request's counts are in before its on_done runs.
     Stats stats() const;
     // Forgets what the free slots' KV holds, so a new conversation reuses nothing of an old one.
     void forget_prefixes();

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -132,6 +133,76 @@ TEST(PublicEngine, ConcurrentRequestsAnswerAsAlone) {
         EXPECT_EQ(done[i], alone[i]) << texts[i];
         EXPECT_EQ(streamed[i], done[i]) << texts[i];
     }
+}
+
+// Engine::stats counts what /metrics shows: requests queued and refused (by the API's checks
+// and by the runtime's), finished by reason, and their tokens (a group's prompt once).
+TEST(PublicEngine, StatsCountRequestsAndTokens) {
+    Engine engine = make_engine(1, 4096);
+    Result<Generation> a = engine.generate(greedy_request(engine, "Hello", 5));
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    ASSERT_EQ(a->finish_reason, "length");
+    ASSERT_FALSE(a->text.empty());
+    Request stopping = greedy_request(engine, "Hello", 50);
+    // Greedy: the same text comes again, and its first character stops it.
+    std::size_t first = 1;
+    while (first < a->text.size() && (std::uint8_t(a->text[first]) & 0xc0) == 0x80) ++first;
+    stopping.stop = {a->text.substr(0, first)};
+    Result<Generation> b = engine.generate(std::move(stopping));
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    ASSERT_EQ(b->finish_reason, "stop");
+    std::atomic<bool> stop{false};
+    Request long_one = greedy_request(engine, "Count", 4000);
+    long_one.on_piece = [&](const Piece&) { stop.store(true); };
+    Result<Generation> c = engine.generate(std::move(long_one), &stop);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ASSERT_EQ(c->finish_reason, "cancelled");
+    Request bad = greedy_request(engine, "Hello", 1);
+    bad.sampling.repetition_penalty = 0.0f;  // refused by the API's checks
+    EXPECT_FALSE(engine.submit(std::move(bad)).ok());
+    EXPECT_FALSE(engine.generate(Request{}).ok());  // refused by the runtime: empty
+    std::vector<Request> group;
+    for (int i = 0; i < 2; ++i) group.push_back(greedy_request(engine, "Two", 3));
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<Generation> choices;
+    for (Request& r : group) {
+        r.on_done = [&](const Generation& g) {
+            {
+                const std::lock_guard<std::mutex> lock(mu);
+                choices.push_back(g);
+            }
+            cv.notify_all();
+        };
+    }
+    ASSERT_TRUE(engine.submit_group(std::move(group)).ok());
+    {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return choices.size() == 2; });
+    }
+    const Engine::Stats s = engine.stats();
+    EXPECT_EQ(s.submitted, 5u);
+    EXPECT_EQ(s.refused, 2u);
+    EXPECT_EQ(s.stopped, 1u);
+    EXPECT_EQ(s.length, 3u);
+    EXPECT_EQ(s.cancelled, 1u);
+    EXPECT_EQ(s.failed, 0u);
+    const std::vector<const Generation*> all = {&a.value(), &b.value(), &c.value(), &choices[0],
+                                                &choices[1]};
+    std::uint64_t generated = 0, cached = 0;
+    for (const Generation* g : all) {
+        generated += g->tokens.size();
+        cached += std::uint64_t(g->timings.cached_prompt_tokens);
+    }
+    EXPECT_EQ(s.generated_tokens, generated);
+    EXPECT_EQ(s.cached_prompt_tokens, cached);
+    EXPECT_GT(cached, 0u);  // "Hello" again: the slot's KV holds its prefix
+    EXPECT_EQ(s.prompt_tokens,
+              std::uint64_t(a->timings.prompt_tokens + b->timings.prompt_tokens +
+                            c->timings.prompt_tokens + choices[0].timings.prompt_tokens));
+    EXPECT_EQ(s.image_cache_hits, 0u);
+    EXPECT_EQ(s.slots_busy, 0);
+    EXPECT_EQ(s.queue_length, 0);
 }
 
 TEST(PublicEngine, UrlPartsGoThroughTheMediaResolver) {

@@ -1,6 +1,6 @@
 cmake_minimum_required(VERSION 3.25)
 # cmake -P script: install the built engine into WORK_DIR/prefix, check that only the public
-# header was installed, extract the README's C++ examples (the ```cpp blocks after the
+# headers were installed, extract the README's C++ examples (the ```cpp blocks after the
 # "install_consumer builds" markers, verbatim), then configure, build and run the consumer
 # project against the prefix with find_package(qvl). The examples run on the tiny test model.
 file(REMOVE_RECURSE ${WORK_DIR})
@@ -10,10 +10,12 @@ if(rc)
     message(FATAL_ERROR "cmake --install failed: ${rc}")
 endif()
 
-# The installed headers: qvl/qvl.h and nothing else (no engine internals).
+# The installed headers: qvl/qvl.h, the qvl/status.h it includes, and nothing else (no engine
+# internals).
 file(GLOB_RECURSE headers RELATIVE ${WORK_DIR}/prefix/include ${WORK_DIR}/prefix/include/*)
-if(NOT headers STREQUAL "qvl/qvl.h")
-    message(FATAL_ERROR "installed headers should be qvl/qvl.h only, got: ${headers}")
+list(SORT headers)
+if(NOT headers STREQUAL "qvl/qvl.h;qvl/status.h")
+    message(FATAL_ERROR "installed headers should be qvl/qvl.h and qvl/status.h only, got: ${headers}")
 endif()
 
 # Every ```cpp block that follows an install_consumer marker, verbatim: readme_example_1.cpp (one
