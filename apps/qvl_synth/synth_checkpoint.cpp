@@ -6,7 +6,7 @@
 #include <string>
 #include <system_error>
 
-#include "safetensors_writer.h"
+#include "random_weights.h"
 
 namespace qvl::synth {
 namespace {

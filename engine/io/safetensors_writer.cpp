@@ -14,12 +14,9 @@ namespace qvl::io {
 
 using base::ErrorCode;
 
-namespace {
-
-// Builds the padded header text; fills *data_bytes with the size of the data section.
-base::Result<std::string> build_header(const std::filesystem::path& path,
-                                       std::span<const TensorSpec> tensors,
-                                       std::uint64_t* data_bytes) {
+base::Result<std::string> safetensors_header(const std::filesystem::path& path,
+                                             std::span<const TensorSpec> tensors,
+                                             std::uint64_t* data_bytes) {
     std::string header = R"({"__metadata__":{"format":"pt"})";
     std::set<std::string_view> seen;
     std::uint64_t offset = 0;
@@ -56,8 +53,6 @@ base::Result<std::string> build_header(const std::filesystem::path& path,
     return header;
 }
 
-}  // namespace
-
 SafetensorsWriter::~SafetensorsWriter() { close(); }
 
 SafetensorsWriter::SafetensorsWriter(SafetensorsWriter&& other) noexcept
@@ -86,7 +81,7 @@ base::Result<SafetensorsWriter> SafetensorsWriter::create(const std::filesystem:
                                                           std::span<const TensorSpec> tensors) {
     SafetensorsWriter w;
     w.path_ = path;
-    QVL_ASSIGN_OR_RETURN(const std::string header, build_header(path, tensors, &w.expected_));
+    QVL_ASSIGN_OR_RETURN(const std::string header, safetensors_header(path, tensors, &w.expected_));
     w.out_ = std::fopen(path.c_str(), "wb");
     if (w.out_ == nullptr) {
         return base::error(ErrorCode::kIo, "{}: cannot create: {}", path.string(),

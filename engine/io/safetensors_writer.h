@@ -1,8 +1,8 @@
-// Writing safetensors files (the tests; qvl-synth still writes its random checkpoints with a
-// parallel writer of its own). The header lists the tensors in the given order
-// with back-to-back data offsets, carries {"__metadata__": {"format": "pt"}} and is padded with
-// spaces to a multiple of 8 bytes so every tensor starts 8-byte aligned relative to the data
-// section. The result reads back through SafetensorsFile::open.
+// Writing safetensors files (the tests, and qvl-synth's random checkpoints). The header lists
+// the tensors in the given order (names JSON-escaped) with back-to-back data offsets, carries
+// {"__metadata__": {"format": "pt"}} and is padded with spaces to a multiple of 8 bytes so every
+// tensor starts 8-byte aligned relative to the data section. The result reads back through
+// SafetensorsFile::open.
 //
 // Two ways in: write_safetensors() when every tensor's bytes are at hand, or SafetensorsWriter
 // to stream the data (create() writes the header, append() takes the bytes of the tensors in
@@ -64,6 +64,12 @@ class SafetensorsWriter {
     std::uint64_t expected_ = 0;
     std::uint64_t written_ = 0;
 };
+
+// The padded header SafetensorsWriter::create writes for these tensors (errors name `path`),
+// and in *data_bytes the size of the data section it announces.
+base::Result<std::string> safetensors_header(const std::filesystem::path& path,
+                                             std::span<const TensorSpec> tensors,
+                                             std::uint64_t* data_bytes);
 
 // Writes a whole file in one call.
 base::Status write_safetensors(const std::filesystem::path& path,

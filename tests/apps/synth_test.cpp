@@ -15,7 +15,7 @@
 
 #include "base/bf16.h"
 #include "io/json.h"
-#include "qvl_synth/safetensors_writer.h"
+#include "qvl_synth/random_weights.h"
 #include "qvl_synth/synth_checkpoint.h"
 #include "qvl_synth/synth_model.h"
 
@@ -49,6 +49,22 @@ class ScratchDir {
   private:
     fs::path path_;
 };
+
+// The header and data size io::SafetensorsWriter announces for the tensors (all BF16).
+struct Layout {
+    std::string header;
+    std::uint64_t data_bytes = 0;
+    std::uint64_t file_bytes() const { return 8 + header.size() + data_bytes; }
+};
+
+Layout layout_of(const std::vector<TensorSpec>& tensors) {
+    Layout layout;
+    base::Result<std::string> header =
+        io::safetensors_header("layout", bf16_specs(tensors), &layout.data_bytes);
+    EXPECT_TRUE(header.ok()) << header.status().message();
+    if (header.ok()) layout.header = header.value();
+    return layout;
+}
 
 struct HeaderEntry {
     std::string dtype;
@@ -157,7 +173,7 @@ TEST(SynthModelTest, RealTensorListFollowsTheSpec) {
     EXPECT_EQ(shapes[t + "layers.5.mlp.down_proj.weight"], (Shape{2048, 6144}));
     EXPECT_EQ(shapes[t + "norm.weight"], (Shape{2048}));
 
-    const SafetensorsLayout layout = plan_layout(tensors);
+    const Layout layout = layout_of(tensors);
     EXPECT_EQ(layout.data_bytes, 4255064064u);
     EXPECT_EQ(layout.header.size() % 8, 0u);
     EXPECT_TRUE(io::parse_json(layout.header, "header").ok());
@@ -193,7 +209,7 @@ TEST(SynthModelTest, ValuesDependOnlyOnSeedTensorAndIndex) {
 TEST(SynthModelTest, TinyLayoutIsTheTestCheckpointsLayout) {
     // tests/data/tiny-qwen3vl was written by Python's safetensors; with the same dimensions our
     // header (names, shapes, offsets, padding) is byte-identical.
-    const SafetensorsLayout layout = plan_layout(checkpoint_tensors(tiny_dims()));
+    const Layout layout = layout_of(checkpoint_tensors(tiny_dims()));
     std::ifstream in(kTinyDir / "model.safetensors", std::ios::binary);
     std::string theirs(8 + layout.header.size(), '\0');
     in.read(theirs.data(), std::streamsize(theirs.size()));
@@ -285,14 +301,14 @@ TEST(SynthCheckpointTest, BytesDoNotDependOnThreadsOrChunks) {
     ASSERT_TRUE(write_random_safetensors(dir.path() / "a", tensors, one).ok());
     ASSERT_TRUE(write_random_safetensors(dir.path() / "b", tensors, many).ok());
     const std::string a = read_bytes(dir.path() / "a");
-    EXPECT_EQ(a.size(), plan_layout(tensors).file_bytes());
+    EXPECT_EQ(a.size(), layout_of(tensors).file_bytes());
     EXPECT_EQ(a, read_bytes(dir.path() / "b"));
     WriteOptions reseeded = one;
     reseeded.seed = 6;
     ASSERT_TRUE(write_random_safetensors(dir.path() / "c", tensors, reseeded).ok());
     const std::string c = read_bytes(dir.path() / "c");
     ASSERT_EQ(c.size(), a.size());
-    const std::size_t data_start = 8 + plan_layout(tensors).header.size();
+    const std::size_t data_start = 8 + layout_of(tensors).header.size();
     EXPECT_EQ(c.substr(0, data_start), a.substr(0, data_start));
     EXPECT_NE(c, a);
 }

@@ -235,6 +235,39 @@ TEST(SafetensorsFile, WriterRoundTripIsZeroCopy) {
     EXPECT_EQ(moved.find("a.weight")->data, start);
 }
 
+// Names are JSON strings in the header: quotes, backslashes, control characters and non-ASCII
+// letters are escaped as needed and come back as they were, streamed or written whole.
+TEST(SafetensorsWriter, NamesNeedingEscapesRoundTrip) {
+    const std::vector<std::string> names = {"say \"hi\"", "back\\slash",
+                                            std::string("ctl\x01\n\t", 6),
+                                            "caf\xc3\xa9.\xe5\x90\x8d", "plain.weight"};
+    const std::vector<float> values = {1.0f, 2.0f};
+    const auto bytes = as_bytes(values.data(), values.size() * 4);
+    std::vector<TensorToWrite> tensors;
+    std::vector<TensorSpec> specs;
+    for (const std::string& name : names) {
+        tensors.push_back({name, DType::kF32, {2}, bytes});
+        specs.push_back({name, DType::kF32, {2}});
+    }
+    ScratchDir dir;
+    ASSERT_TRUE(write_safetensors(dir.path() / "whole.safetensors", tensors).ok());
+    auto writer = SafetensorsWriter::create(dir.path() / "streamed.safetensors", specs);
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    for (std::size_t i = 0; i < names.size(); ++i) ASSERT_TRUE(writer->append(bytes).ok());
+    ASSERT_TRUE(writer->finish().ok());
+    for (const char* file : {"whole.safetensors", "streamed.safetensors"}) {
+        SCOPED_TRACE(file);
+        auto opened = SafetensorsFile::open(dir.path() / file);
+        ASSERT_TRUE(opened.ok()) << opened.status().message();
+        ASSERT_EQ(opened->tensors().size(), names.size());
+        for (const std::string& name : names) {
+            const TensorInfo* t = opened->find(name);
+            ASSERT_NE(t, nullptr) << name;
+            EXPECT_EQ(std::memcmp(t->data, values.data(), 8), 0) << name;
+        }
+    }
+}
+
 TEST(SafetensorsFile, MetadataIsIgnored) {
     ScratchDir dir;
     const std::string header = R"({"__metadata__":{"format":"pt","nested":{"x":[1,2]}},)"

@@ -1,6 +1,6 @@
-// A minimal safetensors writer for random bf16 checkpoints (qvl-synth only; the engine's reader
-// lives in engine/io). Layout: 8-byte little-endian header length, a JSON header padded with
-// spaces to a multiple of 8, then the tensors back to back in the order given.
+// qvl-synth's random bf16 weights, written as a safetensors file through the engine's
+// io::SafetensorsWriter (tensors back to back in the order given, the header as torch writes
+// it).
 //
 // Values are counter-based: element e of tensor t depends only on (seed, t, e), so the bytes do
 // not depend on the thread count or the chunk size, and any slice can be generated on its own.
@@ -8,24 +8,16 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "io/safetensors_writer.h"
 #include "synth_model.h"
 
 namespace qvl::synth {
 
-struct SafetensorsLayout {
-    std::string header;                  // JSON, already padded; its size is a multiple of 8
-    std::vector<std::uint64_t> offsets;  // per tensor, begin inside the data section
-    std::uint64_t data_bytes = 0;        // size of the data section
-    std::uint64_t file_bytes() const { return 8 + header.size() + data_bytes; }
-};
-
-// Places the tensors back to back in the given order (all BF16) and builds the header, with a
-// "__metadata__" {"format": "pt"} entry first as torch writes it.
-SafetensorsLayout plan_layout(const std::vector<TensorSpec>& tensors);
+// The writer's specs of these tensors (all BF16).
+std::vector<io::TensorSpec> bf16_specs(const std::vector<TensorSpec>& tensors);
 
 // Fills out[0, n) with the bf16 bit patterns of elements [first, first + n) of a tensor whose
 // values are uniform in spec's [center - half_width, center + half_width] (then rounded to bf16).
@@ -39,12 +31,12 @@ std::uint64_t tensor_key(std::uint64_t seed, std::uint64_t index);
 struct WriteOptions {
     std::uint64_t seed = 0;
     int n_threads = 0;                        // 0: one per logical CPU, at most 8
-    std::uint64_t chunk_bytes = 32ull << 20;  // unit of work per thread and per pwrite; even
+    std::uint64_t chunk_bytes = 32ull << 20;  // unit of work per thread and per append; even
 };
 
-// Writes the whole file at `path` (created or truncated). Fails with kIo naming the path, the
-// offset and the OS error (a full disk included), or kResourceExhausted when the file system
-// lacks the space (checked before writing).
+// Writes the whole file at `path` (created or truncated). Fails with kResourceExhausted when the
+// file system lacks the space (checked before writing), kIo naming the path and the OS error
+// when a write is refused.
 base::Status write_random_safetensors(const std::filesystem::path& path,
                                       const std::vector<TensorSpec>& tensors,
                                       const WriteOptions& options);
