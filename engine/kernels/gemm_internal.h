@@ -37,38 +37,30 @@ inline constexpr int kGemvMaxM = 32;
 inline constexpr int kStreamKcF32 = 128;
 inline constexpr int kStreamKcBf16 = 256;
 inline constexpr int kStreamNc = 64;
+// A tier's streaming blocking for a register tile of mr rows and nr columns: every one of the
+// kGemvMaxM rows in one row block.
+constexpr GemmBlocking stream_blocking(int mr, int nr, int kc) {
+    return {.mr = mr, .nr = nr, .kc = kc, .mc = (kGemvMaxM + mr - 1) / mr * mr, .nc = kStreamNc};
+}
 
 // The blocking of each packed tier: the micro-kernel traits in x86/gemm_<isa>.cpp take their
 // tile and block sizes from here, and the KernelTable entry reports them.
 // nc 128: the B block (kc 256 x 128 floats = 128 KiB), the slab (<= 240 x 128 floats) and a row
-// block of A (120 KiB) together stay inside Zen 3's 512 KiB L2, the tier's main machine; with
-// nc 512 they came to 1.1 MiB. On Zen 4 (AVX2 forced) nc 128 measured 1-2.5 % faster too.
+// block of A (120 KiB) together stay inside a 512 KiB L2 (nc 512 needed 1.1 MiB).
 inline constexpr GemmBlocking kBlockingAvx2{.mr = 6, .nr = 16, .kc = 256, .mc = 120, .nc = 128};
-// kc 1024 with nc 128: the B block (512 KiB) and the slab (<= 224 x 128 floats) stay in L2;
-// measured faster than 192 x 512 (fewer slab reloads; the panels stream from L2).
+// kc 1024 with nc 128: the B block (512 KiB) and the slab (<= 224 x 128 floats) stay in L2,
+// with fewer slab reloads than 192 x 512.
 inline constexpr GemmBlocking kBlockingAvx512{.mr = 14, .nr = 32, .kc = 1024, .mc = 112, .nc = 128};
 // kc 2048 (1024 pairs): k = 1024 and 2048 in one block (the slab is written once); the B block,
 // 1024 pairs x nc 128 columns = 512 KiB, and the slab (<= 224 x 128 floats) stay in L2.
 inline constexpr GemmBlocking kBlockingAvx512Bf16{
     .mr = 14, .nr = 32, .kc = 2048, .mc = 112, .nc = 128};
 
-// The tiles of each tier (GemmTileFn, kernels/kernel_table.h).
+// The scalar tier's tiles (GemmTileFn, kernels/kernel_table.h). The SIMD tiers' GEMM entries
+// are one GemmKernels each (x86/tier_entries.h), made by detail::tier_gemm_kernels
+// (x86/gemm_panel_stream.h).
 void gemm_tile_scalar(const GemmArgs& p, int m0, int m1, int n0, int n1);
-void gemm_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1);
-void gemm_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1);
-void gemm_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1);
 void gemv_tile_scalar(const GemmArgs& p, int m0, int m1, int n0, int n1);
-void gemv_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1);
-void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1);
-void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1);
-// A packed once for all tasks (GemmArgs::packed_a; layout in x86/gemm_driver.h): its size, and
-// rows [m0, m1) of it (m0 a multiple of the tier's MR).
-std::size_t gemm_packed_a_bytes_avx2(const GemmArgs& p);
-std::size_t gemm_packed_a_bytes_avx512(const GemmArgs& p);
-std::size_t gemm_packed_a_bytes_avx512bf16(const GemmArgs& p);
-void gemm_pack_a_avx2(const GemmArgs& p, int m0, int m1);
-void gemm_pack_a_avx512(const GemmArgs& p, int m0, int m1);
-void gemm_pack_a_avx512bf16(const GemmArgs& p, int m0, int m1);
 
 // Applies the epilogue to rows [m0, m1) x columns [n0, n1): acc holds the sums (acc[(i - m0) *
 // ld_acc + (j - n0)]); for gated problems acc2 holds the up sums the same way. Writes p.c.

@@ -18,9 +18,8 @@ namespace qvl::kernels {
 class GemmRunner {
   public:
     // 8 MiB, the A a task packs per pass (x86/gemm_driver.h): every GEMM of a 448x448 prefill
-    // and the 1024-wide vision products of a 448x448 image. Larger A (1280x720 vision: 14-58 MB)
-    // measured 3-4 % slower shared (one more pass over it through the L3), so tasks pack their
-    // own there.
+    // and the 1024-wide vision products of a 448x448 image. Larger A is slower shared (one more
+    // pass over it through the L3: bench/README.md), so tasks pack their own there.
     static constexpr std::size_t kMaxSharedBytes = std::size_t(8) << 20;
 
     // Pool: anything with size() and parallel_for(n, fn), such as base::ThreadPool.

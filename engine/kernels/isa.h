@@ -25,11 +25,11 @@ Isa resolve_isa(Isa requested);
 
 // Whether packed GEMMs (m > 32) with bf16 products should run on vdpbf16ps (the avx512bf16
 // tier's kernel) rather than on f32 FMAs over bf16 values widened to f32 (the avx512 tier's,
-// same products, f32 sums). AMD Zen 4/5 run one vdpbf16ps per FMA slot, twice the FLOPs of an
-// FMA; the Intel Xeons seen here (Sapphire/Emerald Rapids class, no AMX in the VM) run it at
-// 0.45-0.6x the FLOP rate of FMAs (peak loops 68-87 vs 126-179 GFLOP/s per core), so the FMA
-// kernel is 1.7x faster there. A pure function of the CPU, so results never change between runs
-// on one machine. GEMV (decode, m <= 32) is bandwidth-bound and keeps vdpbf16ps everywhere.
+// same products, f32 sums). AMD cores run one vdpbf16ps per FMA slot, twice the FLOPs of an FMA;
+// the Intel Xeons seen here run it at about half the FMA rate, so the FMA kernel wins there
+// (bench/README.md, "Kernel design measurements"). A pure function of the CPU, so results never
+// change between runs on one machine. GEMV (decode, m <= 32) is bandwidth-bound and keeps
+// vdpbf16ps everywhere.
 bool bf16_dot_beats_fma(bool cpu_has_avx512_bf16, bool cpu_is_intel);
 // This process's policy: bf16_dot_beats_fma() of this CPU unless overridden (tests and
 // benchmarks use the override to reach each kernel on any CPU). Thread-safe.
@@ -40,8 +40,8 @@ void set_bf16_dot_for_gemm(bool use_bf16_dot);
 // AVX2 kernels run on f32 FMAs over the int8 values widened to f32 rather than on vpmaddubsw /
 // vpmaddwd. Both give the exact integer block sums (x86/gemm_q8_avx2.cpp), so the same bits; only
 // speed differs. AMD family 17h (Zen 1, Zen+, Zen 2) multiplies vector integers on one pipe and
-// runs FMAs on two: Zen 1 measured the int8 kernel at 51 GOPS against 74 GFLOP/s for the f32
-// GEMM (2 threads, the text MLP at 212 rows). Other CPUs keep the int8 kernel: their published
+// runs FMAs on two, so its int8 kernel trails the f32 GEMM (bench/README.md). Other CPUs keep the
+// int8 kernel: their published
 // tables give vector integer multiplies two pipes (Zen 3, Intel) or VNNI, but that is not
 // measured here; `qvl-bench-kernels --benchmark_filter=gemm_q8/.*/avx2` compares both kernels on
 // any AVX2 CPU. A pure function of the CPU.

@@ -59,11 +59,7 @@ KernelTable scalar_table() {
 KernelTable avx2_table() {
     KernelTable t = make_table(avx2::kVectorKernels, kImageAvx2);
     t.isa = Isa::kAvx2;
-    t.gemm_f32 = {.gemm_tile = &detail::gemm_tile_avx2,
-                  .gemv_tile = &detail::gemv_tile_avx2,
-                  .blocking = detail::kBlockingAvx2,
-                  .packed_a_bytes = &detail::gemm_packed_a_bytes_avx2,
-                  .pack_a = &detail::gemm_pack_a_avx2};
+    t.gemm_f32 = avx2::kGemmKernels;
     // No bf16 products: the tiles round A (and f32 weights) to bf16 and multiply in f32.
     t.gemm_bf16 = t.gemm_f32;
     t.bf16_products = false;
@@ -76,11 +72,7 @@ KernelTable avx512_table() {
     // The image kernels stay AVX2: load/shuffle/store bound, little gain from 512-bit vectors.
     KernelTable t = make_table(avx512::kVectorKernels, kImageAvx2);
     t.isa = Isa::kAvx512;
-    t.gemm_f32 = {.gemm_tile = &detail::gemm_tile_avx512,
-                  .gemv_tile = &detail::gemv_tile_avx512,
-                  .blocking = detail::kBlockingAvx512,
-                  .packed_a_bytes = &detail::gemm_packed_a_bytes_avx512,
-                  .pack_a = &detail::gemm_pack_a_avx512};
+    t.gemm_f32 = avx512::kGemmKernels;
     // No bf16 products: as on AVX2, rounded operands through the f32 tiles.
     t.gemm_bf16 = t.gemm_f32;
     t.bf16_products = false;
@@ -93,11 +85,7 @@ KernelTable avx512bf16_table() {
     // Every avx512 entry, plus bf16 products for kBF16 GEMM and round_bf16 attention.
     KernelTable t = avx512_table();
     t.isa = Isa::kAvx512Bf16;
-    t.gemm_bf16 = {.gemm_tile = &detail::gemm_tile_avx512bf16,
-                   .gemv_tile = &detail::gemv_tile_avx512bf16,
-                   .blocking = detail::kBlockingAvx512Bf16,
-                   .packed_a_bytes = &detail::gemm_packed_a_bytes_avx512bf16,
-                   .pack_a = &detail::gemm_pack_a_avx512bf16};
+    t.gemm_bf16 = avx512bf16::kGemmKernels;
     t.bf16_products = true;
     t.attention_bf16_task = &avx512bf16::attention_run_task;
     t.attention_bf16_supports = &avx512bf16::attention_supported;

@@ -135,8 +135,8 @@ struct RowsToPanel16 {
 // of 64 bytes) and on a pair, the first block is cut short so that the others are whole lines: a
 // safetensors file places a tensor at any offset (the 2B lm_head at 24 bytes past a line), and a
 // load across two lines reads both, the second often evicted (the other rows' lines, 4 KiB apart,
-// share its L1 set) before the next block needs it: in the model the product then took 26-29 ms
-// against 14-18 from panels.
+// share its L1 set) before the next block needs it (the product took about twice as long as
+// from panels).
 template <int R, int G, class Step>
 [[gnu::always_inline]] static inline void rows_direct16(const std::uint16_t* w, std::ptrdiff_t ldw,
                                                         int live, int k,

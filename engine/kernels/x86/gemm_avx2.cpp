@@ -127,8 +127,7 @@ struct KernelF32T {
     // columns are written in increasing k with whole 8-lane stores, each one's extra lanes landing
     // on the next columns' first values, which the next stores then overwrite; a column whose 8
     // lanes would reach past the chunk is written with exactly kMR lanes. vmaskmovps, which
-    // wrote exactly kMR lanes every time, is slow on AMD cores: it was 12 % of the vision
-    // projection's time on two threads (AVX2 tier, Zen 4), most of the packing.
+    // wrote exactly kMR lanes every time, is slow on AMD cores (most of the packing's time).
     static_assert(kMR == 1 || kMR == 2 || kMR == 4 || kMR == 6 || kMR == 8);
     static void store_column(float* dst, __m256 v, bool exact) {
         if (kMR == 8 || !exact) return _mm256_storeu_ps(dst, v);
@@ -215,8 +214,7 @@ struct KernelF32T {
     // From load-time panels (kernels/weight_panels.h): kNR is one 16-output panel, its pairs
     // already in k order; one shift (even k) and one mask (odd k) widen them, no transposes.
     // j0 and p0 are multiples of 16 and 2 (task columns are multiples of 32, k blocks even).
-    // Pairs ahead of the copy (3 KiB): 16, 48, 96 and 160 measured on Zen 4 (AVX2 forced), 48
-    // best by 1-2 % (vision fc1 and text gate_up, 1 and 2 threads).
+    // Pairs ahead of the copy (3 KiB): the best of those tried (bench/README.md).
     static constexpr int kPackAhead = 48;
 
     static void pack_b_panels(const GemmArgs& p, const void* w, int j0, int cols, int p0, int kc,
@@ -314,18 +312,13 @@ using KernelF32 = KernelF32T<detail::kBlockingAvx2>;
 // (a packed block serves only these few rows, so L2 blocking would buy nothing). Every output
 // element is the same chain of operations as in KernelF32, so rows are bit-identical to its.
 template <int MR>
-using KernelF32Stream = KernelF32T<GemmBlocking{.mr = MR,
-                                                .nr = 16,
-                                                .kc = detail::kStreamKcF32,
-                                                .mc = (32 + MR - 1) / MR* MR,
-                                                .nc = detail::kStreamNc}>;
+using KernelF32Stream = KernelF32T<detail::stream_blocking(MR, 16, detail::kStreamKcF32)>;
 
 // Small m on load-time panels (x86/gemm_panel_stream.h): KernelF32T's chain (one FMA per k in
 // increasing order) read straight from the panels, widened with a shift (even k) and a mask
 // (odd k). Four panels per pass, as the AVX-512 tiers: a decode step is bound by the weight
-// streams in flight, and with two a thread read 22 GB/s where the AVX-512 tiers read 26
-// (kernel bench, Zen 4, 1 thread, M=1: 21.8 -> 26-27 GB/s with four). One row runs one_row(),
-// several rows run rows(); each order is the faster one for its case.
+// streams in flight (two panels read less: bench/README.md). One row runs one_row(), several
+// rows run rows(); each order is the faster one for its case.
 struct PanelStreamF32 {
     using AElem = float;
     static constexpr int kRows = 2, kPanels = 4;
@@ -376,10 +369,8 @@ struct PanelStreamF32 {
     // One row (a decode step): a pair's weights widened one panel at a time, each panel's FMAs
     // right after. The 2 G sums, a panel's four widened halves and the two broadcasts fit the 16
     // ymm registers. Widening all four panels first (the order before) needed 24 and kept every
-    // sum on the stack: a store and a reload per FMA. Zen 4 hid that (it measured 26-27 GB/s
-    // against 23-25 for rows() on one row); Zen 1, with half-width FMA units and no renaming of
-    // stack memory, did not: kernel bench, M=1, 1 thread, 8.6-9.2 -> 12-15 GB/s of a 14.7 GB/s
-    // probe.
+    // sum on the stack: a store and a reload per FMA, which cores without renaming of stack
+    // memory (Zen 1) pay in full (bench/README.md).
     template <int G>
     static void one_row(const float* a, const std::uint32_t* w, std::ptrdiff_t panel_stride,
                         std::ptrdiff_t t0, std::ptrdiff_t t1, bool odd_tail, bool first,
@@ -423,7 +414,7 @@ struct PanelStreamF32 {
     // c[r][h] += the pair t of rows x panels (only its even k without kOdd). One half-panel's
     // weights widened at a time and used by every row at once: with all of them widened first
     // (as one row once did), two rows' sums no longer fitted the 16 registers and the compiler
-    // kept some on the stack (kernel bench, M=8: 42 % of the FMA peak, now 67 %).
+    // kept some on the stack.
     template <int R, int G, bool kOdd>
     [[gnu::always_inline]] static inline void pair(const float* a, std::ptrdiff_t lda,
                                                    const std::uint32_t* w,
@@ -514,33 +505,19 @@ struct PanelStreamF32 {
 }  // namespace
 }  // namespace qvl::kernels::avx2
 
-namespace qvl::kernels::detail {
+namespace qvl::kernels {
 
-void gemm_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1) {
-    gemm_tile_blocked<avx2::KernelF32>(p, m0, m1, n0, n1);
-}
+constinit const GemmKernels avx2::kGemmKernels =
+    detail::tier_gemm_kernels<avx2::KernelF32, avx2::PanelStreamF32, avx2::KernelF32Stream, 6,
+                              false>();
 
-std::size_t gemm_packed_a_bytes_avx2(const GemmArgs& p) {
-    return packed_a_bytes<avx2::KernelF32>(p);
-}
-
-void gemm_pack_a_avx2(const GemmArgs& p, int m0, int m1) {
-    pack_a_shared<avx2::KernelF32>(p, m0, m1);
-}
+namespace detail {
 
 void gemm_epilogue_avx2(const GemmArgs& p, const float* acc, const float* acc2,
                         std::ptrdiff_t ld_acc, int m0, int m1, int n0, int n1) {
     avx2::epilogue_rows(p, acc, acc2, ld_acc, m0, m1, n0, n1);
 }
 
-void gemv_tile_avx2(const GemmArgs& p, int m0, int m1, int n0, int n1) {
-    if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
-        return gemm_tile_panel_stream<avx2::PanelStreamF32>(p, m0, m1, n0, n1);
-    }
-    if (p.w_type == WeightType::kBF16 && p.load_a == nullptr) {
-        return gemm_tile_row_stream<avx2::PanelStreamF32>(p, m0, m1, n0, n1);
-    }
-    gemm_tile_stream<avx2::KernelF32Stream, 6>(p, m0, m1, n0, n1);
-}
+}  // namespace detail
 
-}  // namespace qvl::kernels::detail
+}  // namespace qvl::kernels

@@ -17,15 +17,17 @@
 
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/avx512_util.h"
+#include "kernels/x86/gemm_avx512_tier.h"
 #include "kernels/x86/gemm_driver.h"
 #include "kernels/x86/gemm_panel_stream.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx512 {
 namespace {
 using x86::lanes16;
 
 template <GemmBlocking B>
-struct KernelF32T {
+struct KernelF32T : x86::EpilogueAvx512 {
     using Packed = float;
     static constexpr int kMR = B.mr, kNR = B.nr, kKC = B.kc, kMC = B.mc, kNC = B.nc;
 
@@ -165,11 +167,6 @@ struct KernelF32T {
             _mm512_store_ps(c + r * ldc + 16, c1[r]);
         }
     }
-
-    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
-                         int m0, int m1, int n0, int n1) {
-        detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
-    }
 };
 
 using KernelF32 = KernelF32T<detail::kBlockingAvx512>;
@@ -179,16 +176,12 @@ using KernelF32 = KernelF32T<detail::kBlockingAvx512>;
 // (a packed block serves only these few rows, so L2 blocking would buy nothing). Every output
 // element is the same chain of operations as in KernelF32, so rows are bit-identical to its.
 template <int MR>
-using KernelF32Stream = KernelF32T<GemmBlocking{.mr = MR,
-                                                .nr = 32,
-                                                .kc = detail::kStreamKcF32,
-                                                .mc = (32 + MR - 1) / MR* MR,
-                                                .nc = detail::kStreamNc}>;
+using KernelF32Stream = KernelF32T<detail::stream_blocking(MR, 32, detail::kStreamKcF32)>;
 
 // Small m on load-time panels (x86/gemm_panel_stream.h): KernelF32T's chain (one FMA per k in
 // increasing order) read straight from the panels, widened with a shift (even k) and a mask
 // (odd k).
-struct PanelStreamF32 : x86::RowsToPanel16 {
+struct PanelStreamF32 : x86::RowsToPanel16, x86::EpilogueAvx512 {
     using AElem = float;
     static constexpr int kRows = 4, kPanels = 4;
     static std::ptrdiff_t a_len(int k) { return k; }
@@ -205,13 +198,7 @@ struct PanelStreamF32 : x86::RowsToPanel16 {
                       std::ptrdiff_t panel_stride, std::ptrdiff_t t0, std::ptrdiff_t t1,
                       bool odd_tail, bool first, float* acc, std::ptrdiff_t ld_acc) {
         __m512 c[R][G];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) {
-                c[r][g] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * ld_acc + g * 16);
-            }
-        }
+        x86::load_acc16(c, first, acc, ld_acc);
         const __m512i odd_mask = _mm512_set1_epi32(int(0xffff0000u));
         const std::ptrdiff_t t_full = odd_tail ? t1 - 1 : t1;
         for (std::ptrdiff_t t = t0; t < t_full; ++t) {
@@ -247,10 +234,6 @@ struct PanelStreamF32 : x86::RowsToPanel16 {
         }
         x86::store_acc16(c, acc, ld_acc);
     }
-    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
-                         int m0, int m1, int n0, int n1) {
-        detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
-    }
     template <int R, int G>
     static void row_group(const float* a, std::ptrdiff_t lda, const std::uint16_t* w,
                           std::ptrdiff_t ldw, int live, int k, float* acc, std::ptrdiff_t ld_acc) {
@@ -272,29 +255,10 @@ struct PanelStreamF32 : x86::RowsToPanel16 {
 }  // namespace
 }  // namespace qvl::kernels::avx512
 
-namespace qvl::kernels::detail {
+namespace qvl::kernels {
 
-void gemm_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
-    gemm_tile_blocked<avx512::KernelF32>(p, m0, m1, n0, n1);
-}
+constinit const GemmKernels avx512::kGemmKernels =
+    detail::tier_gemm_kernels<avx512::KernelF32, avx512::PanelStreamF32, avx512::KernelF32Stream, 8,
+                              true>();
 
-std::size_t gemm_packed_a_bytes_avx512(const GemmArgs& p) {
-    return packed_a_bytes<avx512::KernelF32>(p);
-}
-
-void gemm_pack_a_avx512(const GemmArgs& p, int m0, int m1) {
-    pack_a_shared<avx512::KernelF32>(p, m0, m1);
-}
-
-void gemv_tile_avx512(const GemmArgs& p, int m0, int m1, int n0, int n1) {
-    if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
-        return gemm_tile_panel_stream<avx512::PanelStreamF32>(p, m0, m1, n0, n1);
-    }
-    if (p.w_type == WeightType::kBF16 && p.load_a == nullptr) {
-        if (m1 - m0 <= 4) return gemm_tile_row_direct<avx512::PanelStreamF32>(p, m0, m1, n0, n1);
-        return gemm_tile_row_stream<avx512::PanelStreamF32>(p, m0, m1, n0, n1);
-    }
-    gemm_tile_stream<avx512::KernelF32Stream, 8>(p, m0, m1, n0, n1);
-}
-
-}  // namespace qvl::kernels::detail
+}  // namespace qvl::kernels

@@ -17,8 +17,10 @@
 
 #include "kernels/gemm_internal.h"
 #include "kernels/x86/avx512_util.h"
+#include "kernels/x86/gemm_avx512_tier.h"
 #include "kernels/x86/gemm_driver.h"
 #include "kernels/x86/gemm_panel_stream.h"
+#include "kernels/x86/tier_entries.h"
 
 namespace qvl::kernels::avx512bf16 {
 namespace {
@@ -33,7 +35,7 @@ inline __m512 load_f32_as_pairs(const float* src, int n) {
 }
 
 template <GemmBlocking B>
-struct KernelBf16T {
+struct KernelBf16T : x86::EpilogueAvx512 {
     using Packed = std::uint32_t;
     static constexpr int kMR = B.mr, kNR = B.nr, kKC = B.kc, kMC = B.mc, kNC = B.nc;
 
@@ -195,11 +197,6 @@ struct KernelBf16T {
                                float* c, std::ptrdiff_t ldc, bool accumulate) {
         ukernel_impl<R>(ks, a, b, 16, b_half, c, ldc, accumulate);
     }
-
-    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
-                         int m0, int m1, int n0, int n1) {
-        detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
-    }
 };
 
 using KernelBf16 = KernelBf16T<detail::kBlockingAvx512Bf16>;
@@ -209,15 +206,11 @@ using KernelBf16 = KernelBf16T<detail::kBlockingAvx512Bf16>;
 // (a packed block serves only these few rows, so L2 blocking would buy nothing). Every output
 // element is the same chain of operations as in KernelBf16, so rows are bit-identical to its.
 template <int MR>
-using KernelBf16Stream = KernelBf16T<GemmBlocking{.mr = MR,
-                                                  .nr = 32,
-                                                  .kc = detail::kStreamKcBf16,
-                                                  .mc = (32 + MR - 1) / MR* MR,
-                                                  .nc = detail::kStreamNc}>;
+using KernelBf16Stream = KernelBf16T<detail::stream_blocking(MR, 32, detail::kStreamKcBf16)>;
 
 // Small m on load-time panels (x86/gemm_panel_stream.h): KernelBf16T's chain (one vdpbf16ps per
 // k pair in increasing order) read straight from the panels, which are already bf16 pairs.
-struct PanelStreamBf16 : x86::RowsToPanel16 {
+struct PanelStreamBf16 : x86::RowsToPanel16, x86::EpilogueAvx512 {
     using AElem = std::uint32_t;
     static constexpr int kRows = 4, kPanels = 4;
     // Whole 16-pair stores: rows padded to a multiple of 32 k (zeros, as the packed path pads).
@@ -235,13 +228,7 @@ struct PanelStreamBf16 : x86::RowsToPanel16 {
                       bool /*odd_tail: the padded pair multiplies zeros, as in the packed path*/,
                       bool first, float* acc, std::ptrdiff_t ld_acc) {
         __m512 c[R][G];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) {
-                c[r][g] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * ld_acc + g * 16);
-            }
-        }
+        x86::load_acc16(c, first, acc, ld_acc);
         for (std::ptrdiff_t t = t0; t < t1; ++t) {
             detail::prefetch_panels<G>(w, panel_stride, t);
             __m512bh b[G];
@@ -258,10 +245,6 @@ struct PanelStreamBf16 : x86::RowsToPanel16 {
         }
         x86::store_acc16(c, acc, ld_acc);
     }
-    static void epilogue(const GemmArgs& p, const float* acc, const float* acc2, std::ptrdiff_t ld,
-                         int m0, int m1, int n0, int n1) {
-        detail::gemm_epilogue_avx512(p, acc, acc2, ld, m0, m1, n0, n1);
-    }
     template <int R, int G>
     static void row_group(const std::uint32_t* a, std::ptrdiff_t lda, const std::uint16_t* w,
                           std::ptrdiff_t ldw, int live, int k, float* acc, std::ptrdiff_t ld_acc) {
@@ -277,30 +260,10 @@ struct PanelStreamBf16 : x86::RowsToPanel16 {
 }  // namespace
 }  // namespace qvl::kernels::avx512bf16
 
-namespace qvl::kernels::detail {
+namespace qvl::kernels {
 
-void gemm_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
-    gemm_tile_blocked<avx512bf16::KernelBf16>(p, m0, m1, n0, n1);
-}
+constinit const GemmKernels avx512bf16::kGemmKernels =
+    detail::tier_gemm_kernels<avx512bf16::KernelBf16, avx512bf16::PanelStreamBf16,
+                              avx512bf16::KernelBf16Stream, 8, true>();
 
-std::size_t gemm_packed_a_bytes_avx512bf16(const GemmArgs& p) {
-    return packed_a_bytes<avx512bf16::KernelBf16>(p);
-}
-
-void gemm_pack_a_avx512bf16(const GemmArgs& p, int m0, int m1) {
-    pack_a_shared<avx512bf16::KernelBf16>(p, m0, m1);
-}
-
-void gemv_tile_avx512bf16(const GemmArgs& p, int m0, int m1, int n0, int n1) {
-    if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
-        return gemm_tile_panel_stream<avx512bf16::PanelStreamBf16>(p, m0, m1, n0, n1);
-    }
-    if (p.w_type == WeightType::kBF16 && p.load_a == nullptr) {
-        if (m1 - m0 <= 4)
-            return gemm_tile_row_direct<avx512bf16::PanelStreamBf16>(p, m0, m1, n0, n1);
-        return gemm_tile_row_stream<avx512bf16::PanelStreamBf16>(p, m0, m1, n0, n1);
-    }
-    gemm_tile_stream<avx512bf16::KernelBf16Stream, 8>(p, m0, m1, n0, n1);
-}
-
-}  // namespace qvl::kernels::detail
+}  // namespace qvl::kernels

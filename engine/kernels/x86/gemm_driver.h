@@ -98,6 +98,108 @@ void pack_a_shared(const GemmArgs& p, int m0, int m1) {
     }
 }
 
+// Rows per pass: A for all of k is packed once per pass (kept in L3 and reused by every column
+// block instead of re-packed for each), and the pass's accumulator slab (rows x kNC floats) is
+// swept once per k block. Two row blocks per pass keep the slab in L2 beside the B block (nine
+// were slower on the vision products and long prompts, most where k spans several blocks and
+// the slab is reloaded: bench/README.md). The pass's packed A is also capped at 8 MiB (L3): it
+// binds only for k beyond ~8700 (f32 panels) or ~18700 (bf16 pairs), longer than any of the
+// model's.
+template <class K>
+int blocked_pass_rows(std::size_t k_packed) {
+    constexpr std::size_t kAPassBytes = std::size_t(8) << 20;
+    constexpr int kMaxPassRows = K::kMC * 2;
+    return std::clamp(int(kAPassBytes / (sizeof(typename K::Packed) * k_packed)) / K::kMC * K::kMC,
+                      K::kMC, kMaxPassRows);
+}
+
+// One k block of one column block of a pass: where its A rows, its B (packed, or read in place
+// from load-time panels: direct) and the pass's accumulator slab are.
+template <class K>
+struct BlockedStep {
+    using Packed = typename K::Packed;
+    const Packed* a_blk = nullptr;  // row r0 of the k block (row panels of ks values per row)
+    const Packed *b = nullptr, *b2 = nullptr;            // packed B (b2: the gate's up weights)
+    const Packed *direct = nullptr, *direct2 = nullptr;  // or B in place (null: packed)
+    std::ptrdiff_t panel_len = 0;
+    float *acc = nullptr, *acc2 = nullptr;  // the slab, ld floats per row
+    std::ptrdiff_t ld = 0, cols_pad = 0;
+    int r0 = 0, r1 = 0, ks = 0;
+    bool accumulate = false, gated = false;
+};
+
+// The next tile's accumulators (the slab is in L2 or L3): asked for now, they arrive while the
+// tile at (ic, jr, ir) computes.
+template <class K>
+[[gnu::always_inline]] inline void prefetch_next_tile(const BlockedStep<K>& s, int ic, int jr,
+                                                      int ir, std::ptrdiff_t at, int mrows_pad) {
+    constexpr int kMR = K::kMR, kNR = K::kNR, kMC = K::kMC;
+    std::ptrdiff_t nat = -1;
+    if (ir + kMR < mrows_pad) {
+        nat = at + kMR * s.ld;
+    } else if (jr + kNR < s.cols_pad) {
+        nat = std::ptrdiff_t(ic - s.r0) * s.ld + jr + kNR;
+    } else if (ic + kMC < s.r1) {
+        nat = std::ptrdiff_t(ic + kMC - s.r0) * s.ld;
+    }
+    if (nat >= 0) {
+        prefetch_tile<kMR, kNR>(s.acc + nat, s.ld);
+        if (s.gated) prefetch_tile<kMR, kNR>(s.acc2 + nat, s.ld);
+    }
+}
+
+// The register tile of `rows` rows (the last row panel of a block skips its zero padding rows:
+// 212 rows in 14-row panels would otherwise compute 224) from a and B tile b (b2), at slab
+// offset `at`.
+template <class K>
+[[gnu::always_inline]] inline void blocked_tile(const BlockedStep<K>& s, int rows,
+                                                const typename K::Packed* a,
+                                                const typename K::Packed* b,
+                                                const typename K::Packed* b2, std::ptrdiff_t at) {
+    x86::with_static_count<K::kMR>(rows, [&](auto r) {
+        constexpr int R = decltype(r)::value;
+        if constexpr (kReadsPanels<K>) {
+            if (s.direct != nullptr) {
+                K::template ukernel_panels<R>(s.ks, a, b, s.panel_len, s.acc + at, s.ld,
+                                              s.accumulate);
+                if (s.gated) {
+                    K::template ukernel_panels<R>(s.ks, a, b2, s.panel_len, s.acc2 + at, s.ld,
+                                                  s.accumulate);
+                }
+                return;
+            }
+        }
+        K::template ukernel<R>(s.ks, a, b, s.acc + at, s.ld, s.accumulate);
+        if (s.gated) K::template ukernel<R>(s.ks, a, b2, s.acc2 + at, s.ld, s.accumulate);
+    });
+}
+
+// Every tile of one k block: kMC-row blocks of A x kNR-column micro-panels of B x kMR-row
+// panels.
+template <class K>
+[[gnu::always_inline]] inline void blocked_step(const BlockedStep<K>& s) {
+    using Packed = typename K::Packed;
+    constexpr int kMR = K::kMR, kNR = K::kNR, kMC = K::kMC;
+    for (int ic = s.r0; ic < s.r1; ic += kMC) {
+        const int mrows = std::min(kMC, s.r1 - ic);
+        const int mrows_pad = (mrows + kMR - 1) / kMR * kMR;
+        for (int jr = 0; jr < s.cols_pad; jr += kNR) {
+            // Tile jr: panel jr / 16 of the weights, or the jr-th packed panel.
+            const Packed* b = s.direct != nullptr ? s.direct + jr / 16 * s.panel_len
+                                                  : s.b + std::ptrdiff_t(jr) * s.ks;
+            const Packed* b2 = !s.gated              ? nullptr
+                               : s.direct != nullptr ? s.direct2 + jr / 16 * s.panel_len
+                                                     : s.b2 + std::ptrdiff_t(jr) * s.ks;
+            for (int ir = 0; ir < mrows_pad; ir += kMR) {
+                const std::ptrdiff_t at = std::ptrdiff_t(ic - s.r0 + ir) * s.ld + jr;
+                const Packed* a = s.a_blk + std::ptrdiff_t(ic - s.r0 + ir) * s.ks;
+                if (s.accumulate) prefetch_next_tile(s, ic, jr, ir, at, mrows_pad);
+                blocked_tile(s, mrows - ir, a, b, b2, at);
+            }
+        }
+    }
+}
+
 template <class K>
 void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     using Packed = typename K::Packed;
@@ -105,18 +207,7 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     static_assert(kMC % kMR == 0 && kNC % kNR == 0 && kKC % 2 == 0);
     const bool gated = p.w_up != nullptr;
     const std::size_t k_packed = packed_k_all<K>(p.k);
-    // Rows per pass: A for all of k is packed once per pass (kept in L3 and reused by every
-    // column block instead of re-packed for each), and the pass's accumulator slab (rows x kNC
-    // floats) is swept once per k block. Two row blocks per pass keep the slab (112 KiB on
-    // AVX-512, 120 KiB on AVX2) in L2 beside the B block: with nine (1008 rows, 516 KiB beside
-    // a 512 KiB B block in Zen 4's 1 MiB L2) the 3520-patch vision products and the 896-token
-    // prompt's ran 4-10 % slower, most where k spans several blocks and the slab is reloaded.
-    // The pass's packed A is also capped at 8 MiB (L3): it binds only for k beyond ~8700 (f32
-    // panels) or ~18700 (bf16 pairs), longer than any of the model's.
-    constexpr std::size_t kAPassBytes = std::size_t(8) << 20;
-    constexpr int kMaxPassRows = kMC * 2;
-    const int pass_rows =
-        std::clamp(int(kAPassBytes / (sizeof(Packed) * k_packed)) / kMC * kMC, kMC, kMaxPassRows);
+    const int pass_rows = blocked_pass_rows<K>(k_packed);
     // A packed by the caller for all tasks (packed_a_bytes above), or by this task, a pass at a
     // time, into its scratch.
     const bool shared_a = p.packed_a != nullptr;
@@ -127,6 +218,7 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
                                              std::size_t(std::min(pass_rows, m1 - m0) + kMR)));
     // B of one k block and one column block (kNC columns).
     const std::size_t b_elems = std::size_t(K::packed_k(std::min(kKC, p.k))) * kNC;
+    BlockedStep<K> s{.gated = gated};
     auto* pb = static_cast<Packed*>(thread_scratch(kScratchB, sizeof(Packed) * b_elems));
     Packed* pb2 = gated ? static_cast<Packed*>(thread_scratch(kScratchB2, sizeof(Packed) * b_elems))
                         : nullptr;
@@ -139,90 +231,40 @@ void gemm_tile_blocked(const GemmArgs& p, int m0, int m1, int n0, int n1) {
         }
         for (int jc = n0; jc < n1; jc += kNC) {
             const int ncols = std::min(kNC, n1 - jc);
-            const std::ptrdiff_t cols_pad = (ncols + kNR - 1) / kNR * kNR;
-            const std::ptrdiff_t ld = cols_pad;
-            const std::size_t acc_bytes = sizeof(float) * std::size_t(rows_pad) * cols_pad;
-            auto* acc = static_cast<float*>(thread_scratch(kScratchC, acc_bytes));
-            float* acc2 =
-                gated ? static_cast<float*>(thread_scratch(kScratchC2, acc_bytes)) : nullptr;
+            s.r0 = r0;
+            s.r1 = r1;
+            s.cols_pad = (ncols + kNR - 1) / kNR * kNR;
+            s.ld = s.cols_pad;
+            const std::size_t acc_bytes = sizeof(float) * std::size_t(rows_pad) * s.cols_pad;
+            s.acc = static_cast<float*>(thread_scratch(kScratchC, acc_bytes));
+            s.acc2 = gated ? static_cast<float*>(thread_scratch(kScratchC2, acc_bytes)) : nullptr;
             for (int pc = 0; pc < p.k; pc += kKC) {
                 const int kc = std::min(kKC, p.k - pc);
-                const int ks = K::packed_k(kc);
-                const bool accumulate = pc > 0;
+                s.ks = K::packed_k(kc);
+                s.accumulate = pc > 0;
                 // B of the block: read in place from load-time panels when the tier can and the
                 // block is whole tiles, else packed (kNR-column panels of ks pairs).
-                const Packed* direct = nullptr;
-                const Packed* direct2 = nullptr;
-                std::ptrdiff_t panel_len = 0;
+                s.direct = s.direct2 = nullptr;
                 if constexpr (kReadsPanels<K>) {
                     if (ncols % kNR == 0) {
-                        direct = K::panel_b(p, p.w, jc, pc);
-                        direct2 = gated ? K::panel_b(p, p.w_up, jc, pc) : nullptr;
-                        panel_len = K::panel_b_half(p);
+                        s.direct = K::panel_b(p, p.w, jc, pc);
+                        s.direct2 = gated ? K::panel_b(p, p.w_up, jc, pc) : nullptr;
+                        s.panel_len = K::panel_b_half(p);
                     }
                 }
-                if (direct == nullptr) {
+                if (s.direct == nullptr) {
                     K::pack_b(p, p.w, jc, ncols, pc, kc, pb);
                     if (gated) K::pack_b(p, p.w_up, jc, ncols, pc, kc, pb2);
                 }
-                // Row r0 of k block pc (row panels of ks packed values per row).
-                const Packed* a_blk =
-                    shared_a ? pa + shared_rows_pad * K::packed_k(pc) + std::ptrdiff_t(r0) * ks
-                             : pa + rows_pad * K::packed_k(pc);
-                for (int ic = r0; ic < r1; ic += kMC) {
-                    const int mrows = std::min(kMC, r1 - ic);
-                    const int mrows_pad = (mrows + kMR - 1) / kMR * kMR;
-                    for (int jr = 0; jr < cols_pad; jr += kNR) {
-                        // Tile jr: panel jr / 16 of the weights, or the jr-th packed panel.
-                        const Packed* b = direct != nullptr ? direct + jr / 16 * panel_len
-                                                            : pb + std::ptrdiff_t(jr) * ks;
-                        const Packed* b2 = !gated              ? nullptr
-                                           : direct != nullptr ? direct2 + jr / 16 * panel_len
-                                                               : pb2 + std::ptrdiff_t(jr) * ks;
-                        for (int ir = 0; ir < mrows_pad; ir += kMR) {
-                            const std::ptrdiff_t at = std::ptrdiff_t(ic - r0 + ir) * ld + jr;
-                            const Packed* a = a_blk + std::ptrdiff_t(ic - r0 + ir) * ks;
-                            if (accumulate) {
-                                // The next tile's accumulators (the slab is in L2 or L3): ask now,
-                                // they arrive while this tile computes.
-                                std::ptrdiff_t nat = -1;
-                                if (ir + kMR < mrows_pad) {
-                                    nat = at + kMR * ld;
-                                } else if (jr + kNR < cols_pad) {
-                                    nat = std::ptrdiff_t(ic - r0) * ld + jr + kNR;
-                                } else if (ic + kMC < r1) {
-                                    nat = std::ptrdiff_t(ic + kMC - r0) * ld;
-                                }
-                                if (nat >= 0) {
-                                    prefetch_tile<kMR, kNR>(acc + nat, ld);
-                                    if (gated) prefetch_tile<kMR, kNR>(acc2 + nat, ld);
-                                }
-                            }
-                            // The last row panel of a block skips its zero padding rows (212
-                            // rows in 14-row panels would otherwise compute 224).
-                            x86::with_static_count<kMR>(mrows - ir, [&](auto r) {
-                                constexpr int R = decltype(r)::value;
-                                if constexpr (kReadsPanels<K>) {
-                                    if (direct != nullptr) {
-                                        K::template ukernel_panels<R>(ks, a, b, panel_len, acc + at,
-                                                                      ld, accumulate);
-                                        if (gated) {
-                                            K::template ukernel_panels<R>(
-                                                ks, a, b2, panel_len, acc2 + at, ld, accumulate);
-                                        }
-                                        return;
-                                    }
-                                }
-                                K::template ukernel<R>(ks, a, b, acc + at, ld, accumulate);
-                                if (gated)
-                                    K::template ukernel<R>(ks, a, b2, acc2 + at, ld, accumulate);
-                            });
-                        }
-                    }
-                }
+                s.b = pb;
+                s.b2 = pb2;
+                s.a_blk = shared_a
+                              ? pa + shared_rows_pad * K::packed_k(pc) + std::ptrdiff_t(r0) * s.ks
+                              : pa + rows_pad * K::packed_k(pc);
+                blocked_step(s);
             }
             // The slab (rows x kNC floats, in L2) row by row: contiguous output rows.
-            K::epilogue(p, acc, acc2, ld, r0, r1, jc, jc + ncols);
+            K::epilogue(p, s.acc, s.acc2, s.ld, r0, r1, jc, jc + ncols);
         }
     }
 }

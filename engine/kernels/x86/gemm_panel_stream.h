@@ -51,25 +51,23 @@
 
 #include "kernels/gemm_internal.h"
 #include "kernels/weight_panels.h"
+#include "kernels/x86/gemm_driver.h"
 
 namespace qvl::kernels::detail {
 
-// Pairs per chunk: 4 panels x 64 pairs x 64 bytes = 16 KiB, in L1 while the row groups reuse it.
-// With 128 pairs (32 KiB, all of Zen 4's L1 data cache) the second row group of a batched
-// decode step read the chunk back from L2: kernel bench, M=8, 1 thread, Zen 4: 17.0-17.2 ->
-// 21.3-21.4 GB/s (AVX-512 bf16), 9.8 -> 10.5 (AVX2); M=1 unchanged; 32 pairs no better.
+// Pairs per chunk: 4 panels x 64 pairs x 64 bytes = 16 KiB, in L1 while the row groups reuse it
+// (twice that filled a 32 KiB L1 and the second row group read the chunk back from L2:
+// bench/README.md, "Kernel design measurements").
 inline constexpr std::ptrdiff_t kStreamChunkPairs = 64;
 
 // How far ahead of its reads each panel's stream is prefetched, in pairs (one 64-byte line per
 // pair and panel: 4 KiB ahead), and into L2, not L1. A decode step reads every weight once, so it
 // is bound by how many cache lines are in flight; the hardware prefetchers ramp up anew at each
-// panel and follow four interleaved streams less eagerly than one. Measured on the Intel Xeon VM,
-// 2 threads, with 2 KiB into L1: decode products went from 35-39 to 47-51 GB/s (AVX2 tier 31 to
-// 47). On AMD Zen 4 the same L1 prefetches cost a fifth of the bandwidth (one thread: 18-20 GB/s
-// against 23-29 without them; they hold L1 miss buffers the loads need), while 4 KiB into L2 read
-// 23-27 GB/s of a 24-28 GB/s probe, and a one-thread decode step took 140-144 ms instead of
-// 159-161. Near a panel's end the prefetches run into the next panel's first lines (a few wasted
-// ones per panel); past the buffer's end they are harmless (a prefetch never faults).
+// panel and follow four interleaved streams less eagerly than one. Into L1 they held miss buffers
+// the loads needed on AMD cores; into L2 both vendors' cores gained (bench/README.md, "Kernel
+// design measurements"). Near a panel's end the prefetches run into the next panel's first lines
+// (a few wasted ones per panel); past the buffer's end they are harmless (a prefetch never
+// faults).
 inline constexpr std::ptrdiff_t kStreamPrefetchPairs = 64;
 
 // Prefetches pair t + kStreamPrefetchPairs of panels [0, G) into L2; call once per pair. (In an
@@ -200,8 +198,7 @@ void gemm_tile_panel_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
 // packed path's, which packs the same pairs). The packed stream (gemm_tile_stream) packs 64
 // columns x 256 k at a time into a kNR layout and leaves each of the 64 rows' 4 KiB to the
 // hardware prefetchers, which follow few such streams; here each chunk prefetches the next
-// chunk's lines while it reads its own. Kernel bench, lm_head rows, M=1, 1 thread, Zen 4 (a
-// shared machine): AVX2 5.0 -> 11.8 GB/s, AVX-512 f32 6-7.5 -> 13.4, against 21-24 from panels.
+// chunk's lines while it reads its own (about twice the bandwidth: bench/README.md).
 template <class S>
 void gemm_tile_row_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
     using AElem = typename S::AElem;
@@ -274,9 +271,9 @@ void gemm_tile_row_stream(const GemmArgs& p, int m0, int m1, int n0, int n1) {
 // pairs of weights is loaded and transposed in registers and fed straight to the chains
 // (S::row_group), G panels' rows at a time over all of k: the same pairs in the same order as
 // from a panel, so the same bits. Through the L1 panel of gemm_tile_row_stream one row ran at
-// about half the load-time panels' speed (kernel bench, lm_head, M=1, 1 thread, Zen 4: 12-14
-// against 23-25 GB/s): 4 KiB apart, the 64 rows of a chunk share a few L1 sets with the panel
-// being written and read back; fed from registers it reads 22-25.
+// about half the load-time panels' speed (4 KiB apart, the 64 rows of a chunk share a few L1
+// sets with the panel being written and read back); fed from registers it nears theirs
+// (bench/README.md).
 template <class S, int R, int G>
 void row_direct_pass(const GemmArgs& p, const typename S::AElem* a, std::ptrdiff_t lda, int m0,
                      int n0, int n1) {
@@ -315,6 +312,34 @@ void gemm_tile_row_direct(const GemmArgs& p, int m0, int m1, int n0, int n1) {
         default:
             return row_direct_pass<S, 4, 1>(p, a, lda, m0, n0, n1);
     }
+}
+
+// A tier's small-m tile (GemvTileFn): load-time panels stream through S; weights as stored
+// through S as well, up to 4 rows straight from the rows where the tier has S::row_group
+// (kRowDirect); anything else (f32 weights, an A loader) on the packed Stream<MR> kernels.
+template <class S, template <int> class Stream, int kWideMR, bool kRowDirect>
+void gemv_tile_small_m(const GemmArgs& p, int m0, int m1, int n0, int n1) {
+    if (p.w_type == WeightType::kBF16Panels && p.load_a == nullptr) {
+        return gemm_tile_panel_stream<S>(p, m0, m1, n0, n1);
+    }
+    if (p.w_type == WeightType::kBF16 && p.load_a == nullptr) {
+        if constexpr (kRowDirect) {
+            if (m1 - m0 <= 4) return gemm_tile_row_direct<S>(p, m0, m1, n0, n1);
+        }
+        return gemm_tile_row_stream<S>(p, m0, m1, n0, n1);
+    }
+    gemm_tile_stream<Stream, kWideMR>(p, m0, m1, n0, n1);
+}
+
+// A tier's GemmKernels (kernels/kernel_table.h; isa left to the table): the blocked tile on its
+// kernel traits K, the small-m tile above, and A packed once for all tasks (gemm_driver.h).
+template <class K, class S, template <int> class Stream, int kWideMR, bool kRowDirect>
+constexpr GemmKernels tier_gemm_kernels() {
+    return {.gemm_tile = &gemm_tile_blocked<K>,
+            .gemv_tile = &gemv_tile_small_m<S, Stream, kWideMR, kRowDirect>,
+            .blocking = {.mr = K::kMR, .nr = K::kNR, .kc = K::kKC, .mc = K::kMC, .nc = K::kNC},
+            .packed_a_bytes = &packed_a_bytes<K>,
+            .pack_a = &pack_a_shared<K>};
 }
 
 }  // namespace qvl::kernels::detail

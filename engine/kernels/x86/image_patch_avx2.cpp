@@ -12,8 +12,7 @@ namespace qvl::kernels::avx2 {
 
 // Every field the loops need is copied into a local first: the stores go through float*, which
 // may alias the args, so reading a.temporal inside the loop made the compiler reload it after
-// every store (that loop overhead bounded this kernel: 1.8 ms -> 0.8 ms for 1920x1072; the
-// division is not the limit, a reciprocal corrected by FMAs measured no faster).
+// every store (that loop overhead bounded this kernel, not the division: bench/README.md).
 void patch_normalize_u8(const PatchNormalizeArgs& a) {
     const int patch = a.patch;
     const int temporal = a.temporal;
