@@ -82,7 +82,9 @@ TEST(VideoDecode, ContainersAndCodecsAreNamed) {
     };
     for (const Case& c :
          {Case{"shapes_100x62_12fps.mp4", "mp4", "h264"},
-          Case{"text_90x70_7fps.webm", "webm", "vp9"}, Case{"anim_50x38_5fps.gif", "gif", "gif"}}) {
+          Case{"text_90x70_7fps.webm", "webm", "vp9"}, Case{"anim_50x38_5fps.gif", "gif", "gif"},
+          Case{"hevc_66x46_10fps.mp4", "mp4", "hevc"}, Case{"vp8_58x42_8fps.webm", "webm", "vp8"},
+          Case{"av1_64x36_6fps.mp4", "mp4", "av1"}}) {
         auto video = load_video(kVideos / c.file, {}, first_frame());
         ASSERT_TRUE(video.ok()) << c.file << ": " << video.status().message();
         EXPECT_EQ(video->info.container, c.container);
