@@ -35,8 +35,10 @@ struct Linear {
     bool gated, residual;
 };
 // One text decoder layer of Qwen3-VL-2B: fused q/k/v, o (+ residual), gate/up, down (+ residual).
-constexpr Linear kLayer[] = {
-    {4096, 2048, false, false}, {2048, 2048, false, true}, {6144, 2048, true, false}, {2048, 6144, false, true}};
+constexpr Linear kLayer[] = {{4096, 2048, false, false},
+                             {2048, 2048, false, true},
+                             {6144, 2048, true, false},
+                             {2048, 6144, false, true}};
 constexpr int kRows = 4;  // a batched decode step of 4 sequences
 constexpr int kPasses = 7;
 
@@ -50,7 +52,8 @@ void run_stream(benchmark::State& state) {
     const int threads = int(state.range(0));
     const int layers = int((beyond_cache_bytes() + layer_bytes() - 1) / layer_bytes());
     // Every byte the same bf16 value (0x3c3c, ~0.011): the reads, not the values, are measured.
-    auto buf = base::AlignedBuffer::allocate(layer_bytes() * std::size_t(layers), "stream weights", false);
+    auto buf =
+        base::AlignedBuffer::allocate(layer_bytes() * std::size_t(layers), "stream weights", false);
     if (!buf.ok()) {
         state.SkipWithError("cannot allocate the stream's weights");
         return;
@@ -65,11 +68,19 @@ void run_stream(benchmark::State& state) {
         for (int layer = 0; layer < layers; ++layer) {
             for (const Linear& l : kLayer) {
                 const std::size_t half = std::size_t(l.n) * l.k * 2;
-                kernels::GemmArgs g{.m = kRows, .n = l.n, .k = l.k, .a = a.data(), .lda = l.k,
-                                    .w = w, .w_up = l.gated ? w + half : nullptr, .ldw = l.k / 2,
+                kernels::GemmArgs g{.m = kRows,
+                                    .n = l.n,
+                                    .k = l.k,
+                                    .a = a.data(),
+                                    .lda = l.k,
+                                    .w = w,
+                                    .w_up = l.gated ? w + half : nullptr,
+                                    .ldw = l.k / 2,
                                     .w_type = kernels::WeightType::kBF16Panels,
-                                    .residual = l.residual ? c.data() : nullptr, .ldr = l.n,
-                                    .c = c.data(), .ldc = l.n,
+                                    .residual = l.residual ? c.data() : nullptr,
+                                    .ldr = l.n,
+                                    .c = c.data(),
+                                    .ldc = l.n,
                                     .precision = kernels::GemmPrecision::kBF16};
                 runner.run(table, g, pool);
                 w += half * (l.gated ? 2 : 1);
