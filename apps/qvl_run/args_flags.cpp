@@ -84,9 +84,10 @@ void add_input_flags(CLI::App& app, RunOptions* o, NumberTexts* t, Flags* f) {
                        "of the running ones (default 500; 0: whole images, 512-token chunks)")
             ->type_name("MS")
             ->group(in);
-    f->interactive = app.add_flag("--interactive", o->interactive,
-                                  "Chat on stdin: one turn per line; /image PATH, /clear, /exit")
-                         ->group(in);
+    f->interactive =
+        app.add_flag("--interactive", o->interactive,
+                     "Chat on stdin: one turn per line; /image PATH, /video PATH, /clear, /exit")
+            ->group(in);
 }
 
 // Sampling, limits, constraints and how the model is loaded.

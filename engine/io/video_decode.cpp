@@ -50,8 +50,8 @@ bool full_range(const AVFrame* f) {
     }
 }
 
-// One decoder for the stream, single-threaded (the engine has its own threads, and a frame's
-// bytes must not depend on thread count), and one cached RGB converter.
+// One decoder for the stream (frame-threaded when VideoLimits::threads > 1) and one cached RGB
+// converter.
 class FrameDecoder {
   public:
     FrameDecoder() = default;
@@ -71,6 +71,7 @@ class FrameDecoder {
                             const std::vector<std::int64_t>* wanted, std::string_view name);
     void restart() { avcodec_flush_buffers(ctx_); }
     const AVFrame* frame() const { return frame_; }
+    std::int64_t decoded() const { return decoded_; }
     base::Status to_rgb(const VideoInfo& info, std::string_view name, Image* out);
 
   private:
@@ -78,6 +79,7 @@ class FrameDecoder {
     AVFrame* frame_ = nullptr;
     SwsContext* sws_ = nullptr;
     bool drained_ = false;
+    std::int64_t decoded_ = 0;
     std::vector<std::uint8_t> scratch_;
 };
 
@@ -94,7 +96,10 @@ base::Status FrameDecoder::open(const AVCodecParameters* par, const VideoLimits&
         return base::error(ErrorCode::kResourceExhausted, "{}: out of memory", name);
     int err = avcodec_parameters_to_context(ctx_, par);
     if (err >= 0) {
-        ctx_->thread_count = 1;
+        // Frame threads never change a frame's bytes (libavcodec's decoders are bit-exact for
+        // any count); GIF and codecs without frame threading simply run on one.
+        ctx_->thread_count = std::max(1, limits.threads);
+        ctx_->thread_type = FF_THREAD_FRAME;
         // The decoder refuses larger frames itself (a size change inside the stream included).
         ctx_->max_pixels = std::int64_t(std::min<std::uint64_t>(limits.max_pixels, INT64_MAX));
         err = avcodec_open2(ctx_, codec, nullptr);
@@ -111,7 +116,10 @@ base::Result<bool> FrameDecoder::next(const DemuxedVideo& d, std::size_t* next_p
                                       std::string_view name) {
     for (;;) {
         const int got = avcodec_receive_frame(ctx_, frame_);
-        if (got == 0) return true;
+        if (got == 0) {
+            ++decoded_;
+            return true;
+        }
         if (got == AVERROR_EOF) return false;
         if (got != AVERROR(EAGAIN)) {
             return base::error(ErrorCode::kCorruptFile, "{}: corrupt video data ({})", name,
@@ -120,7 +128,7 @@ base::Result<bool> FrameDecoder::next(const DemuxedVideo& d, std::size_t* next_p
         if (*next_packet < d.packets.size()) {
             const std::size_t i = (*next_packet)++;
             // Frames nobody samples and nothing references need not be decoded at all (most
-            // B-frames): the decoder reads this per packet (single-threaded decoding).
+            // B-frames): the decoder reads this per packet (frame threads copy it per packet).
             const bool unwanted =
                 wanted != nullptr &&
                 !std::binary_search(wanted->begin(), wanted->end(), d.packets[i]->pts);
@@ -196,7 +204,7 @@ std::int64_t frame_pts(const AVFrame* f) {
 // the key frame before it: the groups in between are never decoded.
 base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>& ranks,
                           const VideoLimits& limits, std::string_view name,
-                          std::vector<Image>* frames) {
+                          std::vector<Image>* frames, std::int64_t* decoded) {
     FrameDecoder decoder;
     QVL_TRY(decoder.open(d.codecpar, limits, name));
     const bool by_pts = !d.sorted_pts.empty();
@@ -234,6 +242,7 @@ base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>
             if (id == want) break;
         }
         QVL_TRY(decoder.to_rgb(d.info, name, &(*frames)[k]));
+        *decoded = decoder.decoded();
     }
     return {};
 }
@@ -294,12 +303,13 @@ base::Result<Video> decode_video(std::span<const std::byte> bytes, const VideoLi
     std::vector<std::int64_t> ranks = video.indices;
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
     std::vector<Image> distinct;
-    QVL_TRY(detail::decode_ranks(demuxed, ranks, limits, name, &distinct));
+    QVL_TRY(detail::decode_ranks(demuxed, ranks, limits, name, &distinct, &video.decoded_frames));
     video.frames.reserve(video.indices.size());
     std::size_t r = 0;
-    for (const std::int64_t index : video.indices) {
-        while (ranks[r] != index) ++r;
-        video.frames.push_back(distinct[r]);
+    for (std::size_t k = 0; k < video.indices.size(); ++k) {
+        while (ranks[r] != video.indices[k]) ++r;
+        const bool repeated = k + 1 < video.indices.size() && video.indices[k + 1] == ranks[r];
+        video.frames.push_back(repeated ? distinct[r] : std::move(distinct[r]));
     }
     return video;
 }
