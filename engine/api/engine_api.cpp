@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <mutex>
 
 #include "api/convert.h"
@@ -72,6 +73,11 @@ base::Result<runtime::Request> runtime_request(Request&& in, const model::Model&
     if (in.constraint.impl()) {
         r.params.grammar = in.constraint.impl()->grammar;
         r.params.grammar_trigger = in.constraint.impl()->trigger;
+        const std::string& banned = in.constraint.impl()->banned;
+        if (const std::int32_t id = m.tokenizer().token_id(banned); !banned.empty() && id >= 0) {
+            // Added last, so it overrides a logit_bias the request gave the same id.
+            r.params.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+        }
     }
     r.stop_strings = std::move(in.stop);
     if (in.on_piece) {

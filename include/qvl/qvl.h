@@ -402,7 +402,7 @@ class OutputConstraint {
 // The functions a request offers (OpenAI's tools, tool_choice, parallel_tool_calls), rendered
 // by Engine::prepare as the chat template does (Hugging Face's ids). constraint(): "required"
 // and a named function allow valid calls only, "auto" valid calls once one opens; "none" keeps
-// the tools in the prompt but the answer is not read for calls; parallel_tool_calls false: one.
+// the tools in the prompt but bans the <tool_call> token; parallel_tool_calls false: one.
 struct Tools {
     static Result<Tools> parse(const JsonValue& tools, const JsonValue* tool_choice = nullptr,
                                const JsonValue* parallel_tool_calls = nullptr);
