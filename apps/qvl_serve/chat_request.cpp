@@ -142,6 +142,8 @@ Status parse_content(const JsonValue& content, const std::string& where, const P
                      RequestMessage* msg, int* images) {
     if (content.is_null()) return {};
     if (content.is_string()) {
+        // "" adds no part: the chat template tests an empty string as false, a list as true.
+        if (content.as_string().empty()) return {};
         msg->parts.push_back({.kind = RequestPart::Kind::kText, .text = content.as_string()});
         return {};
     }

@@ -523,8 +523,7 @@ Result<RunEstimate> estimate_run(const Model& model, const Prompt& prompt, int n
                                  const SessionOptions& options);
 
 // ---- Utilities programs share with the engine ------------------------------------------------
-// A small read-only JSON document (the one the engine reads its files with). Objects keep their
-// members in order, duplicates included.
+// A small read-only JSON document (the engine's). Objects keep members in order and duplicates.
 class JsonValue {
   public:
     enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
@@ -537,7 +536,8 @@ class JsonValue {
     bool is_string() const { return type_ == Type::kString; }
     bool is_array() const { return type_ == Type::kArray; }
     bool is_object() const { return type_ == Type::kObject; }
-    // A number written without fraction or exponent that fits int64.
+    // A number written without fraction or exponent that fits int64 (one up to 2^64-1 is a double
+    // whose exact digits as_string() gives).
     bool is_integer() const { return type_ == Type::kNumber && is_integer_; }
 
     bool as_bool() const { return bool_; }

@@ -58,7 +58,7 @@ TEST(PublicTools, PromptsAreHuggingFaceIds) {
         EXPECT_EQ(text.value(), c.find("text")->as_string());
         ++n;
     }
-    EXPECT_EQ(n, 7);
+    EXPECT_EQ(n, 10);
     EXPECT_FALSE(tiny().detokenize(std::vector<std::int32_t>{-1}).ok());
 }
 
