@@ -223,6 +223,7 @@ int generate_and_report(const RunOptions& o, const Model& m, const SessionOption
                            .weights = m.weights() == Weights::kQ8   ? "q8"
                                       : m.weights() == Weights::kQ4 ? "q4"
                                                                     : "bf16",
+                           .vision_weights = o.vision_q8 ? "q8" : "bf16",
                            .isa = isa.c_str(),
                            .precision = precision_name(engine.precision()),
                            .load_ms = load_ms,
