@@ -5,6 +5,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <vector>
 
 #include "api/convert.h"
 #include "api/internals.h"
@@ -47,9 +48,19 @@ void add_tool_hooks(const Request& in, const model::Model& m, runtime::Request* 
         };
     }
     if (in.on_image_features) {
+        // The first visual input's features: an image's, or every temporal patch of a video in
+        // order (the session holds a video as one image per frame pair), which is HF's
+        // get_video_features concatenated and the order of the <|video_pad|> tokens.
         const int hidden = m.config().text.hidden_size;
-        out->after_vision = [hook = in.on_image_features, hidden](const runtime::Session& s) {
-            const std::span<const float> f = s.image_features(0);
+        const std::size_t want =
+            in.prompt.images().empty() ? 0 : std::size_t(in.prompt.images()[0].tokens) * hidden;
+        out->after_vision = [hook = in.on_image_features, hidden, want](const runtime::Session& s) {
+            std::vector<float> f;
+            for (int i = 0; f.size() < want; ++i) {
+                const std::span<const float> part = s.image_features(i);
+                if (part.empty()) break;
+                f.insert(f.end(), part.begin(), part.end());
+            }
             hook(f, int(f.size()) / hidden, hidden);
         };
     }

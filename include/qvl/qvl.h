@@ -455,7 +455,7 @@ struct Request {
     // When set and it becomes true, the request ends "cancelled" before its next token.
     const std::atomic<bool>* cancel = nullptr;
     // Views for tools (qvl-run's progress, --dump-*) on the engine's thread: vision blocks done,
-    // the first image's merged features, the last prompt token's logits.
+    // the first image's merged features (a video's: all frame pairs'), the last token's logits.
     std::function<void(int done, int total)> on_vision_progress;
     std::function<void(std::span<const float> features, int rows, int cols)> on_image_features;
     std::function<void(std::span<const float> logits)> on_prompt_logits;

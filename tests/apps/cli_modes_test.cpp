@@ -207,8 +207,8 @@ double json_number(const std::string& report, const std::string& key) {
     return std::stod(report.substr(at + key.size() + 4));
 }
 
-// The report says what ran: the kernel tier and the precision with auto resolved, in --json and
-// in the stderr timing block.
+// The report says what ran: the kernel tier, the precision with auto resolved and the weight
+// formats, in --json and in the stderr timing block.
 TEST(CliModes, ReportNamesTheKernelsAndThePrecisionThatRan) {
     testing::ScratchDir dir;
     const fs::path err = dir.path() / "err.txt";
@@ -218,9 +218,21 @@ TEST(CliModes, ReportNamesTheKernelsAndThePrecisionThatRan) {
     ASSERT_EQ(f32.exit_code, 0) << f32.err;
     EXPECT_NE(f32.out.find("\"isa\": \"scalar\", \"precision\": \"f32\""), std::string::npos)
         << f32.out;
-    EXPECT_NE(f32.err.find("kernels         scalar (f32 precision, bf16 weights)"),
+    EXPECT_NE(f32.out.find("\"weights\": \"bf16\", \"vision_weights\": \"bf16\""),
               std::string::npos)
+        << f32.out;
+    EXPECT_NE(
+        f32.err.find("kernels         scalar (f32 precision, bf16 weights, bf16 vision weights)"),
+        std::string::npos)
         << f32.err;
+    std::vector<std::string> quantized = args;
+    for (const char* a : {"--weights", "q4", "--vision-weights", "q8"}) quantized.emplace_back(a);
+    const testing::ProgramRun q4 =
+        testing::run_program(QVL_RUN_PATH, quantized, {.stderr_file = err});
+    ASSERT_EQ(q4.exit_code, 0) << q4.err;
+    EXPECT_NE(q4.out.find("\"weights\": \"q4\", \"vision_weights\": \"q8\""), std::string::npos)
+        << q4.out;
+    EXPECT_NE(q4.err.find("q4 weights, q8 vision weights)"), std::string::npos) << q4.err;
     // Auto on the scalar tier, which has no bf16 products: f32 activations, bf16 KV cache.
     const testing::ProgramRun automatic =
         testing::run_program(QVL_RUN_PATH, args, {.env = "QVL_ISA=scalar"});
