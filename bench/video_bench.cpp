@@ -8,6 +8,8 @@
 //                        a key frame every 2 s
 //   vp9_640x360          testsrc2, libvpx-vp9 realtime (3 key frames), WebM
 //   gif_320x180_10fps    testsrc2 as an animated GIF
+//   intra_640x360        testsrc2, x264 all-intra (every frame a key frame, as some capture and
+//                        editing tools write): the case where sampling skips almost everything
 // The qvl rows decode with io::load_video (VideoLimits::threads from the row's argument) and
 // preprocess with image::preprocess_video. Counters: cpu_ms_per_frame (process CPU, all threads),
 // wall_ms_per_frame, decode_cpu_ms (the decode alone, per run), decoded (frames the decoder
@@ -52,6 +54,8 @@ const Clip kClips[] = {
      "-f lavfi -i testsrc2=size=640x360:rate=30:duration=10 -c:v libvpx-vp9 -pix_fmt yuv420p "
      "-b:v 1M -deadline realtime -cpu-used 8"},
     {"video_bench_gif_320x180_10fps.gif", "-f lavfi -i testsrc2=size=320x180:rate=10:duration=10"},
+    {"video_bench_intra_640x360.mp4",
+     "-f lavfi -i testsrc2=size=640x360:rate=30:duration=10 -c:v libx264 -pix_fmt yuv420p -g 1"},
 };
 
 bool make_clip(const Clip& clip) {

@@ -175,7 +175,8 @@ void add_output_flags(CLI::App& app, RunOptions* o, int* verbose_count, int* qui
         ->type_name("FILE")
         ->group(out);
     app.add_option("--dump-vision", o->dump_vision,
-                   "Write the first image's vision-tower output (float32 .npy)")
+                   "Write the first image's vision-tower output, or a video's for all its "
+                   "frame pairs in order (float32 .npy, [tokens, hidden])")
         ->type_name("FILE")
         ->group(out);
     app.add_option("--dump-logits", o->dump_logits,

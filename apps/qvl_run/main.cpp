@@ -153,7 +153,7 @@ struct RunHooks {
         }
         if (!o.dump_vision.empty()) {
             r->on_image_features = [this, &o](std::span<const float> f, int rows, int cols) {
-                dump_error = f.empty() ? "--dump-vision needs an image"
+                dump_error = f.empty() ? "--dump-vision needs an image or a video"
                                        : write_npy(o.dump_vision, f, {rows, cols}).message();
             };
         }

@@ -277,14 +277,14 @@ Status parse_tools(const JsonValue& root, Tools* out) {
 }
 
 // tool_choice "required" or a named function constrains the answer, as response_format does:
-// both at once cannot hold. "auto" constrains calls once one opens; beside a response_format the
-// answer follows the format (a call cannot start inside it).
+// both at once cannot hold. "auto" constrains calls once one opens, "none" bans the opener: beside
+// a response_format the answer follows the format (whose grammar cannot open a call).
 Status tool_constraint(ChatRequest* out) {
     Result<OutputConstraint> c = out->tools.constraint();
     if (!c.ok()) return Status(ErrorCode::kInvalidArgument, c.status().message());
     if (c.value().empty()) return {};
     if (!out->constraint.empty()) {
-        if (c.value().triggered()) return {};
+        if (c.value().triggered() || !out->tools.calls_allowed()) return {};
         return bad("tool_choice",
                    "a required or named tool call and a response_format cannot both constrain "
                    "the answer");

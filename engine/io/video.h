@@ -39,8 +39,10 @@ struct VideoLimits {
     std::uint64_t max_sampled_frames = 2048;   // frames the sampler may ask for
     std::uint64_t max_decoded_bytes = 2ull << 30;  // RGB bytes of the sampled frames together
     // Decoder threads (libavcodec frame threading where the codec has it: H.264, HEVC, VP8, VP9;
-    // dav1d's own threads for AV1). Decoders are bit-exact for any thread count, so frames do not
-    // depend on it (tested on every fixture); it changes wall time only.
+    // dav1d's own threads for AV1), used when the samples need long runs of frames (one thread
+    // for sparse samples of short groups of pictures, where frames in flight would be wasted).
+    // Decoders are bit-exact for any thread count, so frames do not depend on it (tested on
+    // every fixture); it changes wall time only.
     int threads = 1;
 };
 

@@ -63,7 +63,7 @@ class FrameDecoder {
     FrameDecoder(const FrameDecoder&) = delete;
     FrameDecoder& operator=(const FrameDecoder&) = delete;
 
-    base::Status open(const AVCodecParameters* par, const VideoLimits& limits,
+    base::Status open(const AVCodecParameters* par, const VideoLimits& limits, int threads,
                       std::string_view name);
     // The next decoded frame into frame(): true; the stream's end: false. A packet whose pts is
     // not in `wanted` (sorted; null: all wanted) is decoded only if other frames refer to it.
@@ -84,7 +84,7 @@ class FrameDecoder {
 };
 
 base::Status FrameDecoder::open(const AVCodecParameters* par, const VideoLimits& limits,
-                                std::string_view name) {
+                                int threads, std::string_view name) {
     const AVCodec* codec = avcodec_find_decoder(par->codec_id);
     if (codec == nullptr) {
         return base::error(ErrorCode::kUnsupported, "{}: no decoder for video codec '{}'", name,
@@ -98,7 +98,7 @@ base::Status FrameDecoder::open(const AVCodecParameters* par, const VideoLimits&
     if (err >= 0) {
         // Frame threads never change a frame's bytes (libavcodec's decoders are bit-exact for
         // any count); GIF and codecs without frame threading simply run on one.
-        ctx_->thread_count = std::max(1, limits.threads);
+        ctx_->thread_count = threads;
         ctx_->thread_type = FF_THREAD_FRAME;
         // The decoder refuses larger frames itself (a size change inside the stream included).
         ctx_->max_pixels = std::int64_t(std::min<std::uint64_t>(limits.max_pixels, INT64_MAX));
@@ -192,6 +192,28 @@ std::size_t key_packet_before(const DemuxedVideo& d, std::int64_t pts) {
     return best;
 }
 
+// Frame threads pay off on long runs of packets between decoder restarts. When the samples sit a
+// few packets after their key frames (all-intra or short groups of pictures), the frames still in
+// flight at every restart are wasted work: one thread then. `wanted` are the sampled pts, sorted.
+int decoder_threads(const DemuxedVideo& d, const std::vector<std::int64_t>& wanted, int threads) {
+    if (threads <= 1 || wanted.empty()) return 1;
+    std::size_t fed = 0, runs = 1, next = 0;
+    for (const std::int64_t pts : wanted) {
+        const std::size_t key = key_packet_before(d, pts);
+        if (key > next) {
+            ++runs;
+            next = key;
+        }
+        for (std::size_t i = next; i < d.packets.size(); ++i) {
+            if (d.packets[i]->pts != pts) continue;
+            fed += i + 1 - next;
+            next = i + 1;
+            break;
+        }
+    }
+    return fed >= runs * 8 * std::size_t(threads) ? threads : 1;
+}
+
 // The frame's presentation rank source: its pts, as the packets carried it.
 std::int64_t frame_pts(const AVFrame* f) {
     return f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
@@ -205,8 +227,6 @@ std::int64_t frame_pts(const AVFrame* f) {
 base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>& ranks,
                           const VideoLimits& limits, std::string_view name,
                           std::vector<Image>* frames, std::int64_t* decoded) {
-    FrameDecoder decoder;
-    QVL_TRY(decoder.open(d.codecpar, limits, name));
     const bool by_pts = !d.sorted_pts.empty();
     std::size_t next_packet = 0;
     std::int64_t counted = -1;         // output frames so far - 1, when frames are counted in order
@@ -217,6 +237,9 @@ base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>
                 wanted.push_back(d.sorted_pts[std::size_t(r)]);
         }
     }
+    FrameDecoder decoder;
+    const int threads = by_pts ? decoder_threads(d, wanted, limits.threads) : limits.threads;
+    QVL_TRY(decoder.open(d.codecpar, limits, std::max(1, threads), name));
     frames->resize(ranks.size());
     auto missing = [&](std::int64_t rank) {
         return base::error(ErrorCode::kCorruptFile,
