@@ -49,6 +49,8 @@ TARGETS = {"vision_s": {"448x448": 0.75, "1280x720": 4.6},
 IMAGES = [("448x448", 448, 448), ("1280x720", 1280, 720)]
 WARMUP_SUFFIX = "/warmup"  # make_images' key of an image's warm-up twin
 QUESTION = "What is in this image?"
+# The llama.cpp text models of the peer table (bench/peers_e2e/compare.py).
+LLAMACPP_ROWS = ("text-bf16", "text-q8_0", "text-q4_k_m")
 
 
 def log(msg):
@@ -69,6 +71,9 @@ def parse_args():
     p.add_argument("-n", "--n-predict", type=int, default=64)
     p.add_argument("--repeat", type=int, default=1, help="runs per case; medians are reported")
     p.add_argument("--quick", action="store_true", help="448x448 only, 1 thread")
+    p.add_argument("--images", default=",".join(lab for lab, _, _ in IMAGES),
+                   help="comma-separated image sizes to run (floor tables and peer table), of "
+                        + ", ".join(lab for lab, _, _ in IMAGES))
     p.add_argument("--timeout", type=float, default=1800, help="seconds per qvl-run call")
     p.add_argument("--peak-f32", type=float,
                    help="FP32 GFLOP/s at 2 threads (scaled by threads/2 for other counts)")
@@ -92,7 +97,11 @@ def parse_args():
                         "pushed them out: load and time to first token then include disk reads")
     p.add_argument("--peers", default="",
                    help="comma-separated peer engines for the peer table: hf (bf16), hf-f32, llamacpp "
-                        "(set up on first use in --peers-cache; see bench/README.md)")
+                        "(set up on first use in --peers-cache; see bench/README.md); none: the "
+                        "peer table with qvl's rows only")
+    p.add_argument("--llamacpp-rows", default=",".join(LLAMACPP_ROWS),
+                   help="comma-separated llama.cpp text models of the peer table, of "
+                        + ", ".join(LLAMACPP_ROWS))
     p.add_argument("--peers-only", action="store_true",
                    help="with --peers: skip the per-thread floor tables, run only the peer table")
     p.add_argument("--peers-cache", default=None,
@@ -112,9 +121,18 @@ def parse_args():
                         "(QVL_LOGITS_SCREEN=0: every logit computed); '' for none")
     a = p.parse_args()
     a.peers = [x.strip() for x in a.peers.split(",") if x.strip()]
-    bad = [x for x in a.peers if x not in ("hf", "hf-f32", "llamacpp")]
+    bad = [x for x in a.peers if x not in ("hf", "hf-f32", "llamacpp", "none")]
     if bad:
-        p.error(f"--peers: unknown engine(s) {bad}; known: hf, hf-f32, llamacpp")
+        p.error(f"--peers: unknown engine(s) {bad}; known: hf, hf-f32, llamacpp, none")
+    a.peer_table = bool(a.peers)
+    a.peers = [x for x in a.peers if x != "none"]
+    a.llamacpp_rows = [x.strip() for x in a.llamacpp_rows.split(",") if x.strip()]
+    if any(x not in LLAMACPP_ROWS for x in a.llamacpp_rows):
+        p.error(f"--llamacpp-rows: {a.llamacpp_rows}; known: {', '.join(LLAMACPP_ROWS)}")
+    a.images = [x.strip() for x in a.images.split(",") if x.strip()]
+    if not a.images or any(x not in [lab for lab, _, _ in IMAGES] for x in a.images):
+        p.error(f"--images: {a.images}; known: {', '.join(lab for lab, _, _ in IMAGES)}")
+    from peers_e2e import runners  # the row names only (no peer set-up)
     a.qvl_extra = [x.strip() for x in a.qvl_extra.split(",") if x.strip()]
     for x in a.qvl_extra:
         if x not in QVL_PRECISIONS + tuple(runners.QVL_WEIGHT_ROWS) + ("no-screen",):
@@ -505,7 +523,7 @@ def main():
     except ValueError:
         log(f"e2e_bench: error: --threads {args.threads!r} is not a comma-separated list")
         return 2
-    images = IMAGES
+    images = [im for im in IMAGES if im[0] in args.images]
     if args.quick:
         thread_counts, images = [1], IMAGES[:1]
     if not os.path.exists(args.qvl_run):
@@ -516,7 +534,7 @@ def main():
         return 1
 
     check_model_size(args.model)
-    if args.peers_only and args.peers:
+    if args.peers_only and args.peer_table:
         # No floor tables, so no peaks: the machine.md defaults printed here read as this
         # machine's figures, and they are the fastest CPU's (twice a Zen 4's bf16 peak).
         peaks = {}
@@ -539,7 +557,7 @@ def main():
     failures = 0
     try:
         paths = make_images(tmp)
-        for threads in ([] if args.peers_only and args.peers else thread_counts):
+        for threads in ([] if args.peers_only and args.peer_table else thread_counts):
             for label, _, _ in images:
                 case = {"image": label, "threads": threads, "cold": args.cold}
                 runs, error = [], None
@@ -565,7 +583,9 @@ def main():
                     print(f"\n== {label}, {threads} thread(s): qvl-run failed: {error}")
                     case["error"] = error
                 report["cases"].append(case)
-        if args.peers:
+        if args.peer_table:
+            if args.isa:  # the peer table's qvl rows run the same tier (runners.run_qvl's env)
+                os.environ["QVL_ISA"] = args.isa
             failures += run_peers(args, images, paths, report)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

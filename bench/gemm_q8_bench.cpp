@@ -6,14 +6,16 @@
 // the measured BF16 peak on the VNNI tier — vpdpbusd does twice vdpbf16ps's products — and 2x the
 // ymm FP32 peak on AVX2). The <isa>_fma rows run the AVX2 tier's products on f32 FMAs
 // (kernels/isa.h q8_fma_for_gemm), whose peak is the FP32 one; the plain rows force its int8
-// kernel. gemv_q4/ and gemm_q4/ rows are the same with 4-bit weights (GBps then counts the
-// nibbles and half scales actually streamed).
+// kernel. gemv_q4/ and gemm_q4/ rows are the same with 4-bit weights in the shipped groups of 32
+// (GBps then counts the nibbles and half scales actually streamed). gemm_q8_rowblock/ rows are
+// the int8 vision tower's products (one scale per output channel and activation row).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -32,7 +34,8 @@ namespace {
 using kernels::Isa;
 
 constexpr int kPrefillThreads = 2;
-constexpr int kBlock = 64;
+constexpr int kBlock = 64;    // the int8 text weights' block (model/quantize.h)
+constexpr int kBlockQ4 = 32;  // the 4-bit text weights' block
 
 // One quantized matrix (int8 or 4-bit) with its own storage.
 struct Q8Copy {
@@ -58,7 +61,7 @@ struct Q8Fixture {
     std::size_t bytes = 0;  // weight bytes read per call
 };
 
-std::unique_ptr<Q8Copy> quantized(int n, int k, unsigned seed, int bits) {
+std::unique_ptr<Q8Copy> quantized(int n, int k, unsigned seed, int bits, int block) {
     std::vector<float> src(std::size_t(n) * k);
     std::uint32_t x = seed * 2654435761u + 1;
     for (float& v : src) {
@@ -67,15 +70,15 @@ std::unique_ptr<Q8Copy> quantized(int n, int k, unsigned seed, int bits) {
     }
     auto c = std::make_unique<Q8Copy>();
     if (bits == 4) {
-        c->q.resize(kernels::q4_data_bytes(n, k, kBlock));
-        c->s.resize(kernels::q4_scale_bytes(n, k, kBlock));
-        c->m = kernels::q4_describe(n, k, kBlock, c->q.data(),
+        c->q.resize(kernels::q4_data_bytes(n, k, block));
+        c->s.resize(kernels::q4_scale_bytes(n, k, block));
+        c->m = kernels::q4_describe(n, k, block, c->q.data(),
                                     reinterpret_cast<std::uint16_t*>(c->s.data()));
         kernels::q4_quantize_panels(src.data(), kernels::WeightType::kF32, k, c->m, 0, c->m.panels);
     } else {
-        c->q.resize(kernels::q8_data_bytes(n, k, kBlock));
-        c->s.resize(kernels::q8_scale_bytes(n, k, kBlock));
-        c->m = kernels::q8_describe(n, k, kBlock, reinterpret_cast<std::int8_t*>(c->q.data()),
+        c->q.resize(kernels::q8_data_bytes(n, k, block));
+        c->s.resize(kernels::q8_scale_bytes(n, k, block));
+        c->m = kernels::q8_describe(n, k, block, reinterpret_cast<std::int8_t*>(c->q.data()),
                                     reinterpret_cast<float*>(c->s.data()));
         kernels::q8_quantize_panels(src.data(), kernels::WeightType::kF32, k, c->m, 0, c->m.panels);
     }
@@ -91,15 +94,16 @@ std::unique_ptr<Q8Copy> copy_of(const Q8Copy& from) {
     return c;
 }
 
-Q8Fixture& fixture_for(const LinearShape& s, int m, int bits) {
+Q8Fixture& fixture_for(const LinearShape& s, int m, int bits, int block) {
     static std::unique_ptr<Q8Fixture> current;
     static const LinearShape* current_shape = nullptr;
-    static int current_m = -1, current_bits = 0;
-    if (current_shape == &s && current_m == m && current_bits == bits) return *current;
+    static int current_m = -1, current_bits = 0, current_block = 0;
+    if (current_shape == &s && current_m == m && current_bits == bits && current_block == block)
+        return *current;
     current.reset();
     auto f = std::make_unique<Q8Fixture>();
-    f->w.push_back(quantized(s.n, s.k, 1, bits));
-    if (s.gated) f->w2.push_back(quantized(s.n, s.k, 2, bits));
+    f->w.push_back(quantized(s.n, s.k, 1, bits, block));
+    if (s.gated) f->w2.push_back(quantized(s.n, s.k, 2, bits, block));
     f->bytes = (f->w[0]->q.size() + f->w[0]->s.size()) * (s.gated ? 2 : 1);
     const int copies =
         m <= 32 ? int(std::max<std::size_t>(1, beyond_cache_bytes() / f->bytes + 1)) : 1;
@@ -118,6 +122,7 @@ Q8Fixture& fixture_for(const LinearShape& s, int m, int bits) {
     current_shape = &s;
     current_m = m;
     current_bits = bits;
+    current_block = block;
     return *current;
 }
 
@@ -127,8 +132,10 @@ base::ThreadPool& pool_for(int threads) {
     return *pools[threads];
 }
 
+// block 0: the text decoder's (64 for int8, 32 for 4 bits); else the block given (the vision
+// tower's row-long blocks, q8_row_block).
 void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool fma, int threads,
-            int bits) {
+            int bits, int block) {
     if (!kernels::isa_supported(isa)) {
         state.SkipWithError((std::string("this CPU lacks ") + kernels::isa_name(isa)).c_str());
         return;
@@ -140,7 +147,7 @@ void run_q8(benchmark::State& state, const LinearShape* s, int m, Isa isa, bool 
                         : isa == Isa::kAvx512Bf16
                             ? 2.0 * peak_gflops_bf16(threads)
                             : (fma ? 1.0 : 2.0) * peak_gflops_f32_avx2(threads);
-    Q8Fixture& f = fixture_for(*s, m, bits);
+    Q8Fixture& f = fixture_for(*s, m, bits, block != 0 ? block : bits == 4 ? kBlockQ4 : kBlock);
     base::ThreadPool& pool = pool_for(threads);
     // As the engine runs a product (graph::Executor): activations quantized once, shared by
     // the column tasks.
@@ -211,7 +218,7 @@ int register_q8() {
                                                      kernels::isa_name(isa) + (fma ? "_fma" : "") +
                                                      "/threads=" + std::to_string(threads);
                             benchmark::RegisterBenchmark(name.c_str(), run_q8, &s, m, isa, fma,
-                                                         threads, bits)
+                                                         threads, bits, 0)
                                 ->UseRealTime()
                                 ->MinTime(0.1)
                                 ->Unit(benchmark::kMillisecond);
@@ -224,7 +231,31 @@ int register_q8() {
     return 0;
 }
 
+// The int8 vision tower (--vision-weights q8): each linear with one scale per output channel
+// and per activation row (a row-long block), on a 448x448 image's patches (the mergers' rows
+// merged 2x2): gemm_q8_rowblock/<shape>/M=<m>/<isa>/threads=2, GOPS against the int8 peak.
+int register_vision_q8() {
+    std::vector<Isa> isas = {Isa::kAvx2};
+    if (kernels::isa_supported(Isa::kAvx512Bf16)) isas.push_back(Isa::kAvx512Bf16);
+    for (const LinearShape& s : kLinearShapes) {
+        if (!s.vision || std::string_view(s.name) == "vision_patch_embed") continue;  // stays bf16
+        const int m = kVisionM[0] / s.m_div;
+        for (Isa isa : isas) {
+            const std::string name = std::string("gemm_q8_rowblock/") + s.name +
+                                     "/M=" + std::to_string(m) + "/" + kernels::isa_name(isa) +
+                                     "/threads=" + std::to_string(kPrefillThreads);
+            benchmark::RegisterBenchmark(name.c_str(), run_q8, &s, m, isa, false, kPrefillThreads,
+                                         8, kernels::q8_row_block(s.k))
+                ->UseRealTime()
+                ->MinTime(0.1)
+                ->Unit(benchmark::kMillisecond);
+        }
+    }
+    return 0;
+}
+
 const int kRegistered = register_q8();
+const int kRegisteredVision = register_vision_q8();
 
 }  // namespace
 }  // namespace qvl::bench

@@ -21,7 +21,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scaling_model import Machine, load_trace, simulate, phase_summary, node_table  # noqa: E402
+from scaling_model import (Machine, load_trace, node_table, phase_summary,  # noqa: E402
+                           simulate, stream_gbs)
 
 PHASES = ("vision", "prefill", "decode")
 TABLE_THREADS = (2, 8, 16, 32, 64)
@@ -135,25 +136,21 @@ def measure_machine(args):
     the Machine defaults (a quiet Zen 4 here) stand unless given on the command line."""
     m = Machine()
     quiet = float(load_average()) <= 2.5
-    pattern = "peak/(bf16|fp32|dram)" if quiet else "peak/(bf16|fp32)"
+    pattern = "peak/(bf16|fp32|dram_gemv)" if quiet else "peak/(bf16|fp32)"
     for row in bench_rows(args, pattern):
         name = row["name"]
         t = int(re.search(r"threads[=:](\d+)", name).group(1)) if "threads" in name else 1
-        if "median" in name:
-            continue
-        if name.startswith("peak/bf16") and t == 1:
+        if name.startswith(("peak/bf16", "peak/fp32")) and t == 1:
             m.core_gflops = max(m.core_gflops, row.get("GFLOPS", 0))
-        elif name.startswith("peak/fp32") and t == 1:
-            m.core_gflops = max(m.core_gflops, row.get("GFLOPS", 0))
-        elif name.startswith("peak/dram"):
-            if t == 1:
-                m.core_gbs = row.get("GBps", m.core_gbs)
-            else:
-                m.machine_gbs = row.get("GBps", m.machine_gbs)
+        elif name.startswith("peak/dram_gemv/") and row.get("GBps"):
+            # B(1) and B(2) as the engine's decode GEMVs read (bench/stream_bench.cpp): a plain
+            # read loop (peak/dram) got 17.8 / 19.5 GB/s where decode itself read ~18 / ~30.
+            setattr(m, "core_gbs" if t == 1 else "machine_gbs", row["GBps"])
     m.sources["peaks"] = "measured" if m.core_gflops else "default"
     pool = {row["name"].split("/")[1] + row["name"].split("/")[2]: row
             for row in (bench_rows(args, "pool/") if quiet else [])}
-    m.sources["dram"] = "measured" if quiet else f"default (load average {load_average()})"
+    m.sources["dram"] = "measured (decode GEMV stream)" if quiet else \
+        f"default (load average {load_average()})"
     for key, attr in (("fork_jointhreads:2", "fork_us"), ("wakethreads:2", "wake_us")):
         if key in pool:
             # A job's round trip: half to start the workers, half to collect them.
@@ -173,6 +170,21 @@ def measure_machine(args):
     if not m.core_gflops:
         m.core_gflops = 225.0
     return m
+
+
+def calibrate_core_bandwidth(machine, calib, args):
+    """One core's bandwidth is at least what the calibration trace's own decode read per busy
+    core (scaling_model.stream_gbs), unless given on the command line; the machine's at least
+    one core's. Both bound only this machine's validation rows and the small-T rows of the
+    target; the target's shared B is --bandwidth."""
+    if args.core_bandwidth is None:
+        seen = stream_gbs(calib)
+        if seen > machine.core_gbs:
+            machine.core_gbs = seen
+            machine.sources["core_dram"] = "calibration trace (decode)"
+    if args.machine_bandwidth is None and machine.machine_gbs < machine.core_gbs:
+        machine.machine_gbs = machine.core_gbs
+        machine.sources["machine_dram"] = "at least one core's"
 
 
 def load_average():
@@ -241,6 +253,7 @@ def main(argv=None):
                                         f"trace_t{args.calibrate_threads}.jsonl"))
     else:
         calib = traces[args.calibrate_threads]
+    calibrate_core_bandwidth(machine, calib, args)
     sims = {t: simulate(calib, t, args.bandwidth, machine, args.attention_key_chunk)
             for t in wanted}
     summaries = {t: phase_summary(sims[t], calib, sims[1], args.bandwidth, machine)

@@ -99,12 +99,8 @@ std::optional<UsageError> check_interactive(const Flags& f, const RunOptions* o,
                           {}};
     }
     if (from_stdin > 0) {
-        return UsageError{"-i - reads stdin, which --interactive needs for the turns",
-                          "save the image to a file and give its path"};
-    }
-    if (!o->videos.empty()) {
-        return UsageError{"--interactive attaches images only (-i, /image): no --video",
-                          "ask about a video with -p, or put it in a --messages file"};
+        return UsageError{"-i - or --video - reads stdin, which --interactive needs for the turns",
+                          "save the image or video to a file and give its path"};
     }
     if (o->json || o->tokenize || o->dry_run || !o->draw_boxes.empty() || !o->dump_pixels.empty() ||
         !o->dump_vision.empty() || !o->dump_logits.empty()) {

@@ -84,9 +84,10 @@ void add_input_flags(CLI::App& app, RunOptions* o, NumberTexts* t, Flags* f) {
                        "of the running ones (default 500; 0: whole images, 512-token chunks)")
             ->type_name("MS")
             ->group(in);
-    f->interactive = app.add_flag("--interactive", o->interactive,
-                                  "Chat on stdin: one turn per line; /image PATH, /clear, /exit")
-                         ->group(in);
+    f->interactive =
+        app.add_flag("--interactive", o->interactive,
+                     "Chat on stdin: one turn per line; /image PATH, /video PATH, /clear, /exit")
+            ->group(in);
 }
 
 // Sampling, limits, constraints and how the model is loaded.
@@ -174,7 +175,8 @@ void add_output_flags(CLI::App& app, RunOptions* o, int* verbose_count, int* qui
         ->type_name("FILE")
         ->group(out);
     app.add_option("--dump-vision", o->dump_vision,
-                   "Write the first image's vision-tower output (float32 .npy)")
+                   "Write the first image's vision-tower output, or a video's for all its "
+                   "frame pairs in order (float32 .npy, [tokens, hidden])")
         ->type_name("FILE")
         ->group(out);
     app.add_option("--dump-logits", o->dump_logits,

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/exit_codes.h"
@@ -28,63 +29,79 @@ void note(const RunOptions& o, const std::string& text) {
 
 // What the chat carries from turn to turn.
 struct ChatState {
-    std::vector<Message> start;               // the -s system message, kept by /clear
-    std::vector<Message> conversation;        // start plus every answered turn
-    std::vector<std::string> pending_images;  // attached to the next user turn
+    std::vector<Message> start;         // the -s system message, kept by /clear
+    std::vector<Message> conversation;  // start plus every answered turn
+    // Images and videos attached to the next user turn, in order ({is_video, path}).
+    std::vector<std::pair<bool, std::string>> pending;
     int turn = 0;
 };
 
-// Runs a command line (/clear, /image PATH, an unknown /word); false when `line` is a user turn.
+// "/image PATH" or "/video PATH": a readable file is attached to the next turn. Decoding (and its
+// errors) happens when the turn is prepared, as for -i and --video.
+void attach(const RunOptions& o, const std::string& line, bool video, ChatState* chat) {
+    const char* what = video ? "video" : "image";
+    std::string path = trim(line.substr(6));
+    if (path.rfind("file://", 0) == 0) path.erase(0, 7);
+    if (path.empty()) {
+        note(o, fmt::format("/{0} needs a path: /{0} {1}", what, video ? "clip.mp4" : "photo.jpg"));
+    } else if (::access(path.c_str(), R_OK) != 0) {
+        note(o, fmt::format("error: {}: cannot read the {}; nothing attached", path, what));
+    } else {
+        chat->pending.emplace_back(video, path);
+        note(o, fmt::format("{} attached to the next turn: {}", what, path));
+    }
+}
+
+// Runs a command line (/clear, /image PATH, /video PATH, an unknown /word); false when `line` is
+// a user turn.
 bool run_command(const RunOptions& o, const std::string& line, Engine& engine, ChatState* chat) {
     if (line == "/clear") {
         chat->conversation = chat->start;
-        chat->pending_images.clear();
+        chat->pending.clear();
         engine.forget_prefixes();
         note(o, "new conversation");
         return true;
     }
-    if (line.rfind("/image", 0) == 0 && (line.size() == 6 || line[6] == ' ')) {
-        std::string path = trim(line.substr(6));
-        if (path.rfind("file://", 0) == 0) path.erase(0, 7);
-        if (path.empty()) {
-            note(o, "/image needs a path: /image photo.jpg");
-        } else if (::access(path.c_str(), R_OK) != 0) {
-            note(o, "error: " + path + ": cannot read the image; nothing attached");
-        } else {
-            chat->pending_images.push_back(path);
-            note(o, "image attached to the next turn: " + path);
+    for (const bool video : {false, true}) {
+        const char* command = video ? "/video" : "/image";
+        if (line.rfind(command, 0) == 0 && (line.size() == 6 || line[6] == ' ')) {
+            attach(o, line, video, chat);
+            return true;
         }
-        return true;
     }
     if (line[0] == '/' && line.find(' ') == std::string::npos && line.size() < 16) {
-        note(o, "unknown command " + line + " (commands: /image PATH, /clear, /exit)");
+        note(o, "unknown command " + line + " (commands: /image PATH, /video PATH, /clear, /exit)");
         return true;
     }
     return false;
 }
 
-// The user turn `line` with the pending images, rendered with the whole conversation; the turn
-// stays in the conversation only when it renders (a failed turn keeps its images pending).
-Result<Prompt> add_user_turn(const std::string& line, Engine& engine, ChatState* chat) {
+// The user turn `line` with the pending images and videos (sampled with --video-fps /
+// --video-max-frames), rendered with the whole conversation; the turn stays in the conversation
+// only when it renders (a failed turn keeps its attachments pending).
+Result<Prompt> add_user_turn(const RunOptions& o, const std::string& line, Engine& engine,
+                             ChatState* chat) {
     Message user{.role = "user"};
-    for (const std::string& path : chat->pending_images) {
-        user.content.push_back(ContentPart::image_file(path));
+    for (const auto& [video, path] : chat->pending) {
+        user.content.push_back(video ? ContentPart::video_file(path)
+                                     : ContentPart::image_file(path));
     }
     user.content.push_back(ContentPart::from_text(line));
+    apply_video_sampling(o, &user);
     chat->conversation.push_back(std::move(user));
     Result<Prompt> prompt = engine.prepare(chat->conversation);
     if (!prompt.ok()) {
         chat->conversation.pop_back();
         return prompt;
     }
-    chat->pending_images.clear();
+    chat->pending.clear();
     return prompt;
 }
 
 // Answers one user turn, streaming it to stdout; a failed turn is reported and dropped.
 void answer_turn(const RunOptions& o, const std::string& line, Engine& engine,
                  const Sampling& sampling, std::atomic<bool>* interrupted, ChatState* chat) {
-    Result<Prompt> prompt = add_user_turn(line, engine, chat);
+    Result<Prompt> prompt = add_user_turn(o, line, engine, chat);
     if (!prompt.ok()) {
         note(o, "error: " + prompt.status().message());
         return;
@@ -144,7 +161,7 @@ int run_chat(const RunOptions& o, Engine& engine, const Sampling& sampling,
         chat.start.push_back({.role = "system", .content = {ContentPart::from_text(o.system)}});
     }
     chat.conversation = chat.start;
-    chat.pending_images = o.images;
+    chat.pending = o.media;
     bool first_from_flag = o.prompt_given;
     for (;;) {
         std::string line;

@@ -13,11 +13,13 @@
 
 namespace qvl::app {
 
-// Commands, each alone on its line: "/image PATH" attaches an image to the next turn, "/clear"
-// starts a new conversation (the -s system message stays; the cached prefix is dropped), "/exit"
-// or the end of input quits.
-// -i images and -p (when given) make the first turn. A turn that fails (an unreadable image, a
-// conversation that outgrew -c) is reported on stderr and dropped; the chat goes on. When
+// Commands, each alone on its line: "/image PATH" and "/video PATH" attach an image or a video
+// (sampled with --video-fps / --video-max-frames) to the next turn, "/clear" starts a new
+// conversation (the -s system message stays; the cached prefix is dropped), "/exit" or the end of
+// input quits.
+// -i images, --video videos and -p (when given) make the first turn. A turn that fails (an
+// unreadable image or video, a conversation that outgrew -c) is reported on stderr and dropped;
+// the chat goes on. When
 // *interrupted becomes true (Ctrl-C) the current answer stops and the chat goes on. With -v each
 // turn reports on stderr its prompt tokens, how many of them came from the cache and its time to
 // the first token. `engine` has one slot; every turn samples with `sampling`. Returns the

@@ -96,7 +96,8 @@ std::string format_json_report(const RunReport& r) {
         "\"ttft\": {:.3f}, \"total\": {:.3f}}}, \"prefill_tokens_per_s\": {:.3f}, "
         "\"decode_tokens_per_s\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"threads\": {}, "
         "\"threads_reason\": {}, "
-        "\"weights\": \"{}\", \"isa\": \"{}\", \"precision\": \"{}\", \"sampling\": "
+        "\"weights\": \"{}\", \"vision_weights\": \"{}\", \"isa\": \"{}\", \"precision\": \"{}\", "
+        "\"sampling\": "
         "{{\"temperature\": {}, \"top_k\": {}, \"top_p\": {}, "
         "\"seed\": {}, \"repetition_penalty\": {}, \"presence_penalty\": {}, "
         "\"frequency_penalty\": {}}}{}}}",
@@ -104,8 +105,8 @@ std::string format_json_report(const RunReport& r) {
         images, r.load_ms, p.image_decode_ms, p.preprocess_ms, t.vision_ms, t.prefill_ms,
         t.decode_ms, p.image_decode_ms + p.preprocess_ms + t.ttft_ms, r.total_ms,
         per_s(double(p.ids.size()), t.prefill_ms), per_s(t.decoded_steps, t.decode_ms),
-        r.peak_rss_mb, r.threads, json_quote(r.threads_reason), r.weights, r.isa, r.precision,
-        g.sampling.temperature, g.sampling.top_k, g.sampling.top_p, g.sampling.seed,
+        r.peak_rss_mb, r.threads, json_quote(r.threads_reason), r.weights, r.vision_weights, r.isa,
+        r.precision, g.sampling.temperature, g.sampling.top_k, g.sampling.top_p, g.sampling.seed,
         g.sampling.repetition_penalty, g.sampling.presence_penalty, g.sampling.frequency_penalty,
         boxes);
 }
@@ -125,11 +126,11 @@ std::string format_timing_block(const RunReport& r) {
         "time to first   {:10.1f} ms\n"
         "total           {:10.1f} ms\n"
         "peak RSS        {:10.1f} MB\n"
-        "kernels         {} ({} precision, {} weights)\n",
+        "kernels         {} ({} precision, {} weights, {} vision weights)\n",
         r.threads, r.load_ms, p.image_decode_ms, p.preprocess_ms, t.vision_ms, t.prefill_ms, n,
         per_s(double(n), t.prefill_ms), t.decode_ms, t.decoded_steps,
         per_s(t.decoded_steps, t.decode_ms), p.image_decode_ms + p.preprocess_ms + t.ttft_ms,
-        r.total_ms, r.peak_rss_mb, r.isa, r.precision, r.weights);
+        r.total_ms, r.peak_rss_mb, r.isa, r.precision, r.weights, r.vision_weights);
 }
 
 }  // namespace qvl::app

@@ -27,8 +27,9 @@ struct RunReport {
     const PromptFacts* prompt = nullptr;
     const Generation* result = nullptr;  // finish_reason "cancelled" reads "interrupted"
     int threads = 0;
-    std::string threads_reason;    // why that many: "--threads" or the default's CPU budget
-    const char* weights = "bf16";  // the text decoder's weight format
+    std::string threads_reason;           // why that many: "--threads" or the default's CPU budget
+    const char* weights = "bf16";         // the text decoder's weight format
+    const char* vision_weights = "bf16";  // the vision tower's
     // What ran: the kernel tier ("avx2") and the precision with auto resolved ("f32-kv-bf16").
     const char* isa = "";
     const char* precision = "";

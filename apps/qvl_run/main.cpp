@@ -153,7 +153,7 @@ struct RunHooks {
         }
         if (!o.dump_vision.empty()) {
             r->on_image_features = [this, &o](std::span<const float> f, int rows, int cols) {
-                dump_error = f.empty() ? "--dump-vision needs an image"
+                dump_error = f.empty() ? "--dump-vision needs an image or a video"
                                        : write_npy(o.dump_vision, f, {rows, cols}).message();
             };
         }
@@ -223,6 +223,7 @@ int generate_and_report(const RunOptions& o, const Model& m, const SessionOption
                            .weights = m.weights() == Weights::kQ8   ? "q8"
                                       : m.weights() == Weights::kQ4 ? "q4"
                                                                     : "bf16",
+                           .vision_weights = o.vision_q8 ? "q8" : "bf16",
                            .isa = isa.c_str(),
                            .precision = precision_name(engine.precision()),
                            .load_ms = load_ms,

@@ -142,6 +142,8 @@ Status parse_content(const JsonValue& content, const std::string& where, const P
                      RequestMessage* msg, int* images) {
     if (content.is_null()) return {};
     if (content.is_string()) {
+        // "" adds no part: the chat template tests an empty string as false, a list as true.
+        if (content.as_string().empty()) return {};
         msg->parts.push_back({.kind = RequestPart::Kind::kText, .text = content.as_string()});
         return {};
     }
@@ -275,14 +277,14 @@ Status parse_tools(const JsonValue& root, Tools* out) {
 }
 
 // tool_choice "required" or a named function constrains the answer, as response_format does:
-// both at once cannot hold. "auto" constrains calls once one opens; beside a response_format the
-// answer follows the format (a call cannot start inside it).
+// both at once cannot hold. "auto" constrains calls once one opens, "none" bans the opener: beside
+// a response_format the answer follows the format (whose grammar cannot open a call).
 Status tool_constraint(ChatRequest* out) {
     Result<OutputConstraint> c = out->tools.constraint();
     if (!c.ok()) return Status(ErrorCode::kInvalidArgument, c.status().message());
     if (c.value().empty()) return {};
     if (!out->constraint.empty()) {
-        if (c.value().triggered()) return {};
+        if (c.value().triggered() || !out->tools.calls_allowed()) return {};
         return bad("tool_choice",
                    "a required or named tool call and a response_format cannot both constrain "
                    "the answer");

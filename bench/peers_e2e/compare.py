@@ -39,11 +39,12 @@ def build_engines(args):
     engines, errors = [], {}
     q = dict(qvl_run=args.qvl_run, model=args.model, question=args.question_text,
              n=args.peer_n, threads=args.peer_threads, timeout=args.timeout)
+    isa = f", QVL_ISA={args.isa}" if getattr(args, "isa", None) else ""
     for prec in [args.precision] + [p for p in args.qvl_extra if p != args.precision]:
         label = "qvl " + (" ".join(runners.QVL_WEIGHT_ROWS[prec])
                           if prec in runners.QVL_WEIGHT_ROWS else
                           "QVL_LOGITS_SCREEN=0" if prec == "no-screen" else
-                          f"QVL_PRECISION={prec}" if prec else "(default precision)")
+                          f"QVL_PRECISION={prec}" if prec else "(default precision)") + isa
         engines.append((f"qvl-{prec or 'default'}", label,
                         lambda img, warm, prec=prec: runners.run_qvl(image=img, precision=prec,
                                                                      **q)))
@@ -79,14 +80,22 @@ def build_engines(args):
     if "llamacpp" in args.peers and py:
         try:
             bindir = setup_env.ensure_llamacpp(cache)
+            wanted = getattr(args, "llamacpp_rows", None)  # None: every row
+            rows = [r for r in (
+                ("text-bf16", "mmproj-bf16", "llama.cpp (llama-mtmd-cli, bf16 GGUF)"),
+                ("text-q8_0", "mmproj-bf16", "llama.cpp q8_0 text model"),
+                ("text-q4_k_m", "mmproj-q8_0", "llama.cpp Q4_K_M text, Q8_0 mmproj"))
+                if wanted is None or r[0] in wanted]
+            # Only the GGUFs the chosen rows read (Q4_K_M is made from the bf16 text model).
+            needed = {m for _, m, _ in rows} | {"text-bf16" if k == "text-q4_k_m" else k
+                                                for k, _, _ in rows}
             ggufs = {k: setup_env.ensure_gguf(cache, args.model, k, py)
-                     for k in ("mmproj-bf16", "text-bf16", "text-q8_0", "mmproj-q8_0")}
-            ggufs["text-q4_k_m"] = setup_env.ensure_quantized_gguf(
-                cache, ggufs["text-bf16"], bindir, "Q4_K_M")
-            for key, mmproj, label in (
-                    ("text-bf16", "mmproj-bf16", "llama.cpp (llama-mtmd-cli, bf16 GGUF)"),
-                    ("text-q8_0", "mmproj-bf16", "llama.cpp q8_0 text model"),
-                    ("text-q4_k_m", "mmproj-q8_0", "llama.cpp Q4_K_M text, Q8_0 mmproj")):
+                     for k in ("mmproj-bf16", "text-bf16", "text-q8_0", "mmproj-q8_0")
+                     if k in needed}
+            if any(k == "text-q4_k_m" for k, _, _ in rows):
+                ggufs["text-q4_k_m"] = setup_env.ensure_quantized_gguf(
+                    cache, ggufs["text-bf16"], bindir, "Q4_K_M")
+            for key, mmproj, label in rows:
                 # One request per process: first-request rows only (the warm-up image unused).
                 engines.append((f"llamacpp-{key}", label, lambda img, _warm, key=key, mm=mmproj:
                                 runners.run_llamacpp(

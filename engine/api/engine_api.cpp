@@ -2,7 +2,9 @@
 // public request and result types. The Session is the same core with one slot.
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
+#include <vector>
 
 #include "api/convert.h"
 #include "api/internals.h"
@@ -34,9 +36,19 @@ void add_tool_hooks(const Request& in, const model::Model& m, runtime::Request* 
         };
     }
     if (in.on_image_features) {
+        // The first visual input's features: an image's, or every temporal patch of a video in
+        // order (the session holds a video as one image per frame pair), which is HF's
+        // get_video_features concatenated and the order of the <|video_pad|> tokens.
         const int hidden = m.config().text.hidden_size;
-        out->after_vision = [hook = in.on_image_features, hidden](const runtime::Session& s) {
-            const std::span<const float> f = s.image_features(0);
+        const std::size_t want =
+            in.prompt.images().empty() ? 0 : std::size_t(in.prompt.images()[0].tokens) * hidden;
+        out->after_vision = [hook = in.on_image_features, hidden, want](const runtime::Session& s) {
+            std::vector<float> f;
+            for (int i = 0; f.size() < want; ++i) {
+                const std::span<const float> part = s.image_features(i);
+                if (part.empty()) break;
+                f.insert(f.end(), part.begin(), part.end());
+            }
             hook(f, int(f.size()) / hidden, hidden);
         };
     }
@@ -66,6 +78,11 @@ base::Result<runtime::Request> runtime_request(Request&& in, const model::Model&
     if (in.constraint.impl()) {
         r.params.grammar = in.constraint.impl()->grammar;
         r.params.grammar_trigger = in.constraint.impl()->trigger;
+        const std::string& banned = in.constraint.impl()->banned;
+        if (const std::int32_t id = m.tokenizer().token_id(banned); !banned.empty() && id >= 0) {
+            // Added last, so it overrides a logit_bias the request gave the same id.
+            r.params.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+        }
     }
     r.stop_strings = std::move(in.stop);
     if (in.on_piece) {

@@ -29,6 +29,7 @@ struct Model::Impl {
 struct OutputConstraint::Impl {
     std::shared_ptr<const grammar::Grammar> grammar;
     std::string trigger;  // runtime::GenerateParams::grammar_trigger
+    std::string banned;   // a token the answer never holds (tool_choice "none": "<tool_call>")
 };
 
 struct Tools::Impl {

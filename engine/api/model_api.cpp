@@ -30,8 +30,14 @@ Result<Model> Model::load(const std::string& dir, const ModelOptions& options) {
 const std::string& Model::dir() const { return impl_->dir; }
 int Model::vocab_size() const { return impl_->model->config().text.vocab_size; }
 Weights Model::weights() const {
-    return impl_->model->weight_format() == model::WeightFormat::kQ8 ? Weights::kQ8
-                                                                     : Weights::kBF16;
+    switch (impl_->model->weight_format()) {
+        case model::WeightFormat::kQ8:
+            return Weights::kQ8;
+        case model::WeightFormat::kQ4:
+            return Weights::kQ4;
+        default:
+            return Weights::kBF16;
+    }
 }
 int Model::hidden_size() const { return impl_->model->config().text.hidden_size; }
 int Model::vision_blocks() const { return impl_->model->config().vision.depth; }

@@ -5,6 +5,7 @@
 
 #include "api/convert.h"
 #include "api/internals.h"
+#include "base/cpu_budget.h"
 #include "runtime/logprobs.h"
 
 namespace qvl::api {
@@ -46,6 +47,9 @@ PromptRoad PromptRoad::make(const model::Model& model, const runtime::SessionOpt
     road.limits = to_engine(options.image_limits);
     road.video = model.video_preprocess();
     road.video_limits = api::video_limits(options.image_limits, session.ctx_size);
+    // Decoding a video is most of its preprocessing time; frame threads leave the frames as they
+    // are (io/video.h) and use the cores the session computes on.
+    road.video_limits.threads = session.threads > 0 ? session.threads : base::default_threads();
     road.resolve_media = options.resolve_media;
     return road;
 }

@@ -62,9 +62,11 @@ class JsonBuilder {
                 v.number_ = double(v.integer_);
                 break;
             case simdjson::dom::element_type::UINT64:
-                // Larger than int64: kept as a double only.
+                // Past int64: a double, and its exact digits for writers that print integers
+                // exactly (Python's json, which the chat template's tojson is).
                 v.type_ = JsonValue::Type::kNumber;
                 v.number_ = double(e.get_uint64().value_unsafe());
+                v.string_ = std::to_string(e.get_uint64().value_unsafe());
                 break;
             case simdjson::dom::element_type::DOUBLE:
                 v.type_ = JsonValue::Type::kNumber;
@@ -97,8 +99,13 @@ base::Result<JsonValue> parse_json(std::string_view text, std::string_view what)
     simdjson::dom::element root;
     const simdjson::error_code err = parser.parse(padded).get(root);
     if (err) {
-        return base::error(ErrorCode::kCorruptFile, "{}: invalid JSON: {}", what,
-                           simdjson::error_message(err));
+        // The reader's number limits are narrower than JSON's: name them.
+        const char* limits = err == simdjson::NUMBER_ERROR
+                                 ? " (integers must lie in [-2^63, 2^64-1], other numbers "
+                                   "within a double's range)"
+                                 : "";
+        return base::error(ErrorCode::kCorruptFile, "{}: invalid JSON: {}{}", what,
+                           simdjson::error_message(err), limits);
     }
     return JsonBuilder::build(root);
 }

@@ -38,6 +38,12 @@ struct VideoLimits {
     double max_duration_s = 3 * 3600.0;        // frames / fps
     std::uint64_t max_sampled_frames = 2048;   // frames the sampler may ask for
     std::uint64_t max_decoded_bytes = 2ull << 30;  // RGB bytes of the sampled frames together
+    // Decoder threads (libavcodec frame threading where the codec has it: H.264, HEVC, VP8, VP9;
+    // dav1d's own threads for AV1), used when the samples need long runs of frames (one thread
+    // for sparse samples of short groups of pictures, where frames in flight would be wasted).
+    // Decoders are bit-exact for any thread count, so frames do not depend on it (tested on
+    // every fixture); it changes wall time only.
+    int threads = 1;
 };
 
 // What the container says, as HF's VideoMetadata sees it.
@@ -55,6 +61,7 @@ struct Video {
     VideoInfo info;
     std::vector<std::int64_t> indices;  // the sampled frame indices, as the sampler gave them
     std::vector<Image> frames;          // frames[k] is frame indices[k]
+    std::int64_t decoded_frames = 0;    // frames the decoder produced (what sampling cost)
 };
 
 // Chooses the frames to decode from the metadata (image/video_preprocess.h sample_frame_indices

@@ -50,8 +50,8 @@ bool full_range(const AVFrame* f) {
     }
 }
 
-// One decoder for the stream, single-threaded (the engine has its own threads, and a frame's
-// bytes must not depend on thread count), and one cached RGB converter.
+// One decoder for the stream (frame-threaded when VideoLimits::threads > 1) and one cached RGB
+// converter.
 class FrameDecoder {
   public:
     FrameDecoder() = default;
@@ -63,7 +63,7 @@ class FrameDecoder {
     FrameDecoder(const FrameDecoder&) = delete;
     FrameDecoder& operator=(const FrameDecoder&) = delete;
 
-    base::Status open(const AVCodecParameters* par, const VideoLimits& limits,
+    base::Status open(const AVCodecParameters* par, const VideoLimits& limits, int threads,
                       std::string_view name);
     // The next decoded frame into frame(): true; the stream's end: false. A packet whose pts is
     // not in `wanted` (sorted; null: all wanted) is decoded only if other frames refer to it.
@@ -71,6 +71,7 @@ class FrameDecoder {
                             const std::vector<std::int64_t>* wanted, std::string_view name);
     void restart() { avcodec_flush_buffers(ctx_); }
     const AVFrame* frame() const { return frame_; }
+    std::int64_t decoded() const { return decoded_; }
     base::Status to_rgb(const VideoInfo& info, std::string_view name, Image* out);
 
   private:
@@ -78,11 +79,12 @@ class FrameDecoder {
     AVFrame* frame_ = nullptr;
     SwsContext* sws_ = nullptr;
     bool drained_ = false;
+    std::int64_t decoded_ = 0;
     std::vector<std::uint8_t> scratch_;
 };
 
 base::Status FrameDecoder::open(const AVCodecParameters* par, const VideoLimits& limits,
-                                std::string_view name) {
+                                int threads, std::string_view name) {
     const AVCodec* codec = avcodec_find_decoder(par->codec_id);
     if (codec == nullptr) {
         return base::error(ErrorCode::kUnsupported, "{}: no decoder for video codec '{}'", name,
@@ -94,7 +96,10 @@ base::Status FrameDecoder::open(const AVCodecParameters* par, const VideoLimits&
         return base::error(ErrorCode::kResourceExhausted, "{}: out of memory", name);
     int err = avcodec_parameters_to_context(ctx_, par);
     if (err >= 0) {
-        ctx_->thread_count = 1;
+        // Frame threads never change a frame's bytes (libavcodec's decoders are bit-exact for
+        // any count); GIF and codecs without frame threading simply run on one.
+        ctx_->thread_count = threads;
+        ctx_->thread_type = FF_THREAD_FRAME;
         // The decoder refuses larger frames itself (a size change inside the stream included).
         ctx_->max_pixels = std::int64_t(std::min<std::uint64_t>(limits.max_pixels, INT64_MAX));
         err = avcodec_open2(ctx_, codec, nullptr);
@@ -111,7 +116,10 @@ base::Result<bool> FrameDecoder::next(const DemuxedVideo& d, std::size_t* next_p
                                       std::string_view name) {
     for (;;) {
         const int got = avcodec_receive_frame(ctx_, frame_);
-        if (got == 0) return true;
+        if (got == 0) {
+            ++decoded_;
+            return true;
+        }
         if (got == AVERROR_EOF) return false;
         if (got != AVERROR(EAGAIN)) {
             return base::error(ErrorCode::kCorruptFile, "{}: corrupt video data ({})", name,
@@ -120,7 +128,7 @@ base::Result<bool> FrameDecoder::next(const DemuxedVideo& d, std::size_t* next_p
         if (*next_packet < d.packets.size()) {
             const std::size_t i = (*next_packet)++;
             // Frames nobody samples and nothing references need not be decoded at all (most
-            // B-frames): the decoder reads this per packet (single-threaded decoding).
+            // B-frames): the decoder reads this per packet (frame threads copy it per packet).
             const bool unwanted =
                 wanted != nullptr &&
                 !std::binary_search(wanted->begin(), wanted->end(), d.packets[i]->pts);
@@ -184,6 +192,28 @@ std::size_t key_packet_before(const DemuxedVideo& d, std::int64_t pts) {
     return best;
 }
 
+// Frame threads pay off on long runs of packets between decoder restarts. When the samples sit a
+// few packets after their key frames (all-intra or short groups of pictures), the frames still in
+// flight at every restart are wasted work: one thread then. `wanted` are the sampled pts, sorted.
+int decoder_threads(const DemuxedVideo& d, const std::vector<std::int64_t>& wanted, int threads) {
+    if (threads <= 1 || wanted.empty()) return 1;
+    std::size_t fed = 0, runs = 1, next = 0;
+    for (const std::int64_t pts : wanted) {
+        const std::size_t key = key_packet_before(d, pts);
+        if (key > next) {
+            ++runs;
+            next = key;
+        }
+        for (std::size_t i = next; i < d.packets.size(); ++i) {
+            if (d.packets[i]->pts != pts) continue;
+            fed += i + 1 - next;
+            next = i + 1;
+            break;
+        }
+    }
+    return fed >= runs * 8 * std::size_t(threads) ? threads : 1;
+}
+
 // The frame's presentation rank source: its pts, as the packets carried it.
 std::int64_t frame_pts(const AVFrame* f) {
     return f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
@@ -196,9 +226,7 @@ std::int64_t frame_pts(const AVFrame* f) {
 // the key frame before it: the groups in between are never decoded.
 base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>& ranks,
                           const VideoLimits& limits, std::string_view name,
-                          std::vector<Image>* frames) {
-    FrameDecoder decoder;
-    QVL_TRY(decoder.open(d.codecpar, limits, name));
+                          std::vector<Image>* frames, std::int64_t* decoded) {
     const bool by_pts = !d.sorted_pts.empty();
     std::size_t next_packet = 0;
     std::int64_t counted = -1;         // output frames so far - 1, when frames are counted in order
@@ -209,6 +237,9 @@ base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>
                 wanted.push_back(d.sorted_pts[std::size_t(r)]);
         }
     }
+    FrameDecoder decoder;
+    const int threads = by_pts ? decoder_threads(d, wanted, limits.threads) : limits.threads;
+    QVL_TRY(decoder.open(d.codecpar, limits, std::max(1, threads), name));
     frames->resize(ranks.size());
     auto missing = [&](std::int64_t rank) {
         return base::error(ErrorCode::kCorruptFile,
@@ -234,6 +265,7 @@ base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>
             if (id == want) break;
         }
         QVL_TRY(decoder.to_rgb(d.info, name, &(*frames)[k]));
+        *decoded = decoder.decoded();
     }
     return {};
 }
@@ -294,12 +326,13 @@ base::Result<Video> decode_video(std::span<const std::byte> bytes, const VideoLi
     std::vector<std::int64_t> ranks = video.indices;
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
     std::vector<Image> distinct;
-    QVL_TRY(detail::decode_ranks(demuxed, ranks, limits, name, &distinct));
+    QVL_TRY(detail::decode_ranks(demuxed, ranks, limits, name, &distinct, &video.decoded_frames));
     video.frames.reserve(video.indices.size());
     std::size_t r = 0;
-    for (const std::int64_t index : video.indices) {
-        while (ranks[r] != index) ++r;
-        video.frames.push_back(distinct[r]);
+    for (std::size_t k = 0; k < video.indices.size(); ++k) {
+        while (ranks[r] != video.indices[k]) ++r;
+        const bool repeated = k + 1 < video.indices.size() && video.indices[k + 1] == ranks[r];
+        video.frames.push_back(repeated ? distinct[r] : std::move(distinct[r]));
     }
     return video;
 }

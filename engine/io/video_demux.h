@@ -64,10 +64,11 @@ class VideoInput {
     AVFormatContext* format_ = nullptr;
 };
 
-// Decodes the distinct frame indices `ranks` (ascending) into frames[k] (video_decode.cpp).
+// Decodes the distinct frame indices `ranks` (ascending) into frames[k] and counts the frames
+// the decoder produced into *decoded (video_decode.cpp).
 base::Status decode_ranks(const DemuxedVideo& d, const std::vector<std::int64_t>& ranks,
                           const VideoLimits& limits, std::string_view name,
-                          std::vector<Image>* frames);
+                          std::vector<Image>* frames, std::int64_t* decoded);
 
 // Silences libav's logging for the process (once).
 void quiet_libav_logging();

@@ -12,6 +12,7 @@
 #include "base/bf16.h"
 #include "base/check.h"
 #include "kernels/gemm_q8_internal.h"
+#include "kernels/weight_panels.h"
 
 namespace qvl::kernels {
 namespace {
@@ -19,19 +20,19 @@ namespace {
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 std::size_t round64(std::size_t x) { return (x + 63) / 64 * 64; }
 
-// One block of n values (n a multiple of 8) into u = q + 8 and its half scale.
+// One block of n values (n a multiple of 8) into u = q + 8 and its half scale: the reference
+// formula (kernels/gemm_q4.h), value by value.
 void quantize_block(const float* x, int n, std::uint8_t* u, std::uint16_t* d16) {
     float ext = 0.0f;
     for (int i = 0; i < n; ++i) {
         if (std::fabs(x[i]) > std::fabs(ext)) ext = x[i];  // NaN never wins
     }
-    const std::uint16_t h = std::isfinite(ext) ? f32_to_f16(ext / -8.0f) : 0;
-    const float d = base::f16_to_f32(h);
-    *d16 = d == 0.0f || !std::isfinite(d) ? 0 : h;
+    *d16 = detail::q4_block_scale(ext);
     if (*d16 == 0) {
         std::fill(u, u + n, std::uint8_t{8});
         return;
     }
+    const float d = base::f16_to_f32(*d16);
     for (int i = 0; i < n; ++i) {
         // |x / d| <= 8 (1 + 2^-10): adding and removing 1.5·2^23 rounds to nearest even, exactly
         // as nearbyint, in a loop the compiler vectorises (nearbyint is a call per value).
@@ -42,15 +43,14 @@ void quantize_block(const float* x, int n, std::uint8_t* u, std::uint16_t* d16) 
     }
 }
 
-// Block b of a panel from its 16 rows' u values (row col at rows[col], block·16 of them in all).
-void pack_block(const std::uint8_t* const rows[kQ8Panel], int block, std::uint8_t* dst) {
-    for (int h = 0; h < block / 8; ++h) {
-        for (int col = 0; col < kQ8Panel; ++col) {
-            for (int t = 0; t < 4; ++t) {
-                const std::uint8_t lo = rows[col][8 * h + t], hi = rows[col][8 * h + 4 + t];
-                dst[h * 64 + col * 4 + t] = std::uint8_t(lo | (hi << 4));
-            }
-        }
+// u values (n a multiple of 8) to nibble words: word i holds u[8i + t] in the low nibble and
+// u[8i + 4 + t] in the high nibble of its byte t (the layout of kernels/gemm_q4.h, one row).
+void pack_nibbles(const std::uint8_t* u, std::size_t n, std::uint8_t* words) {
+    for (std::size_t i = 0; i < n / 8; ++i) {
+        std::uint64_t v;
+        std::memcpy(&v, u + 8 * i, sizeof v);  // little endian: u[8i] in the lowest byte
+        const auto w = std::uint32_t(std::uint32_t(v) | (std::uint32_t(v >> 32) << 4));
+        std::memcpy(words + 4 * i, &w, sizeof w);
     }
 }
 
@@ -99,19 +99,24 @@ Q8Matrix q4_describe(int rows, int cols, int block, std::uint8_t* q, std::uint16
 }
 
 void q4_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
-                        int panel0, int panel1) {
+                        int panel0, int panel1, Isa isa) {
     QVL_CHECK(type == WeightType::kBF16 || type == WeightType::kF32, "q4: source must be bf16/f32");
     QVL_CHECK(m.bits == 4, "q4: not a 4-bit matrix");
     auto* q = reinterpret_cast<std::uint8_t*>(const_cast<std::int8_t*>(m.q));
     auto* scales = const_cast<std::uint16_t*>(m.scales_f16);
     const std::size_t k_pad = std::size_t(m.k_blocks) * std::size_t(m.block);
     std::vector<float> row(k_pad, 0.0f);
-    std::vector<std::uint8_t> urows(kQ8Panel * k_pad);  // the panel's 16 rows as q + 8
+    std::vector<std::uint8_t> u(k_pad);
+    std::vector<std::uint8_t> words(kQ8Panel * k_pad / 2);  // the panel's 16 rows as nibbles
+    std::vector<std::uint16_t> d(std::size_t(m.k_blocks));
+    detail::Q4QuantizeRowFn quantize_row = detail::q4_quantize_row;
+    if (isa == Isa::kAvx512Bf16) quantize_row = detail::q4_quantize_row_avx512;
+    if (isa == Isa::kAvx2 || isa == Isa::kAvx512) quantize_row = detail::q4_quantize_row_avx2;
     const std::size_t block_bytes = std::size_t(m.block) * kQ8Panel / 2;
     for (int p = panel0; p < panel1; ++p) {
         for (int col = 0; col < kQ8Panel; ++col) {
             const int r = p * kQ8Panel + col;
-            std::fill(row.begin(), row.end(), 0.0f);
+            // One source row widened at once (a loop the compiler vectorises), zero past cols.
             if (r < m.rows && type == WeightType::kBF16) {
                 const auto* src = static_cast<const std::uint16_t*>(w) + std::ptrdiff_t(r) * ldw;
                 for (int i = 0; i < m.cols; ++i) {
@@ -120,28 +125,46 @@ void q4_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, cons
             } else if (r < m.rows) {
                 const float* src = static_cast<const float*>(w) + std::ptrdiff_t(r) * ldw;
                 std::copy(src, src + m.cols, row.begin());
+            } else {
+                std::fill(row.begin(), row.end(), 0.0f);
             }
+            quantize_row(row.data(), int(k_pad), m.block, u.data(), d.data());
+            pack_nibbles(u.data(), k_pad, words.data() + std::size_t(col) * k_pad / 2);
             for (int b = 0; b < m.k_blocks; ++b) {
-                const std::size_t at = std::size_t(b) * std::size_t(m.block);
                 const std::size_t base = std::size_t(p) * std::size_t(m.k_blocks) + std::size_t(b);
-                quantize_block(row.data() + at, m.block,
-                               urows.data() + std::size_t(col) * k_pad + at,
-                               scales + base * kQ8Panel + std::size_t(col));
+                scales[base * kQ8Panel + std::size_t(col)] = d[std::size_t(b)];
             }
         }
+        // Block b of the panel: word h of each of the 16 rows per 64 bytes, written in order.
         for (int b = 0; b < m.k_blocks; ++b) {
-            const std::uint8_t* rows[kQ8Panel];
+            const void* rows[kQ8Panel];
             for (int col = 0; col < kQ8Panel; ++col) {
-                rows[col] = urows.data() + std::size_t(col) * k_pad + std::size_t(b) * m.block;
+                rows[col] =
+                    words.data() + (std::size_t(col) * k_pad + std::size_t(b) * m.block) / 2;
             }
-            pack_block(
-                rows, m.block,
+            interleave_words16(
+                rows, m.block / 8,
                 q + (std::size_t(p) * std::size_t(m.k_blocks) + std::size_t(b)) * block_bytes);
         }
     }
 }
 
 namespace detail {
+
+std::uint16_t q4_block_scale(float ext) {
+    if (!std::isfinite(ext)) return 0;
+    const std::uint16_t h = f32_to_f16(ext / -8.0f);
+    // A zero or infinite scale (underflow, overflow) quantizes the block to zeros.
+    if ((h & 0x7fffu) == 0 || (h & 0x7c00u) == 0x7c00u) return 0;
+    return h;
+}
+
+void q4_quantize_row(const float* x, int n, int block, std::uint8_t* u, std::uint16_t* d16) {
+    for (int b = 0; b * block < n; ++b) {
+        quantize_block(x + std::ptrdiff_t(b) * block, block, u + std::ptrdiff_t(b) * block,
+                       d16 + b);
+    }
+}
 
 std::int8_t q4_weight(const Q8Matrix& m, int row, int col) {
     const int p = row / kQ8Panel, c = row % kQ8Panel, b = col / m.block, i = col % m.block;

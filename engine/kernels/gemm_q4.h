@@ -39,9 +39,9 @@ Q8Matrix q4_describe(int rows, int cols, int block, std::uint8_t* q, std::uint16
 
 // Quantizes panels [panel0, panel1) of w ([rows, cols], row stride ldw, bf16 or f32) into m's
 // storage. Panels are independent, so callers may run disjoint ranges on different threads; the
-// result does not depend on the split.
+// result does not depend on the split, nor on isa (which only picks the row quantizer's speed).
 void q4_quantize_panels(const void* w, WeightType type, std::ptrdiff_t ldw, const Q8Matrix& m,
-                        int panel0, int panel1);
+                        int panel0, int panel1, Isa isa = Isa::kScalar);
 
 // IEEE half from float, rounding to nearest even (overflow to infinity, NaN kept).
 std::uint16_t f32_to_f16(float f);

@@ -86,6 +86,17 @@ void q8_widen_rows_avx2(const std::int8_t* q, std::ptrdiff_t ldq, int rows, int 
 std::int8_t q4_weight(const Q8Matrix& m, int row, int col);
 float q4_scale(const Q8Matrix& m, int row, int block_index);
 void q4_panel_scalar(const Q8PanelArgs& a);
+// One weight row quantized to 4 bits: x[0, n) (n a multiple of block, zero padded) into
+// u = q + 8, one byte per value, and one half scale per block. The SIMD tiers give the
+// reference's bytes (the same extreme, the same half scale, x / d rounded to nearest even).
+using Q4QuantizeRowFn = void (*)(const float* x, int n, int block, std::uint8_t* u,
+                                 std::uint16_t* d16);
+void q4_quantize_row(const float* x, int n, int block, std::uint8_t* u, std::uint16_t* d16);
+void q4_quantize_row_avx2(const float* x, int n, int block, std::uint8_t* u, std::uint16_t* d16);
+void q4_quantize_row_avx512(const float* x, int n, int block, std::uint8_t* u, std::uint16_t* d16);
+// The half scale of a block whose first value of largest magnitude is ext, or 0 when the block
+// quantizes to zeros (ext zero or not finite, or a scale that underflows or overflows).
+std::uint16_t q4_block_scale(float ext);
 void q4_panel_avx2(const Q8PanelArgs& a);
 void q4_panel_avx512vnni(const Q8PanelArgs& a);
 

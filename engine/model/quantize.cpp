@@ -57,7 +57,7 @@ bool stackable(const std::vector<Part>& parts) {
 // Panels [p0, p1) of m's source into qm.
 void quantize_panels(const Matrix& m, const kernels::Q8Matrix& qm, int p0, int p1,
                      kernels::Isa isa) {
-    if (qm.bits == 4) return kernels::q4_quantize_panels(m.data, m.type, m.ld, qm, p0, p1);
+    if (qm.bits == 4) return kernels::q4_quantize_panels(m.data, m.type, m.ld, qm, p0, p1, isa);
     kernels::q8_quantize_panels(m.data, m.type, m.ld, qm, p0, p1, isa);
 }
 

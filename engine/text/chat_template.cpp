@@ -53,11 +53,9 @@ void append_system(std::string& out, std::span<const ChatMessage> messages,
     out += kToolsTail;
 }
 
-// Jinja's truth of message.content: a non-empty string or list.
-bool has_content(const ChatMessage& m) {
-    return !m.parts.empty() && !(m.parts.size() == 1 && m.parts[0].kind == ChatPart::Kind::kText &&
-                                 m.parts[0].text.empty());
-}
+// Jinja's truth of message.content: a non-empty string or list. An empty string content has no
+// parts (see MessagesParser::message), so a list holding one empty text item stays true.
+bool has_content(const ChatMessage& m) { return !m.parts.empty(); }
 
 void append_assistant(std::string& out, const ChatMessage& m) {
     out += "<|im_start|>assistant\n";
@@ -160,7 +158,10 @@ class MessagesParser {
         }
         const io::JsonValue* content = v.find("content");
         if (content != nullptr && content->is_string()) {
-            m.parts.push_back({ChatPart::Kind::kText, content->as_string(), {}});
+            // "" adds no part: it renders as nothing and is false in the template's tests.
+            if (!content->as_string().empty()) {
+                m.parts.push_back({ChatPart::Kind::kText, content->as_string(), {}});
+            }
             return m;
         }
         if ((content == nullptr || content->is_null()) && !m.tool_calls.empty()) return m;

@@ -59,9 +59,8 @@ struct ChatMessage {
 //     "\n<tool_response>\n" + text + "\n</tool_response>", closed by "<|im_end|>\n";
 //   - add_generation_prompt appends "<|im_start|>assistant\n".
 // No default system prompt and no <think> block (Qwen3-VL Instruct). Content counts as absent
-// (no "\n" before the first tool call) when it has no parts or one empty text part; the
-// template would count a list holding one empty text item as present, the one case rendered
-// differently.
+// (no "\n" before the first tool call) when it has no parts, as the template's test of an
+// empty string or list: parsers give an empty string content no part.
 std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt = true,
                         std::span<const ChatTool> tools = {});
 

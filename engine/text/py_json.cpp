@@ -83,7 +83,12 @@ void append_value(std::string& out, const io::JsonValue& v) {
             out += v.as_bool() ? "true" : "false";
             break;
         case io::JsonValue::Type::kNumber:
-            out += v.is_integer() ? std::to_string(v.as_int()) : python_float_repr(v.as_double());
+            if (v.is_integer()) {
+                out += std::to_string(v.as_int());
+            } else {
+                // Integers past int64 carry their digits; Python prints them exactly.
+                out += v.as_string().empty() ? python_float_repr(v.as_double()) : v.as_string();
+            }
             break;
         case io::JsonValue::Type::kString:
             append_string(out, v.as_string());

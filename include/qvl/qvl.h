@@ -360,7 +360,7 @@ class OutputConstraint {
 // The functions a request offers (OpenAI's tools, tool_choice, parallel_tool_calls), rendered
 // by Engine::prepare as the chat template does (Hugging Face's ids). constraint(): "required"
 // and a named function allow valid calls only, "auto" valid calls once one opens; "none" keeps
-// the tools in the prompt but the answer is not read for calls; parallel_tool_calls false: one.
+// the tools in the prompt but bans the <tool_call> token; parallel_tool_calls false: one.
 struct Tools {
     static Result<Tools> parse(const JsonValue& tools, const JsonValue* tool_choice = nullptr,
                                const JsonValue* parallel_tool_calls = nullptr);
@@ -413,7 +413,7 @@ struct Request {
     // When set and it becomes true, the request ends "cancelled" before its next token.
     const std::atomic<bool>* cancel = nullptr;
     // Views for tools (qvl-run's progress, --dump-*) on the engine's thread: vision blocks done,
-    // the first image's merged features, the last prompt token's logits.
+    // the first image's merged features (a video's: all frame pairs'), the last token's logits.
     std::function<void(int done, int total)> on_vision_progress;
     std::function<void(std::span<const float> features, int rows, int cols)> on_image_features;
     std::function<void(std::span<const float> logits)> on_prompt_logits;
@@ -490,8 +490,7 @@ Result<RunEstimate> estimate_run(const Model& model, const Prompt& prompt, int n
                                  const SessionOptions& options);
 
 // ---- Utilities programs share with the engine ------------------------------------------------
-// A small read-only JSON document (the one the engine reads its files with). Objects keep their
-// members in order, duplicates included.
+// A small read-only JSON document (the engine's). Objects keep members in order and duplicates.
 class JsonValue {
   public:
     enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
@@ -504,7 +503,8 @@ class JsonValue {
     bool is_string() const { return type_ == Type::kString; }
     bool is_array() const { return type_ == Type::kArray; }
     bool is_object() const { return type_ == Type::kObject; }
-    // A number written without fraction or exponent that fits int64.
+    // A number written without fraction or exponent that fits int64 (one up to 2^64-1 is a double
+    // whose exact digits as_string() gives).
     bool is_integer() const { return type_ == Type::kNumber && is_integer_; }
 
     bool as_bool() const { return bool_; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <qvl/qvl.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -58,7 +59,7 @@ TEST(PublicTools, PromptsAreHuggingFaceIds) {
         EXPECT_EQ(text.value(), c.find("text")->as_string());
         ++n;
     }
-    EXPECT_EQ(n, 7);
+    EXPECT_EQ(n, 10);
     EXPECT_FALSE(tiny().detokenize(std::vector<std::int32_t>{-1}).ok());
 }
 
@@ -149,6 +150,41 @@ TEST(PublicTools, AutoCallsAreValidOnceOpened) {
     EXPECT_TRUE(unchecked->constraint()->empty());
 }
 
+// Under "none" the tools stay in the prompt but <tool_call> is banned: even a +100 logit bias
+// toward it (which makes "auto" open a call above) cannot make the answer hold one.
+TEST(PublicTools, NoneNeverOpensACall) {
+    Engine engine = make_engine();
+    const JsonValue tools_json = json(R"([{"type": "function", "function": {"name": "now"}}])");
+    const JsonValue none = json(R"("none")");
+    Result<Tools> tools = Tools::parse(tools_json, &none);
+    ASSERT_TRUE(tools.ok()) << tools.status().message();
+    Result<OutputConstraint> constraint = tools->constraint();
+    ASSERT_TRUE(constraint.ok()) << constraint.status().message();
+    EXPECT_FALSE(constraint->empty());
+    EXPECT_FALSE(constraint->triggered());
+    Result<Prompt> tag = engine.prepare(
+        {{.role = "user", .content = {ContentPart::from_text("<tool_call>")}}}, {}, false);
+    ASSERT_TRUE(tag.ok());
+    const std::int32_t call_id = tag->token_ids()[3];
+    ASSERT_EQ(tiny().detokenize(std::vector<std::int32_t>{call_id}).value(), "<tool_call>");
+    for (const bool banned : {false, true}) {
+        Result<Prompt> p = engine.prepare(
+            {{.role = "user", .content = {ContentPart::from_text("Time?")}}}, tools.value());
+        ASSERT_TRUE(p.ok());
+        Sampling sampling;
+        sampling.logit_bias = {{call_id, 100.0f}};
+        Result<Generation> g = engine.generate(
+            Request{.prompt = std::move(p).value(),
+                    .max_tokens = 8,
+                    .sampling = sampling,
+                    .constraint = banned ? constraint.value() : OutputConstraint()});
+        ASSERT_TRUE(g.ok()) << g.status().message();
+        const bool opened =
+            std::find(g->tokens.begin(), g->tokens.end(), call_id) != g->tokens.end();
+        EXPECT_EQ(opened, !banned) << g->text;  // the bias alone does open one
+    }
+}
+
 TEST(PublicTools, BadToolsAndChoicesAreErrors) {
     const JsonValue tools_json = json(R"([{"type": "function", "function": {"name": "f",
         "parameters": {"type": "object", "properties": {"x": {"type": "number", "multipleOf": 2}}}}}])");
@@ -156,7 +192,7 @@ TEST(PublicTools, BadToolsAndChoicesAreErrors) {
     Result<Tools> t = Tools::parse(tools_json, &none);
     ASSERT_TRUE(t.ok());
     EXPECT_FALSE(t->calls_allowed());
-    EXPECT_TRUE(t->constraint().ok());  // "none" compiles nothing
+    EXPECT_TRUE(t->constraint().ok());  // "none" compiles no grammar, it only bans the opener
     const JsonValue required = json(R"("required")");
     t = Tools::parse(tools_json, &required);
     ASSERT_TRUE(t.ok());

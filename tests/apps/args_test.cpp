@@ -415,13 +415,16 @@ TEST(ArgsTest, VideoFlags) {
     expect_usage_error({"-m", "d", "-p", "x", "--video", "-", "-i", "-"}, "stdin");
     expect_usage_error({"-m", "d", "--messages", "m.json", "--video", "a.mp4"}, "--video");
     expect_usage_error({"-m", "d", "--raw", "-p", "x", "--video", "a.mp4"}, "--video");
-    expect_usage_error({"-m", "d", "--interactive", "--video", "a.mp4"}, "--video");
+    const Parsed chat = parse({"-m", "d", "--interactive", "--video", "a.mp4"});
+    EXPECT_EQ(chat.code, -1) << chat.err;  // the first turn's video (chat mode has /video too)
+    expect_usage_error({"-m", "d", "--interactive", "--video", "-"}, "stdin");
     const Parsed dump = parse({"-m", "d", "-p", "x", "--video", "a.mp4", "--dump-pixels", "p.npy"});
     EXPECT_EQ(dump.code, -1) << dump.err;
     const Parsed help = parse({"--help"});
     EXPECT_NE(help.out.find("--video FILE"), std::string::npos) << help.out;
     EXPECT_NE(help.out.find("--video-fps F"), std::string::npos);
     EXPECT_NE(help.out.find("--video-max-frames N"), std::string::npos);
+    EXPECT_NE(help.out.find("/video PATH"), std::string::npos);
 }
 
 }  // namespace

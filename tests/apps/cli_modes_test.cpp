@@ -74,6 +74,59 @@ TEST(CliModes, ChatAnswersEqualMessagesRunsOfTheWholeConversation) {
     EXPECT_EQ(chat.out, answer1 + "\n\n" + json_text(two.out) + "\n\n");
 }
 
+// /video attaches a video to the next turn as --video attaches it to a -p turn: the answer is the
+// one a --messages run with the video part gives, sampled with the same --video-fps. A missing
+// path attaches nothing; a truncated clip fails its turn, named on stderr, and the chat goes on.
+TEST(CliModes, ChatVideoCommandEqualsAMessagesRun) {
+    testing::ScratchDir dir;
+    const fs::path clip = fs::path(QVL_TEST_DATA_DIR) / "videos" / "shapes_100x62_12fps.mp4";
+    const std::vector<std::string> common = {"-m", kTiny.string(), "-n", "6", "--temp",
+                                             "0",  "--video-fps",  "1"};
+    write(dir.path() / "turns.txt", "/video file://" + clip.string() + "\nWhat happens?\n");
+    std::vector<std::string> chat_args = common;
+    chat_args.push_back("--interactive");
+    const testing::ProgramRun chat = run_qvl(chat_args, (dir.path() / "turns.txt").string());
+    ASSERT_EQ(chat.exit_code, 0);
+    write(dir.path() / "one.json",
+          "[{\"role\": \"user\", \"content\": [{\"type\": \"video\", \"video\": \"" +
+              clip.string() + "\"}, {\"type\": \"text\", \"text\": \"What happens?\"}]}]");
+    std::vector<std::string> one_args = common;
+    for (const char* a : {"--json", "--messages"}) one_args.emplace_back(a);
+    one_args.push_back((dir.path() / "one.json").string());
+    const testing::ProgramRun one = run_qvl(one_args);
+    ASSERT_EQ(one.exit_code, 0);
+    EXPECT_EQ(chat.out, json_text(one.out) + "\n\n");
+    // --video gives the first turn its video, as /video does.
+    std::vector<std::string> flag_args = common;
+    flag_args.insert(flag_args.end(),
+                     {"--interactive", "--video", clip.string(), "-p", "What happens?"});
+    EXPECT_EQ(run_qvl(flag_args).out, chat.out);
+
+    std::string truncated;
+    {
+        std::ifstream in(clip, std::ios::binary);
+        truncated.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    write(dir.path() / "cut.mp4", truncated.substr(0, truncated.size() / 3));
+    write(dir.path() / "bad.txt", "/video /no/such/clip.mp4\nHello\n/video " +
+                                      (dir.path() / "cut.mp4").string() +
+                                      "\nHello\n/clear\n/video\nHello\n");
+    const testing::ProgramRun bad = testing::run_program(
+        QVL_RUN_PATH, {"-m", kTiny.string(), "-n", "3", "--temp", "0", "--interactive"},
+        {.stdin_file = dir.path() / "bad.txt", .stderr_file = dir.path() / "err.txt"});
+    ASSERT_EQ(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("/no/such/clip.mp4: cannot read the video; nothing attached"),
+              std::string::npos)
+        << bad.err;
+    EXPECT_NE(bad.err.find("error: " + (dir.path() / "cut.mp4").string() + ": "), std::string::npos)
+        << bad.err;
+    EXPECT_NE(bad.err.find("/video needs a path: /video clip.mp4"), std::string::npos) << bad.err;
+    // Two answered turns ("Hello" before and after the failed one), the same text twice.
+    const std::size_t half = bad.out.size() / 2;
+    ASSERT_GT(half, 2u);
+    EXPECT_EQ(bad.out.substr(0, half), bad.out.substr(half));
+}
+
 TEST(CliModes, ClearStartsOverAndExitStops) {
     testing::ScratchDir dir;
     write(dir.path() / "turns.txt", "Hello\n/clear\nHello\n/exit\nnever asked\n");
@@ -154,8 +207,8 @@ double json_number(const std::string& report, const std::string& key) {
     return std::stod(report.substr(at + key.size() + 4));
 }
 
-// The report says what ran: the kernel tier and the precision with auto resolved, in --json and
-// in the stderr timing block.
+// The report says what ran: the kernel tier, the precision with auto resolved and the weight
+// formats, in --json and in the stderr timing block.
 TEST(CliModes, ReportNamesTheKernelsAndThePrecisionThatRan) {
     testing::ScratchDir dir;
     const fs::path err = dir.path() / "err.txt";
@@ -165,9 +218,21 @@ TEST(CliModes, ReportNamesTheKernelsAndThePrecisionThatRan) {
     ASSERT_EQ(f32.exit_code, 0) << f32.err;
     EXPECT_NE(f32.out.find("\"isa\": \"scalar\", \"precision\": \"f32\""), std::string::npos)
         << f32.out;
-    EXPECT_NE(f32.err.find("kernels         scalar (f32 precision, bf16 weights)"),
+    EXPECT_NE(f32.out.find("\"weights\": \"bf16\", \"vision_weights\": \"bf16\""),
               std::string::npos)
+        << f32.out;
+    EXPECT_NE(
+        f32.err.find("kernels         scalar (f32 precision, bf16 weights, bf16 vision weights)"),
+        std::string::npos)
         << f32.err;
+    std::vector<std::string> quantized = args;
+    for (const char* a : {"--weights", "q4", "--vision-weights", "q8"}) quantized.emplace_back(a);
+    const testing::ProgramRun q4 =
+        testing::run_program(QVL_RUN_PATH, quantized, {.stderr_file = err});
+    ASSERT_EQ(q4.exit_code, 0) << q4.err;
+    EXPECT_NE(q4.out.find("\"weights\": \"q4\", \"vision_weights\": \"q8\""), std::string::npos)
+        << q4.out;
+    EXPECT_NE(q4.err.find("q4 weights, q8 vision weights)"), std::string::npos) << q4.err;
     // Auto on the scalar tier, which has no bf16 products: f32 activations, bf16 KV cache.
     const testing::ProgramRun automatic =
         testing::run_program(QVL_RUN_PATH, args, {.env = "QVL_ISA=scalar"});

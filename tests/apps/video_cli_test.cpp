@@ -2,7 +2,11 @@
 // sampling flags, --messages video parts, --json and --dry-run report the videos and count their
 // tokens, and a damaged or unsupported video exits 4 with one error line naming the file (the
 // bad-input suite's tools, bad_input_support.h).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
 
 #include "bad_input_support.h"
 
@@ -65,6 +69,39 @@ TEST_F(BadInput, VideoDryRunCountsItsTokens) {
     EXPECT_GT(tokens(with.out), tokens(without.out) + 84) << with.out;
     EXPECT_NE(with.out.find("\"gflop\": {\"vision\": "), std::string::npos);
     EXPECT_EQ(with.out.find("\"gflop\": {\"vision\": 0.00"), std::string::npos) << with.out;
+}
+
+// The shape in a --dump-* .npy file's header, "(rows, cols)".
+std::string npy_shape(const fs::path& npy) {
+    std::ifstream in(npy, std::ios::binary);
+    std::string head(128, '\0');
+    in.read(head.data(), std::streamsize(head.size()));
+    const std::size_t open = head.find("'shape': (");
+    const std::size_t close = head.find(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) return "?";
+    return std::string(head.begin() + std::ptrdiff_t(open + 9),
+                       head.begin() + std::ptrdiff_t(close + 1));
+}
+
+// --dump-vision writes the first visual input's features: a video's rows are every frame pair's
+// tokens (84 for the clip's 3 pairs; the conformance script compares them with transformers'),
+// an image before it keeps the dump to the image's.
+TEST_F(BadInput, VideoDumpVisionHasEveryFramePair) {
+    const fs::path v = scratch_.path() / "v.npy";
+    const RunResult video_first = run_qvl(args(
+        kTiny, {"--video", kClip, "-i", kPng.string(), "-n", "1", "--dump-vision", v.string()}));
+    expect_success(video_first);
+    EXPECT_EQ(npy_shape(v), "(84, 64)");
+    const RunResult image_first =
+        run_qvl(args(kTiny, {"-i", kPng.string(), "--video", kClip, "-n", "1", "--json",
+                             "--dump-vision", v.string()}));
+    expect_success(image_first);
+    const std::size_t images = image_first.out.find("\"images\": [{");
+    const std::size_t tokens = image_first.out.find("\"tokens\": ", images);
+    ASSERT_NE(tokens, std::string::npos) << image_first.out;
+    const int image_tokens = std::atoi(image_first.out.c_str() + tokens + 10);
+    EXPECT_GT(image_tokens, 0);
+    EXPECT_EQ(npy_shape(v), fmt::format("({}, 64)", image_tokens));
 }
 
 TEST_F(BadInput, VideoInMessagesFile) {

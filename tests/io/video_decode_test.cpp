@@ -40,6 +40,31 @@ std::vector<std::int64_t> int_list(const JsonValue& v) {
     return out;
 }
 
+// Every sampled frame of golden case `c` byte-identical to PyAV's, and HF's metadata.
+void expect_pyav_frames(const JsonValue& c, const std::vector<std::int64_t>& indices,
+                        const base::Result<Video>& video) {
+    const std::string name = c.find("name")->as_string();
+    ASSERT_TRUE(video.ok()) << name << ": " << video.status().message();
+    const std::string frames_file = c.find("frames_file")->as_string();
+    EXPECT_EQ(video->info.width, c.find("width")->as_int()) << name;
+    EXPECT_EQ(video->info.height, c.find("height")->as_int()) << name;
+    EXPECT_EQ(video->info.total_frames, c.find("total_frames")->as_int()) << name;
+    EXPECT_EQ(video->info.fps, c.find("fps")->as_double()) << name;
+    const std::vector<std::byte> expected = read_bytes(kVideos / frames_file);
+    ASSERT_EQ(video->frames.size(), indices.size()) << name;
+    const std::size_t frame_bytes = std::size_t(video->info.width) * video->info.height * 3;
+    ASSERT_EQ(expected.size(), frame_bytes * indices.size()) << name;
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+        const std::vector<std::uint8_t>& rgb = video->frames[k].rgb;
+        ASSERT_EQ(rgb.size(), frame_bytes);
+        const auto* want = reinterpret_cast<const std::uint8_t*>(expected.data()) + k * frame_bytes;
+        const auto diff = std::mismatch(rgb.begin(), rgb.end(), want);
+        ASSERT_TRUE(diff.first == rgb.end())
+            << name << ": frame " << indices[k] << " differs from PyAV at byte "
+            << (diff.first - rgb.begin());
+    }
+}
+
 TEST(VideoDecode, SampledFramesMatchPyAv) {
     auto cases = read_json_file(kVideos / "cases.json");
     ASSERT_TRUE(cases.ok()) << cases.status().message();
@@ -49,29 +74,18 @@ TEST(VideoDecode, SampledFramesMatchPyAv) {
         const std::string frames_file = c.find("frames_file")->as_string();
         if (frames_file != name + ".frames.rgb") continue;  // the same frames as an earlier case
         const std::vector<std::int64_t> indices = int_list(*c.find("indices"));
-        auto video = load_video(kVideos / c.find("clip")->as_string(), {}, fixed(indices));
-        ASSERT_TRUE(video.ok()) << name << ": " << video.status().message();
-        EXPECT_EQ(video->info.width, c.find("width")->as_int()) << name;
-        EXPECT_EQ(video->info.height, c.find("height")->as_int()) << name;
-        EXPECT_EQ(video->info.total_frames, c.find("total_frames")->as_int()) << name;
-        EXPECT_EQ(video->info.fps, c.find("fps")->as_double()) << name;
-        const std::vector<std::byte> expected = read_bytes(kVideos / frames_file);
-        ASSERT_EQ(video->frames.size(), indices.size()) << name;
-        const std::size_t frame_bytes = std::size_t(video->info.width) * video->info.height * 3;
-        ASSERT_EQ(expected.size(), frame_bytes * indices.size()) << name;
-        for (std::size_t k = 0; k < indices.size(); ++k) {
-            const std::vector<std::uint8_t>& rgb = video->frames[k].rgb;
-            ASSERT_EQ(rgb.size(), frame_bytes);
-            const auto* want =
-                reinterpret_cast<const std::uint8_t*>(expected.data()) + k * frame_bytes;
-            const auto diff = std::mismatch(rgb.begin(), rgb.end(), want);
-            ASSERT_TRUE(diff.first == rgb.end())
-                << name << ": frame " << indices[k] << " differs from PyAV at byte "
-                << (diff.first - rgb.begin());
+        // Frame-threaded decoding gives the same bytes (VideoLimits::threads).
+        for (const int threads : {1, 3}) {
+            SCOPED_TRACE(::testing::Message() << "threads " << threads);
+            VideoLimits limits;
+            limits.threads = threads;
+            expect_pyav_frames(
+                c, indices,
+                load_video(kVideos / c.find("clip")->as_string(), limits, fixed(indices)));
         }
         ++checked;
     }
-    EXPECT_GE(checked, 5);
+    EXPECT_GE(checked, 8);
 }
 
 TEST(VideoDecode, ContainersAndCodecsAreNamed) {
@@ -82,7 +96,9 @@ TEST(VideoDecode, ContainersAndCodecsAreNamed) {
     };
     for (const Case& c :
          {Case{"shapes_100x62_12fps.mp4", "mp4", "h264"},
-          Case{"text_90x70_7fps.webm", "webm", "vp9"}, Case{"anim_50x38_5fps.gif", "gif", "gif"}}) {
+          Case{"text_90x70_7fps.webm", "webm", "vp9"}, Case{"anim_50x38_5fps.gif", "gif", "gif"},
+          Case{"hevc_66x46_10fps.mp4", "mp4", "hevc"}, Case{"vp8_58x42_8fps.webm", "webm", "vp8"},
+          Case{"av1_64x36_6fps.mp4", "mp4", "av1"}}) {
         auto video = load_video(kVideos / c.file, {}, first_frame());
         ASSERT_TRUE(video.ok()) << c.file << ": " << video.status().message();
         EXPECT_EQ(video->info.container, c.container);
@@ -99,14 +115,25 @@ TEST(VideoDecode, SparseSamplingEqualsFullDecode) {
     for (std::int64_t i = 0; i < 30; ++i) all[std::size_t(i)] = i;
     auto full = load_video(path, {}, fixed(all));
     ASSERT_TRUE(full.ok()) << full.status().message();
-    for (const std::vector<std::int64_t>& pick :
-         {std::vector<std::int64_t>{29}, {3, 3, 17, 25}, {8, 9, 16, 24}, {0, 1, 2, 29}}) {
-        auto sparse = load_video(path, {}, fixed(pick));
-        ASSERT_TRUE(sparse.ok()) << sparse.status().message();
-        ASSERT_EQ(sparse->frames.size(), pick.size());
-        for (std::size_t k = 0; k < pick.size(); ++k) {
-            EXPECT_EQ(sparse->frames[k].rgb, full->frames[std::size_t(pick[k])].rgb)
-                << "frame " << pick[k];
+    EXPECT_EQ(full->decoded_frames, 30);
+    struct Pick {
+        std::vector<std::int64_t> frames;
+        std::int64_t max_decoded;  // the groups of pictures (and reference frames) they need
+    };
+    for (const int threads : {1, 2}) {
+        VideoLimits limits;
+        limits.threads = threads;
+        for (const Pick& pick : {Pick{{29}, 6}, Pick{{3, 3, 17, 25}, 3 * 8},
+                                 Pick{{8, 9, 16, 24}, 3 * 8}, Pick{{0, 1, 2, 29}, 2 * 8}}) {
+            auto sparse = load_video(path, limits, fixed(pick.frames));
+            ASSERT_TRUE(sparse.ok()) << sparse.status().message();
+            ASSERT_EQ(sparse->frames.size(), pick.frames.size());
+            EXPECT_LE(sparse->decoded_frames, pick.max_decoded) << "threads " << threads;
+            EXPECT_GE(sparse->decoded_frames, std::int64_t(pick.frames.size()) - 1);
+            for (std::size_t k = 0; k < pick.frames.size(); ++k) {
+                EXPECT_EQ(sparse->frames[k].rgb, full->frames[std::size_t(pick.frames[k])].rgb)
+                    << "frame " << pick.frames[k] << ", threads " << threads;
+            }
         }
     }
 }
@@ -220,16 +247,21 @@ TEST(VideoDecode, BadSamplesAreRefused) {
 TEST(VideoDecode, TruncationsAndBitFlipsFailCleanly) {
     testing::internal::CaptureStderr();
     for (const char* file : {"shapes_100x62_12fps.mp4", "text_90x70_7fps.webm",
-                             "anim_50x38_5fps.gif", "narrow_24x72_3fps.mp4"}) {
+                             "anim_50x38_5fps.gif", "narrow_24x72_3fps.mp4", "hevc_66x46_10fps.mp4",
+                             "vp8_58x42_8fps.webm", "av1_64x36_6fps.mp4"}) {
         const auto bytes = read_bytes(kVideos / file);
         auto check = [&](const std::vector<std::byte>& b, const std::string& what) {
-            auto video = decode_video(b, {}, "clip", fixed({0, 2, 5}));
-            if (!video.ok()) {
-                EXPECT_FALSE(video.status().message().empty()) << file << " " << what;
-                return;
-            }
-            for (const Image& f : video->frames) {
-                EXPECT_EQ(f.rgb.size(), std::size_t(f.width) * f.height * 3) << file << what;
+            for (const int threads : {1, 2}) {  // frame threads report errors the same way
+                VideoLimits limits;
+                limits.threads = threads;
+                auto video = decode_video(b, limits, "clip", fixed({0, 2, 5}));
+                if (!video.ok()) {
+                    EXPECT_FALSE(video.status().message().empty()) << file << " " << what;
+                    continue;
+                }
+                for (const Image& f : video->frames) {
+                    EXPECT_EQ(f.rgb.size(), std::size_t(f.width) * f.height * 3) << file << what;
+                }
             }
         };
         for (std::size_t n = 0; n < bytes.size(); n += bytes.size() / 23 + 1)

@@ -178,6 +178,54 @@ TEST(GemmQ4, QuantizationFormula) {
     EXPECT_EQ(s1, s2);
 }
 
+// The SIMD quantizers (load time) write the scalar quantizer's bytes, scales and nibbles, on odd
+// shapes and every block size, from f32 and bf16 sources with the values that decide the format's
+// corner cases: ties of +e and -e (the first wins), NaN (never the extreme, quantized to 0),
+// infinities and scales that overflow (a zero block), scales that are half subnormals, zeros.
+TEST(GemmQ4, QuantizerTiersGiveTheScalarBytes) {
+    std::mt19937 rng(11);
+    int compared = 0;
+    for (Isa isa : all_isas()) {
+        if (isa == Isa::kScalar || !isa_supported(isa)) continue;
+        for (int block : {32, 64, 128, 256})
+            for (int n : {1, 17, 33})
+                for (int k : {1, 31, 77, 300, 1027}) {
+                    const std::ptrdiff_t ld = k + 3;
+                    std::vector<float> src =
+                        random_vec(std::size_t(n) * std::size_t(ld), rng, 0.05f);
+                    const float specials[] = {NAN,   INFINITY, -INFINITY, 1e6f,  -0.0f, 0.0f,
+                                              3e-7f, -3e-7f,   2e-8f,     0.25f, -0.25f};
+                    std::uniform_int_distribution<std::size_t> at(0, src.size() - 1);
+                    for (int i = 0; i < 2 * n; ++i)
+                        src[at(rng)] = specials[std::size_t(i) % std::size(specials)];
+                    for (int j = 0; j < n; j += 3) {  // a row of tiny values: subnormal scales
+                        for (int kk = 0; kk < k; ++kk) src[std::size_t(j * ld + kk)] *= 1e-5f;
+                    }
+                    if (n > 1) std::fill_n(src.begin() + ld, std::min(k, 40), 0.0f);
+                    std::vector<std::uint16_t> bf(src.size());
+                    for (std::size_t i = 0; i < bf.size(); ++i)
+                        bf[i] = base::f32_to_bf16(src[i]).bits;
+                    for (const bool from_bf16 : {false, true}) {
+                        const void* w =
+                            from_bf16 ? static_cast<const void*>(bf.data()) : src.data();
+                        const WeightType type = from_bf16 ? WeightType::kBF16 : WeightType::kF32;
+                        std::vector<std::uint8_t> q1(q4_data_bytes(n, k, block)), q2(q1.size());
+                        std::vector<std::uint16_t> s1(q4_scale_bytes(n, k, block) / 2),
+                            s2(s1.size());
+                        const Q8Matrix m1 = q4_describe(n, k, block, q1.data(), s1.data());
+                        const Q8Matrix m2 = q4_describe(n, k, block, q2.data(), s2.data());
+                        q4_quantize_panels(w, type, ld, m1, 0, m1.panels, Isa::kScalar);
+                        q4_quantize_panels(w, type, ld, m2, 0, 1, isa);
+                        q4_quantize_panels(w, type, ld, m2, 1, m2.panels, isa);
+                        ASSERT_EQ(q1, q2) << isa_name(isa) << " " << n << "x" << k << "/" << block;
+                        ASSERT_EQ(s1, s2) << isa_name(isa) << " " << n << "x" << k << "/" << block;
+                        ++compared;
+                    }
+                }
+    }
+    EXPECT_GT(compared, 0) << "no SIMD tier on this CPU";
+}
+
 // Every finite half survives the round trip, values halfway between neighbours go to the even
 // one, and the range ends saturate to infinity or stay subnormal as IEEE says.
 TEST(GemmQ4, HalfConversionRoundsToNearestEven) {

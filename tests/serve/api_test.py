@@ -1,8 +1,8 @@
 """qvl-serve's HTTP contract (shared docs/serve.md) through the official openai Python client, on
 127.0.0.1 with the tiny test checkpoint: plain and streamed answers equal qvl-run's greedy ones,
 data-URI images, multi-turn, stop strings, seeds, usage, every error status with its body,
-8 concurrent clients on --parallel 4, a disconnect that frees the slot, and videos
-(video_cases.py).
+8 concurrent clients on --parallel 4, quantized weights (--weights q8; --weights q4 with
+--vision-weights q8), a disconnect that frees the slot, and videos (video_cases.py).
 
 usage: api_test.py --serve QVL_SERVE --run QVL_RUN --model DIR --images DIR --venv DIR"""
 import concurrent.futures
@@ -231,16 +231,17 @@ def test_concurrent_clients_equal_qvl_run():
             check(False, f"concurrent conversation {i}: {got!r} != qvl-run {want!r}")
 
 
-def test_q8_weights_equal_qvl_run():
-    # --weights q8 serves the int8 text decoder: the same greedy answers as qvl-run --weights q8
-    # (which differ from bf16's on the tiny checkpoint's near-tied logits), alone and in a batch.
+def quantized_server_equals_qvl_run(flags):
+    # A server loaded with quantized weights gives the same greedy answers as qvl-run with the
+    # same flags (which differ from bf16's on the tiny checkpoint's near-tied logits), alone and
+    # in a batch; the image conversation runs the vision tower.
+    name = " ".join(flags)
     convs = [[("user", ["Hi, who are you?"])],
              [("user", [("image", JPG), "What is in this picture?"])]]
-    refs = [su.qvl_run_answer(args.run, args.model, c, 10, extra=("--weights", "q8"))["text"]
-            for c in convs]
-    q8 = su.Server(args.serve, args.model, "-c", "4096", "--parallel", "2", "--weights", "q8")
+    refs = [su.qvl_run_answer(args.run, args.model, c, 10, extra=flags)["text"] for c in convs]
+    quant = su.Server(args.serve, args.model, "-c", "4096", "--parallel", "2", *flags)
     try:
-        mine = openai.OpenAI(base_url=q8.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        mine = openai.OpenAI(base_url=quant.url + "/v1", api_key="x", max_retries=0, timeout=300)
 
         def answer(conv):
             return mine.chat.completions.create(model="m", messages=su.to_openai(conv),
@@ -249,14 +250,32 @@ def test_q8_weights_equal_qvl_run():
             together = list(pool.map(answer, convs))
         alone = [answer(c) for c in convs]
     finally:
-        check(q8.stop() == 0, "--weights q8 server stopped cleanly")
+        check(quant.stop() == 0, f"{name} server stopped cleanly")
     for i, want in enumerate(refs):
-        check(alone[i] == want, f"q8 conversation {i}: {alone[i]!r} != qvl-run --weights q8 {want!r}")
-        check(together[i] == want, f"q8 conversation {i} beside another: {together[i]!r} != {want!r}")
+        check(alone[i] == want, f"{name} conversation {i}: {alone[i]!r} != qvl-run {name} {want!r}")
+        check(together[i] == want, f"{name} conversation {i} beside another: {together[i]!r} != {want!r}")
+    return refs
+
+
+def test_q8_weights_equal_qvl_run():
+    quantized_server_equals_qvl_run(("--weights", "q8"))
     bad = subprocess.run([args.serve, "-m", args.model, "--weights", "int4"], capture_output=True,
                          text=True, timeout=60)
     check(bad.returncode == 2 and "--weights" in bad.stderr,
           f"--weights int4 is a usage error naming the flag (exit {bad.returncode}: {bad.stderr!r})")
+
+
+def test_q4_text_q8_vision_equal_qvl_run():
+    # 4-bit text and the int8 vision tower together: qvl-run's answers, and the image answer is
+    # not the one of 4-bit text alone (so the server did load the int8 vision tower).
+    both = quantized_server_equals_qvl_run(("--weights", "q4", "--vision-weights", "q8"))
+    conv = [("user", [("image", JPG), "What is in this picture?"])]
+    text_only = su.qvl_run_answer(args.run, args.model, conv, 10, extra=("--weights", "q4"))["text"]
+    check(both[1] != text_only, f"--vision-weights q8 changes the image answer ({text_only!r})")
+    bad = subprocess.run([args.serve, "-m", args.model, "--vision-weights", "q4"],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode == 2 and "--vision-weights" in bad.stderr,
+          f"--vision-weights q4 is a usage error naming the flag (exit {bad.returncode}: {bad.stderr!r})")
 
 
 def test_disconnect_cancels():
@@ -485,6 +504,7 @@ check.run((test_structured_outputs, test_tools_and_tokenize, test_logprobs_and_l
            test_webp_and_gif_answer_as_png, test_plain_equals_qvl_run, test_stream_equals_plain_and_has_usage, test_png_and_multi_turn,
            test_stop_strings, test_seed_reproducible, test_client_errors, test_limits_key_and_queue,
            test_concurrent_clients_equal_qvl_run, test_q8_weights_equal_qvl_run,
+           test_q4_text_q8_vision_equal_qvl_run,
            test_disconnect_cancels, test_metrics_and_page, test_videos))
 rc = server.stop()
 check(rc == 0, f"SIGTERM exit code {rc}")

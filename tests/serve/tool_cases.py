@@ -93,6 +93,18 @@ def run(client, check, expect_error, server_url, http, model_dir):
                   temperature=0)
     check(none.choices[0].message.tool_calls is None and none.choices[0].finish_reason != "tool_calls",
           "tool_choice none: no calls")
+    # Pushed hard toward <tool_call> (151657), "none" still never writes one; "auto" does.
+    pushed = {"151657": 100}
+    none = create(model="m", messages=history, tools=TOOLS, tool_choice="none", max_tokens=8,
+                  temperature=0, logit_bias=pushed)
+    check(none.choices[0].message.tool_calls is None
+          and "<tool_call>" not in (none.choices[0].message.content or ""),
+          f"tool_choice none with a bias toward <tool_call>: {none.choices[0].message}")
+    auto = create(model="m", messages=history, tools=TOOLS, max_tokens=60, temperature=0,
+                  logit_bias=pushed)
+    check(auto.choices[0].message.tool_calls is not None
+          or "<tool_call>" in (auto.choices[0].message.content or ""),
+          f"tool_choice auto with a bias toward <tool_call> opens one: {auto.choices[0].message}")
 
     expect_error(400, lambda: create(model="m", messages=msgs, tools=TOOLS,
                                      tool_choice={"type": "function", "function": {"name": "x"}}),
@@ -126,7 +138,7 @@ def run(client, check, expect_error, server_url, http, model_dir):
         check(status == 200 and json.loads(out).get("prompt") == c["text"],
               f"/detokenize {c['name']}: {status} {out[:200]!r}")
         compared += 1
-    check(compared >= 4, f"/tokenize compared {compared} golden conversations")
+    check(compared >= 7, f"/tokenize compared {compared} golden conversations")
     status, _, out = http("POST", server_url + "/tokenize", {"prompt": "<|im_start|>hi"})
     check(status == 200 and json.loads(out)["tokens"][0] == 151644, f"/tokenize prompt: {out!r}")
     status, _, out = http("POST", server_url + "/detokenize", {"tokens": [10**9]})

@@ -55,7 +55,7 @@ TEST(ChatTools, RendersAsHuggingFace) {
         EXPECT_EQ(ids.value(), want);
         ++n;
     }
-    EXPECT_EQ(n, 7);
+    EXPECT_EQ(n, 10);
 }
 
 TEST(ChatTools, PythonFloatRepr) {
@@ -90,6 +90,17 @@ TEST(ChatTools, PythonJsonLikeJsonDumps) {
     EXPECT_EQ(python_json(parse("{}")), "{}");
     EXPECT_EQ(python_json(parse("-0")), "0");
     EXPECT_EQ(python_json(parse("1E2")), "100.0");
+    // Integers keep every digit up to 2^64-1, as Python's int does; past it the reader refuses
+    // the number and says which numbers it takes.
+    EXPECT_EQ(python_json(parse("[9223372036854775807, 9223372036854775808]")),
+              "[9223372036854775807, 9223372036854775808]");
+    EXPECT_EQ(python_json(parse("-9223372036854775808")), "-9223372036854775808");
+    EXPECT_EQ(python_json(parse("18446744073709551615")), "18446744073709551615");
+    for (const char* big : {"18446744073709551616", "-9223372036854775809", "1e400"}) {
+        auto v = io::parse_json(big, "body");
+        ASSERT_FALSE(v.ok()) << big;
+        EXPECT_NE(v.status().message().find("2^64-1"), std::string::npos) << v.status().message();
+    }
 }
 
 TEST(ChatTools, ToolsAndChoiceAreChecked) {

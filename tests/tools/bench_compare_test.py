@@ -10,6 +10,37 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from peers_e2e import compare  # noqa: E402
 
 
+class ChosenEngines(unittest.TestCase):
+    def test_llamacpp_rows_make_only_their_ggufs_and_isa_names_the_qvl_rows(self):
+        from types import SimpleNamespace
+        from peers_e2e import setup_env
+        made, saved = [], {}
+        fakes = {"ensure_venv": lambda cache: "/venv/bin/python",
+                 "ensure_llamacpp": lambda cache: "/bin",
+                 "ensure_gguf": lambda cache, model, kind, py: made.append(kind) or kind,
+                 "ensure_quantized_gguf": lambda cache, src, bindir, q: made.append(q) or q}
+        for name, fake in fakes.items():
+            saved[name] = getattr(setup_env, name)
+            setattr(setup_env, name, fake)
+        try:
+            args = SimpleNamespace(qvl_run="qvl-run", model="m", question_text="q", peer_n=4,
+                                   peer_threads=2, timeout=9, precision=None,
+                                   qvl_extra=["q8", "q4", "q4-vq8"], peers_warm=False,
+                                   peers_cache="/c", peers=["llamacpp"],
+                                   llamacpp_rows=["text-q4_k_m"], isa="avx2")
+            engines, errors = compare.build_engines(args)
+        finally:
+            for name, real in saved.items():
+                setattr(setup_env, name, real)
+        self.assertEqual(errors, {})
+        self.assertEqual(sorted(made), ["Q4_K_M", "mmproj-q8_0", "text-bf16"])
+        keys = [k for k, _, _ in engines]
+        self.assertEqual(keys, ["qvl-default", "qvl-q8", "qvl-q4", "qvl-q4-vq8",
+                                "llamacpp-text-q4_k_m"])
+        self.assertTrue(all(lab.endswith("QVL_ISA=avx2") for k, lab, _ in engines
+                            if k.startswith("qvl")))
+
+
 class PairedRatios(unittest.TestCase):
     def test_pairs_by_repeat_and_skips_failed_runs(self):
         a = [{"ttft_s": 3.0}, None, {"ttft_s": 2.0}, {"ttft_s": 1.0}]

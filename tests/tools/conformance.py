@@ -31,8 +31,8 @@ def rel_err(a, ref):
 
 def video_cases(qvl, td, tmp):
     """--video against transformers' Qwen3VLProcessor (tests/data/videos/cases.json): prompt ids,
-    --dump-pixels (pixel_values_videos) bit for bit, the model goldens' greedy tokens and logits,
-    --dry-run's token count; a damaged clip exits 4 naming it. The cases' processor size goes in a
+    --dump-pixels (pixel_values_videos) bit for bit, the model goldens' greedy tokens, logits and
+    --dump-vision features (every frame pair's, in order), --dry-run's token count; a damaged clip exits 4 naming it. The cases' processor size goes in a
     video_preprocessor_config.json of a copy of the tiny model folder (its files linked)."""
     vd = os.path.join(td, 'videos'); tiny = os.path.join(td, 'tiny-qwen3vl'); model = os.path.join(tmp, 'tiny-video')
     os.makedirs(model, exist_ok=True)
@@ -46,9 +46,9 @@ def video_cases(qvl, td, tmp):
     failures = 0
     for name, extra in flags.items():
         c = cases[name]; clip = os.path.join(vd, c['clip']); px = os.path.join(tmp, name + '.vpixels.npy')
-        lg = os.path.join(tmp, name + '.vlogits.npy')
+        lg, vf = os.path.join(tmp, name + '.vlogits.npy'), os.path.join(tmp, name + '.vfeatures.npy')
         cmd = [qvl, '-m', model, '--video', clip, '-p', 'Describe this video.', '--temp', '0', '-n', '8',
-               '--ignore-eos', '--json', '--dump-pixels', px, '--dump-logits', lg] + extra
+               '--ignore-eos', '--json', '--dump-pixels', px, '--dump-logits', lg, '--dump-vision', vf] + extra
         rc, out, err = run(cmd)
         try: j = json.loads(out)
         except Exception: j = {}
@@ -62,6 +62,9 @@ def video_cases(qvl, td, tmp):
             if j.get('tokens') != g['generated_ids'].tolist(): bad.append(f"tokens {j.get('tokens')} != {g['generated_ids'].tolist()}")
             e = rel_err(np.load(lg), g['logits_last']) if os.path.exists(lg) else float('inf')
             if not e <= 2e-5: bad.append(f'logits err {e:.2e}')
+            f = np.load(vf) if os.path.exists(vf) else np.zeros(0)
+            if f.shape != g['video_embeds'].shape: bad.append(f"--dump-vision shape {f.shape} != {g['video_embeds'].shape}")
+            elif not rel_err(f, g['video_embeds']) <= 2e-5: bad.append(f"--dump-vision err {rel_err(f, g['video_embeds']):.2e}")
         rc, out, err = run(cmd[:cmd.index('--json') + 1] + extra + ['--dry-run'])
         try: dry = json.loads(out)
         except Exception: dry = {}

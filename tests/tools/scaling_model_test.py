@@ -7,7 +7,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 from scaling_model import (Machine, load_trace, phase_summary, simulate,  # noqa: E402
-                           split_over_keys)
+                           split_over_keys, stream_gbs)
+from scaling import calibrate_core_bandwidth, parse_args  # noqa: E402
 
 
 def write_trace(lines):
@@ -92,6 +93,53 @@ class ScalingModelTest(unittest.TestCase):
         self.assertGreater(sum(t[0] for t in out), 4 * 1000.0)  # plus the merges
         self.assertIsNone(split_over_keys("attention q=24 kv=300 h=16/8 d=128", heads, 64))
         self.assertIsNone(split_over_keys("gemm m=4 n=2048 k=2048", heads, 64))
+
+    def test_stream_rate_is_what_a_busy_core_read_in_decode(self):
+        # The decode job read 1e8 bytes in 4 ms: 25 GB/s; vision read nothing from DRAM.
+        self.assertAlmostEqual(stream_gbs(self.trace), 25.0)
+        self.assertEqual(stream_gbs(self.trace, phase="vision"), 0.0)
+
+    def test_stream_rate_leaves_out_the_fastest_percent_of_bytes(self):
+        path = write_trace([
+            {"ev": "run", "phase": "decode", "t": 0.0, "ovh": 0},
+            {"ev": "part", "sig": "big", "parts": {"2": [[2, 0, 1e8, 0, 0]]}},
+            {"ev": "part", "sig": "hot", "parts": {"1": [[1, 0, 1e6, 0, 0]]}},
+            # Two tasks of 1e8 bytes, 5 ms each on two threads: 20 GB/s per busy core.
+            {"ev": "region", "node": "a", "sig": "big", "threads": 2, "t0": 0.0, "t1": 5.0,
+             "us": [5000.0, 5000.0]},
+            {"ev": "node", "name": "a", "op": "matmul", "t0": 0.0, "t1": 5.0, "ovh": 0,
+             "ovc": 0},
+            # 0.5 % of the bytes from the cache at 100 GB/s.
+            {"ev": "region", "node": "b", "sig": "hot", "threads": 1, "t0": 5.0, "t1": 5.01,
+             "us": [10.0]},
+            {"ev": "node", "name": "b", "op": "matmul", "t0": 5.0, "t1": 5.01, "ovh": 0,
+             "ovc": 0},
+        ])
+        try:
+            trace = load_trace(path)
+            self.assertAlmostEqual(stream_gbs(trace), 20.0)
+            self.assertAlmostEqual(stream_gbs(trace, quantile=1.0), 100.0)
+        finally:
+            os.unlink(path)
+
+    def test_a_slow_probe_does_not_bound_the_trace_it_calibrates(self):
+        # A probe that reads worse than the engine (10 GB/s for one core and the machine) made
+        # the 1-thread decode of the trace 2.5x its measured 4 ms; raised to the trace's own
+        # 25 GB/s, the replay gives the measured time back, and the machine at least that.
+        slow = Machine(core_gflops=100, core_gbs=10, machine_gbs=10, fork_us=0, wake_us=0,
+                       notify_us=0, join_us=0)
+        before = phase_summary(simulate(self.trace, 1, slow.machine_gbs, slow), self.trace)
+        self.assertAlmostEqual(before["decode"]["seconds"], 0.01)
+        calibrate_core_bandwidth(slow, self.trace, parse_args([]))
+        self.assertAlmostEqual(slow.core_gbs, 25.0)
+        self.assertAlmostEqual(slow.machine_gbs, 25.0)
+        after = phase_summary(simulate(self.trace, 1, slow.machine_gbs, slow), self.trace)
+        self.assertAlmostEqual(after["decode"]["seconds"], 0.004)
+        # Given on the command line, the figures stand.
+        fixed = Machine(core_gflops=100, core_gbs=10, machine_gbs=10)
+        calibrate_core_bandwidth(fixed, self.trace,
+                                 parse_args(["--core-bandwidth", "10", "--machine-bandwidth", "10"]))
+        self.assertEqual((fixed.core_gbs, fixed.machine_gbs), (10, 10))
 
 
 if __name__ == "__main__":

@@ -79,6 +79,51 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
 
 }  // namespace
 
+void q4_quantize_row_avx2(const float* x, int n, int block, std::uint8_t* u, std::uint16_t* d16) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i lo = _mm256_set1_epi32(-8), hi = _mm256_set1_epi32(7);
+    const __m256i bias = _mm256_set1_epi32(8);
+    for (int b = 0; b * block < n; ++b) {
+        const float* xb = x + std::ptrdiff_t(b) * block;
+        std::uint8_t* ub = u + std::ptrdiff_t(b) * block;
+        // As the AVX-512 quantizer: the largest magnitude (NaN never wins), then the first value
+        // that has it.
+        __m256 amax = _mm256_setzero_ps();
+        for (int i = 0; i < block; i += 8) {
+            amax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(xb + i), abs_mask), amax);
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const __m256 am = _mm256_broadcastss_ps(m4);
+        float ext = 0.0f;
+        for (int i = 0; i < block; i += 8) {
+            const int hit = _mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(xb + i), abs_mask), am, _CMP_EQ_OQ));
+            if (hit != 0) {
+                ext = xb[i + __builtin_ctz(unsigned(hit))];
+                break;
+            }
+        }
+        d16[b] = q4_block_scale(ext);
+        if (d16[b] == 0) {
+            std::memset(ub, 8, std::size_t(block));
+            continue;
+        }
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(d16[b]));
+        for (int i = 0; i < block; i += 8) {
+            const __m256 v = _mm256_loadu_ps(xb + i);
+            // x / d as the reference divides, rounded to nearest even; NaN lanes give 0.
+            __m256i q = _mm256_and_si256(_mm256_cvtps_epi32(_mm256_div_ps(v, d)),
+                                         _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)));
+            q = _mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(q, lo), hi), bias);
+            const __m128i q16 =
+                _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(ub + i), _mm_packus_epi16(q16, q16));
+        }
+    }
+}
+
 void q4_panel_avx2(const Q8PanelArgs& a) {
     constexpr int kRows = 3;  // as the int8 kernel: 12 accumulators, the weights and broadcasts
     x86::for_static_tiles<kRows>(

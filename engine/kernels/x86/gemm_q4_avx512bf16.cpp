@@ -84,6 +84,46 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
 
 }  // namespace
 
+void q4_quantize_row_avx512(const float* x, int n, int block, std::uint8_t* u, std::uint16_t* d16) {
+    const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    const __m512i lo = _mm512_set1_epi32(-8), hi = _mm512_set1_epi32(7);
+    const __m512i bias = _mm512_set1_epi32(8);
+    for (int b = 0; b * block < n; ++b) {
+        const float* xb = x + std::ptrdiff_t(b) * block;
+        std::uint8_t* ub = u + std::ptrdiff_t(b) * block;
+        // The largest magnitude (max(|x|, amax) keeps amax where x is NaN, so NaN never wins),
+        // then the first value that has it: the reference's extreme, sign included.
+        __m512 amax = _mm512_setzero_ps();
+        for (int i = 0; i < block; i += 16) {
+            amax = _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(xb + i), abs_mask), amax);
+        }
+        const __m512 am = _mm512_set1_ps(_mm512_reduce_max_ps(amax));
+        float ext = 0.0f;
+        for (int i = 0; i < block; i += 16) {
+            const __mmask16 hit = _mm512_cmp_ps_mask(
+                _mm512_and_ps(_mm512_loadu_ps(xb + i), abs_mask), am, _CMP_EQ_OQ);
+            if (hit != 0) {
+                ext = xb[i + __builtin_ctz(hit)];
+                break;
+            }
+        }
+        d16[b] = q4_block_scale(ext);
+        if (d16[b] == 0) {
+            std::memset(ub, 8, std::size_t(block));
+            continue;
+        }
+        const __m512 d = _mm512_set1_ps(_cvtsh_ss(d16[b]));
+        for (int i = 0; i < block; i += 16) {
+            const __m512 v = _mm512_loadu_ps(xb + i);
+            // x / d as the reference divides, rounded to nearest even; NaN lanes give 0.
+            __m512i q =
+                _mm512_maskz_cvtps_epi32(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), _mm512_div_ps(v, d));
+            q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), bias);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(ub + i), _mm512_cvtepi32_epi8(q));
+        }
+    }
+}
+
 void q4_panel_avx512vnni(const Q8PanelArgs& a) {
     constexpr int kRows = 8;
     x86::for_static_tiles<kRows>(

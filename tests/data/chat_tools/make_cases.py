@@ -28,6 +28,11 @@ NUMBERS = {"type": "function", "function": {
     "name": "numbers",
     "description": ""}}
 NO_PARAMS = {"type": "function", "function": {"name": "now"}}
+# Integers past int64 (Python keeps every digit; the reader keeps them up to 2^64-1).
+BIG = {"type": "function", "function": {"name": "big", "parameters": {
+    "type": "object", "properties": {"n": {"type": "integer", "minimum": -9223372036854775808,
+                                           "maximum": 18446744073709551615,
+                                           "examples": [9223372036854775808, 9223372036854775807]}}}}}
 TOOLS = [WEATHER, NUMBERS, NO_PARAMS]
 
 CALLS = [{"id": "call_1", "type": "function",
@@ -56,6 +61,14 @@ CASES = [
     ("empty_content_call", [WEATHER], False,
      [{"role": "user", "content": "Weather?"},
       {"role": "assistant", "content": "", "tool_calls": CALLS[1:]}]),
+    ("big_integers", [BIG], True, [{"role": "user", "content": "n?"}]),
+    # A list is true in the template even when its one text is empty; an empty list is not.
+    ("empty_text_part_call", [WEATHER], False,
+     [{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": [{"type": "text", "text": ""}], "tool_calls": CALLS[:1]}]),
+    ("empty_list_call", [WEATHER], False,
+     [{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": [], "tool_calls": CALLS[:1]}]),
     ("history_without_tools", None, True,
      [{"role": "user", "content": "Weather?"},
       {"role": "assistant", "content": None, "tool_calls": CALLS},

@@ -41,6 +41,9 @@ CASES = [
     ("narrow_cap", "narrow_24x72_3fps.mp4", {"cap_pixels_per_frame": True, "max_video_tokens": 8,
                                              "size": {"shortest_edge": 2048,
                                                       "longest_edge": 1 << 20}}, False),
+    ("hevc_fps4", "hevc_66x46_10fps.mp4", {"size": SMALL, "fps": 4}, False),
+    ("vp8_fps3", "vp8_58x42_8fps.webm", {"size": SMALL, "fps": 3}, False),
+    ("av1_fps2", "av1_64x36_6fps.mp4", {"size": SMALL}, False),
 ]
 PROMPT = "Describe this video."
 
