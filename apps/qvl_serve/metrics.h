@@ -2,13 +2,13 @@
 // docs/serve.md lists the required series). Thread-safe; updates take one short lock.
 #pragma once
 
+#include <qvl/qvl.h>
+
 #include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
-
-#include "qvl/qvl.h"
 
 namespace qvl::serve {
 
