@@ -43,9 +43,8 @@ Result<OutputConstraint> Tools::constraint() const {
     if (no_tools(*this)) return OutputConstraint();
     if (impl->choice.mode == text::ToolChoice::Mode::kNone) {
         // The tools stay in the prompt, so the model may still try: it cannot open a call.
-        return OutputConstraint(
-            std::make_shared<const OutputConstraint::Impl>(OutputConstraint::Impl{
-                .banned = "<tool_call>"}));
+        return OutputConstraint(std::make_shared<const OutputConstraint::Impl>(
+            OutputConstraint::Impl{.banned = "<tool_call>"}));
     }
     const bool automatic = impl->choice.mode == text::ToolChoice::Mode::kAuto;
     base::Result<std::string> gbnf = grammar::tool_call_gbnf(impl->tools, impl->choice);

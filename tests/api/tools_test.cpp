@@ -179,7 +179,8 @@ TEST(PublicTools, NoneNeverOpensACall) {
                     .sampling = sampling,
                     .constraint = banned ? constraint.value() : OutputConstraint()});
         ASSERT_TRUE(g.ok()) << g.status().message();
-        const bool opened = std::find(g->tokens.begin(), g->tokens.end(), call_id) != g->tokens.end();
+        const bool opened =
+            std::find(g->tokens.begin(), g->tokens.end(), call_id) != g->tokens.end();
         EXPECT_EQ(opened, !banned) << g->text;  // the bias alone does open one
     }
 }

@@ -1,7 +1,8 @@
 // The StoreKv op: K and V rows go to their [kv_head][pos][head_dim] places in the arena, copied
 // for an f32 arena and rounded to the nearest bf16 (ties to even) for a bf16 one, and nothing
 // outside the stored positions is touched. The expected bits come from the test's own rounding
-// (support/bf16_round.h), not the engine's base::f32_to_bf16 that the store uses.
+// (support/bf16_round.h), not the engine's base::f32_to_bf16 that the store uses. A prompt's
+// store is split over rows: the same bytes with 2 threads as with 1.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include "graph/executor.h"
 #include "graph/planner.h"
 #include "kernels/kernel_table.h"
+#include "kernels/task_work.h"
 #include "support/bf16_round.h"
 
 namespace qvl::graph {
@@ -98,6 +100,50 @@ TEST(StoreKv, F32ArenaHoldsTheRowsExactly) {
             for (int d = 0; d < kHeadDim; ++d) {
                 EXPECT_EQ(arena[at + d], k[src + d]);
                 EXPECT_EQ(arena[half + at + d], v[src + d]);
+            }
+        }
+    }
+}
+
+// A 448x448 prompt chunk's shape (8 kv heads of 128): several row tasks on 2 threads, and the
+// arena the same bytes as on 1 thread, each stored row its own rounding.
+TEST(StoreKv, SplitPromptStoresTheSameBytesAsOneThread) {
+    constexpr int heads = 8, dim = 128, ctx = 64, rows = 40, pos0 = 9, cols = heads * dim;
+    ASSERT_GT(kernels::rows_num_tasks(rows, 2 * cols, 2), 1) << "the store would not be split";
+    std::vector<float> k(std::size_t(rows) * cols), v(k.size());
+    for (std::size_t i = 0; i < k.size(); ++i) {
+        k[i] = input_value(int(i));
+        v[i] = -input_value(int(i) + 3);
+    }
+    const std::size_t half = std::size_t(heads) * ctx * dim;
+    auto run = [&](int threads) {
+        std::vector<std::uint16_t> kv(2 * half, 0xABAB);
+        const KvLayerView view{.k = kv.data(),
+                               .v = kv.data() + half,
+                               .head_stride = ctx * dim,
+                               .type = kernels::KvType::kBF16};
+        Graph g;
+        GraphBuilder b(&g, kernels::GemmPrecision::kF32);
+        b.store_kv("store", b.input("k", k.data(), rows, cols), b.input("v", v.data(), rows, cols),
+                   view, pos0, heads, dim);
+        Planner planner;
+        auto arena =
+            base::AlignedBuffer::allocate(std::max<std::size_t>(planner.plan(g), 64), "test");
+        EXPECT_TRUE(arena.ok());
+        base::ThreadPool pool(threads);
+        Executor executor(&pool, kernels::best_table());
+        executor.run(g, arena.value().data());
+        return kv;
+    };
+    const std::vector<std::uint16_t> one = run(1), two = run(2);
+    EXPECT_EQ(one, two);
+    for (int r = 0; r < rows; ++r) {
+        for (int h = 0; h < heads; ++h) {
+            const std::size_t at = std::size_t(h) * ctx * dim + std::size_t(pos0 + r) * dim;
+            const std::size_t src = std::size_t(r) * cols + std::size_t(h) * dim;
+            for (int d = 0; d < dim; d += 37) {
+                EXPECT_EQ(two[at + d], test::rne_bf16_bits(k[src + d])) << "row " << r;
+                EXPECT_EQ(two[half + at + d], test::rne_bf16_bits(v[src + d])) << "row " << r;
             }
         }
     }
