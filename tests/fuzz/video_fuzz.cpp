@@ -16,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     limits.max_stream_frames = 2000;
     limits.max_sampled_frames = 16;
     limits.max_decoded_bytes = 16ull << 20;
+    limits.threads = 1 + int(size % 2);  // threaded decoding too (frame threads, dav1d's)
     qvl::image::VideoPreprocessConfig config;
     config.base.min_pixels = 32 * 32;
     config.base.max_pixels = 64 * 64 * 8;

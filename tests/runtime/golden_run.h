@@ -35,10 +35,11 @@ struct GoldenRun {
 };
 
 // n_predict greedy tokens (EOS ignored) after the case's prompt.
-inline GoldenRun run_golden_case(const model::Model& m, const std::string& name, int n_predict) {
+inline GoldenRun run_golden_case(const model::Model& m, const std::string& name, int n_predict,
+                                 const SessionOptions& options = golden_session_options()) {
     GoldenRun r;
     const PreparedPrompt prompt = golden_prompt(m, name);
-    auto session = Session::create(m, golden_session_options());
+    auto session = Session::create(m, options);
     EXPECT_TRUE(session.ok()) << session.status().message();
     if (!session.ok()) return r;
     GenerateParams gp;

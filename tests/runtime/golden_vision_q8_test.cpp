@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "golden_run.h"
+#include "kernels/isa.h"
 #include "model/model.h"
 #include "support/golden.h"
 
@@ -66,16 +67,17 @@ struct CaseOutput {
     std::vector<float> logits;
 };
 
-CaseOutput run(const model::Model& m, const std::string& name) {
+CaseOutput run(const model::Model& m, const std::string& name,
+               const SessionOptions& options = test_util::golden_session_options()) {
     CaseOutput r;
     for (const auto& image : test_util::golden_prompt(m, name).images) {
-        auto session = Session::create(m, test_util::golden_session_options());
+        auto session = Session::create(m, options);
         EXPECT_TRUE(session.ok()) << session.status().message();
         if (!session.ok()) return r;
         EXPECT_TRUE(session.value()->encode_image(image).ok());
         r.features.push_back(session.value()->image_feature_levels(0));
     }
-    r.logits = test_util::run_golden_case(m, name, 1).logits;
+    r.logits = test_util::run_golden_case(m, name, 1, options).logits;
     return r;
 }
 
@@ -118,6 +120,29 @@ TEST_P(GoldenVisionQ8Test, FeaturesCloseToBf16AndLogitsToReference) {
         if (v.vision_q8) {
             EXPECT_GE(c, v.text == model::WeightFormat::kQ4 ? kLogitsGateWithQ4 : kLogitsGate);
         }
+    }
+}
+
+// The AVX2 tier under the same gates (per-row int8 tower with bf16 text, and with q4 text),
+// its features against the bf16 tower's on the same tier.
+TEST_P(GoldenVisionQ8Test, Avx2TierKeepsTheGates) {
+    if (!kernels::isa_supported(kernels::Isa::kAvx2)) GTEST_SKIP() << "this CPU lacks AVX2";
+    const auto golden =
+        test::read_golden(test::test_data_dir() / GetParam() / "golden.safetensors");
+    const std::vector<double>& ref = golden.at("logits_last").values;
+    SessionOptions so = test_util::golden_session_options();
+    so.isa = kernels::Isa::kAvx2;
+    const CaseOutput bf16 = run(model_for(variants()[0]), GetParam(), so);
+    for (const Variant& v : variants()) {
+        if (!v.vision_q8 || v.vision_block != 0) continue;
+        SCOPED_TRACE(v.name);
+        const CaseOutput out = run(model_for(v), GetParam(), so);
+        ASSERT_EQ(out.features.size(), bf16.features.size());
+        for (std::size_t i = 0; i < out.features.size(); ++i) {
+            EXPECT_GE(test_util::cosine(out.features[i], bf16.features[i]), kFeatureGate);
+        }
+        EXPECT_GE(test_util::cosine(out.logits, ref),
+                  v.text == model::WeightFormat::kQ4 ? kLogitsGateWithQ4 : kLogitsGate);
     }
 }
 
