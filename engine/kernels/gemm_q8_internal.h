@@ -39,10 +39,8 @@ void q8_panel_avx512vnni(const Q8PanelArgs& a);
 // as they are, with no flip of every weight vector and no per-row correction (one per panel
 // instead: a pass of vpdpbusd over the panel's weights, as costly as one more row). Fewer rows
 // are a decode step, which reads each weight once anyway. At four rows the per-panel pass still
-// cost more than the flips: kernel bench gemv_q8/.../M=4/avx512bf16/threads=1, Zen 4, three
-// alternated runs, with the threshold at 4 against 5: text_down 0.79 -> 0.71 ms, text_q 0.28 ->
-// 0.26, text_gate_up 1.82 -> 1.79; at eight rows the biased form is the faster (1.05 against
-// 1.17 ms for text_down).
+// cost more than the flips; at eight the biased form is the faster (bench/README.md, kernel
+// design measurements).
 inline constexpr int kQ8VnniBiasedMinRows = 5;
 // q + 128 in place, as unsigned bytes.
 void q8_bias_row(std::int8_t* q, std::ptrdiff_t n);

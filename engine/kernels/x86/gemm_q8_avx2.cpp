@@ -48,8 +48,8 @@ void panel_rows(const Q8PanelArgs& a, int r0) {
         for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
         for (int g = 0; g < groups; ++g) {
             // The panels lie one after another: ask for the line kQ8PrefetchBytes ahead (this
-            // kernel spends enough instructions per byte that, left to the hardware prefetchers,
-            // a decode step read 21 GB/s of a 33 GB/s DRAM).
+            // kernel spends enough instructions per byte that the hardware prefetchers fall
+            // behind DRAM; bench/README.md, kernel design measurements).
             _mm_prefetch(reinterpret_cast<const char*>(blk + g * 64 + kQ8PrefetchBytes),
                          _MM_HINT_T0);
             const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + g * 64));

@@ -53,16 +53,9 @@ void weight_corrections(const Q8PanelArgs& a, __m512i* corr) {
 // Row tiles of three or more rows read the panel's weights 8 KiB ahead into L2. That is for
 // batched decode: with a few rows each weight line feeds enough vpdpbusd that the hardware
 // prefetchers fall behind DRAM. Prefill's tiles take it too, where the panel is already cached
-// after its first tile and the prefetch costs nothing measurable. Measured on Zen 4 (kernel bench
-// gemv_q8/text_*, three alternated rounds, medians):
-// - M=4: gate_up 1.81 -> 1.16 ms on one thread and 1.02 -> 0.82 on two; o 0.27 -> 0.20 and
-//   0.17 -> 0.13; down 0.76 -> 0.59 and 0.47 -> 0.44;
-// - M=3: gate_up 1.56 -> 1.28 ms on one thread and 1.01 -> 0.82 on two;
-// - M=8 and prefill (M=212): within noise.
-// End to end, four q8 text requests decoding together (qvl-run --batch --parallel 4 --weights
-// q8, 64 tokens, three alternated runs): 71.4-74.5 -> 63.8-68.6 ms per step.
-// One row (the single-sequence decode) ran up to 15 % slower with it on one thread, and two rows
-// were mixed, so it starts at three. 4 KiB ahead helped less.
+// after its first tile and the prefetch costs nothing measurable. One row (the single-sequence
+// decode) ran slower with it and two rows were mixed, so it starts at three; 4 KiB ahead helped
+// less (the figures: bench/README.md, kernel design measurements).
 constexpr int kPrefetchMinRows = 3;
 constexpr int kPrefetchAheadBytes = 8192;
 
@@ -85,13 +78,9 @@ void panel_rows(const Q8PanelArgs& a, int r0, const __m512i* corr) {
         // vpdpbusd latency, two (added at the end) for the one to three rows of a decode step.
         // Integer sums are exact in any order.
         // On Zen 4 the epilogue's vmulps and vfmadd each take a cycle of the pipe that runs
-        // vpdpbusd; vcvtdq2ps, vaddps, vpaddd and the activations' vpbroadcastd issue beside it
-        // for nothing (measured: eight of each next to sixteen independent vpdpbusd). With
-        // blocks of 64 (16 vpdpbusd per row and block) that caps the kernel at 16/18 = 89 % of
-        // the int8 peak; the kernel bench reaches 74-77 % at 212 rows. Knocked out there (one
-        // thread), the two scalings took 11-13 % of the time; quantizing the rows, the output
-        // epilogue and the first reads of the weights 5-7 %. Blocks of 128 ran 0-12 % faster,
-        // but the block size is the accuracy's choice (model/quantize.h).
+        // vpdpbusd, so blocks of 64 (16 vpdpbusd per row and block) cap the kernel at 16/18 of
+        // the int8 peak; larger blocks would be faster, but the block size is the accuracy's
+        // choice (model/quantize.h; the measurements: bench/README.md).
         constexpr bool kTwoChains = R < 4;
         __m512i s[R], s2[R];
         for (int r = 0; r < R; ++r) {
