@@ -66,8 +66,7 @@ inline void transpose8(__m256 r[8]) {
     }
 }
 // Rows asked for ahead of the one being repacked (x86/prefetch_rows.h): without these requests,
-// waiting for K/V and query rows was most of the 8-10 % of a vision task's time spent outside
-// the tiles (perf, N = 784).
+// waiting for K/V and query rows was most of a vision task's time outside the tiles.
 constexpr int kRowsAhead = 16;
 
 // The keys of one task, repacked: block b holds absolute keys [64 (first + b), +64).

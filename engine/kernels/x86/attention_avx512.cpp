@@ -208,7 +208,7 @@ struct F32Tiles {
     // K/V rows far apart (the vision qkv rows are 12 KiB) alias in L1 and cost a TLB miss each
     // when a tile walks 8 or 64 of them; bf16 rows need widening. Either way the task's keys
     // are copied once to dense f32 rows, which every batch of query blocks then reads:
-    // copying per key block instead re-read K and V for every batch (~10 % at N = 784).
+    // copying per key block instead re-read K and V for every batch.
     static void begin_task(const AttentionArgs& a, int g, int key_lo, int key_hi, Operands* o) {
         const int hd = a.head_dim;
         o->k_task = o->v_task = nullptr;

@@ -137,21 +137,13 @@ inline void pv_tile(const std::uint32_t* v2, int hd, const std::uint32_t* pt2, i
 }
 
 // Decode path (x86/attention_decode.h): bf16 products as the flash tiles take them (the same
-// roundings, the same vdpbf16ps pairs in the same order), head dims in lanes for P V.
-// Measured on Zen 4 (kernel bench attention/decode_kvbf16, 3 alternated rounds; the host's DRAM
-// speed moved by 1.5x between runs, so only same-run ratios count):
-// - This path is slower than the AVX2 tier's on the same CPU, which puts head_dim in lanes
-//   (x86/attention_avx2.cpp). At ctx 4096 it took 1.20 ms on one thread against 0.82-0.94 ms,
-//   and 0.67-0.70 ms on two threads against 0.55-0.60 ms.
-// - The 16x16 transposes of K cost 15 % on one thread (knocked out: 1.34-1.39 ms against
-//   1.56-1.67 ms). On two threads they cost nothing measurable, since DRAM then sets the pace.
-// - The L2 prefetches pay for themselves: without them 1.92 ms on one thread and 1.0 ms on two.
-//   Prefetching 96 or 192 keys ahead instead of 32 was within noise.
-// Taking head_dim in lanes here would change the score arithmetic, so the flash tiles of text
-// prefill would have to change with it to keep rows bit-identical. A K layout blocked by 16 keys
-// in the KV arena would remove the transposes and keep the arithmetic, but it touches every
-// reader of the arena. Either one buys ~15 % of one-thread decode attention, about 3 % of a
-// decode step at 4096 context on two threads.
+// roundings, the same vdpbf16ps pairs in the same order), head dims in lanes for P V. It is
+// slower than the AVX2 tier's path on the same CPU (head_dim in lanes, x86/attention_avx2.cpp)
+// and the 16x16 transposes of K are most of the difference on one thread. Taking head_dim in
+// lanes here would change the score arithmetic, so the flash tiles of text prefill would have
+// to change with it to keep rows bit-identical; a K layout blocked by 16 keys in the KV arena
+// would remove the transposes and keep the arithmetic, but touches every reader of the arena.
+// Either buys a few % of a decode step (the measurements: bench/README.md, kernel design).
 struct Bf16Decode {
     static constexpr int kExpDegree = 3;  // as the bf16 flash tiles (Bf16Tiles)
 

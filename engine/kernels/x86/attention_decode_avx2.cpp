@@ -113,11 +113,9 @@ template <int P, class E>
         return kb + std::ptrdiff_t(std::min(j, nk - 1)) * a.k_row_stride;
     };
     for (int j = 0; j < (nk + 7) / 8 * 8; j += 4) {
-        // The next block's K and V rows, into L2 (x86/prefetch_rows.h): without them a step
-        // waited on DRAM at 4 GB/s (the hardware prefetchers restart at every switch between
-        // the K and V streams). Into L1, and V only for this block, they read 7.4-12.7 GB/s
-        // (kernel bench attention/decode*, ctx 1024/4096, 1 thread, Zen 4, three alternated
-        // runs); into L2 a block ahead, 11.6-19.3.
+        // The next block's K and V rows, into L2 (x86/prefetch_rows.h): the hardware
+        // prefetchers restart at every switch between the K and V streams, and into L1 for this
+        // block only was slower (bench/README.md, kernel design measurements).
         x86::prefetch_rows_l2(vg, a.v_row_stride, j0 + kKeys + j, j0 + kKeys + j + 4, hi, hd);
         x86::prefetch_rows_l2(kg, a.k_row_stride, j0 + kKeys + j, j0 + kKeys + j + 4, hi, hd);
         const E* const k[4] = {key_row(j), key_row(j + 1), key_row(j + 2), key_row(j + 3)};

@@ -58,8 +58,8 @@ namespace qvl::kernels::x86 {
 namespace {
 
 constexpr int kItems = 32;  // (head, row) lanes of a flash block
-// Keys per online-softmax step (the decode paths reproduce these steps). 32 measured 2-4 %
-// slower, 128 within 1 % (bf16 kernel, vision M=3520 and prefill M=896, 1 thread, Zen 4).
+// Keys per online-softmax step (the decode paths reproduce these steps); 32 was slower, 128 no
+// faster (bench/README.md, kernel design measurements).
 constexpr int kKeyBlock = 64;
 constexpr int kMaxHeadDim = 128;
 constexpr int kBatch = 8;  // flash blocks sharing each packed key block
@@ -74,13 +74,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 // bf16 (~4e-3) and two FMAs cheaper again.
 // On Zen 4 the FMAs and the compare below each take about a cycle of the pipe that runs the
 // products' vdpbf16ps, vreduceps under half of one, while the subtractions and vscalefps issue
-// beside it for nothing (measured: 8 of each next to 16 independent vdpbf16ps chains). So the
-// FMAs are most of what the softmax costs the bf16 kernel, and computing the exponentials in
-// between product tiles instead of after them (tried twice: interleaved with the next block's
-// Q·K tiles, and inside the first P·V tile) gained nothing.
-// Knocked out altogether (weights = the shifted scores) the exponentials are 6 % of the bf16
-// kernel's time (vision M=3520, 1 thread, Zen 4: 258 against 276 ms). A table of 2^(j/32) read
-// with vpermt2ps (two per 16 weights, then one FMA for the rest) was slower than this: 285 ms.
+// beside it for nothing. So the FMAs are most of what the softmax costs the bf16 kernel;
+// computing the exponentials between product tiles, or a table of 2^(j/32) read with vpermt2ps,
+// gained nothing (bench/README.md, kernel design measurements).
 template <int Degree>
 inline __m512 exp2_ps(__m512 x) {
     static_assert(Degree == 5 || Degree == 3);
@@ -90,9 +86,8 @@ inline __m512 exp2_ps(__m512 x) {
     // of every causal diagonal block produced one per lane when the scaling was unmasked (a
     // quarter of the 212-row text prefill's time went there). The lanes the mask drops need no
     // clamp: -inf gives a NaN or infinite n (no underflow), and a finite x below -125 only a
-    // dropped lane's product. Without a max clamp here (same results for every input) vision
-    // attention took 278-281 ms against 289-308 (kernel bench attention/vision/M=3520,
-    // avx512bf16, 1 thread, Zen 4, three alternated runs).
+    // dropped lane's product. No max clamp here (same results for every input): it was
+    // measurably faster without.
     const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-125.0f), _CMP_GE_OQ);
     // f = x - round(x) in one vreduceps (vrndscaleps is two uops), then n = x - f: both exact,
     // the same values as rounding first.
@@ -315,7 +310,7 @@ inline void flash_finish(const AttentionArgs& a, int g, int group, const FlashBl
     }
     // Columns of Ot by 16 x 16 transposes (cheaper than a gather per 16 head dims), staged as
     // rows in L1 and then written out row by row. Storing each transposed chunk straight to its
-    // 16 output rows (pages apart, all at one page offset) measured 2-5 % slower overall.
+    // 16 output rows (pages apart, all at one page offset) was slower.
     alignas(64) float rows[kItems][kMaxHeadDim];
     for (int half = 0; half < kItems; half += 16) {
         for (int d0 = 0; d0 < a.head_dim; d0 += 16) {
